@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdma-rs: the Linux RDMA stack in Rust-for-Linux, as out-of-tree modules.
+#
+#   make run      boot a guest, load the stack, show it working
+#   make check    everything: deps, kernel, modules, lint, host tests, guest tests
+#
+# Other targets: deps, kernel, modules, lint, test-host, initramfs, guest-test,
+# multihost-test, harness-test, clean. See README.md and Documentation/.
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+ENV := . $(TOP)/scripts/env.sh
+
+# Module build against the cached kernel, with the Debian rustc (see env.sh).
+KMAKE = $(ENV) && $(MAKE) -C "$$KDIR" M=$(TOP) "$${KMAKE_VARS[@]}"
+
+.PHONY: all deps kernel modules lint test-host initramfs guest-test multihost-test harness-test \
+	check run clean
+
+all: modules
+
+deps:
+	@scripts/deps.sh
+
+kernel: deps
+	@scripts/kernel.sh
+
+# CLIPPY=1 builds with clippy-driver, so every Rust object is linted as it is
+# compiled; with -Dwarnings (Kbuild) a lint fails the build.
+modules: kernel
+	@$(KMAKE) CLIPPY=1 modules
+
+lint: kernel
+	@scripts/lint.sh
+
+test-host:
+	@cargo test --workspace
+
+initramfs: modules
+	@scripts/initramfs.sh $(TOP)/.build/initramfs.cpio
+
+GUEST_SUITES ?= foundation
+guest-test: initramfs
+	@scripts/vm.sh --name check --tests $(GUEST_SUITES)
+
+multihost-test: initramfs
+	@scripts/vm.sh --name multihost --tests multihost --guests 2
+
+harness-test: initramfs
+	@scripts/vm.sh --name harness --tests harness --expect-splat
+
+check:
+	@scripts/check.sh
+
+run: initramfs
+	@scripts/vm.sh --name run --mode run
+
+clean:
+	@$(KMAKE) clean 2>/dev/null || true
+	@rm -rf .build
+	@find . -name '*.rmeta' -o -name '*_generated.*' | xargs rm -f

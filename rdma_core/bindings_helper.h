@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Headers the rdma crate's raw bindings are generated from, and the
+ * prototypes of the C wrappers in helpers.c.
+ */
+#include <linux/netdevice.h>
+#include <net/net_namespace.h>
+
+#include "helpers.h"

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Export table of the `rdma` crate's Rust symbols.
+ *
+ * exports_generated.h is written by the Kbuild from `nm` of rdma.o: one
+ * EXPORT_SYMBOL_RUST_GPL() line per defined Rust (`_R`) symbol. Each symbol is
+ * declared with a dummy type, which is all EXPORT_SYMBOL_GPL needs.
+ */
+#include <linux/export.h>
+
+#define EXPORT_SYMBOL_RUST_GPL(sym) extern int sym; EXPORT_SYMBOL_GPL(sym)
+
+#include "exports_generated.h"

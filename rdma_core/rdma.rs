@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA midlayer, in Rust: the crate `rdma` of module `rdma_core`.
+//!
+//! Providers (such as `rxe`) register devices with [`device::Registration`];
+//! clients (ULPs such as `rtrs`, and test clients) register with
+//! [`client::ClientRegistration`] and are told about every device. Other
+//! modules use this crate through the cross-module mechanism described in
+//! `Documentation/build.rst`: the crate's Rust symbols are exported and its
+//! metadata is emitted for them to link against.
+//!
+//! All raw FFI stays in this crate ([`bindings`] is private); what it exports
+//! is safe.
+
+use kernel::prelude::*;
+
+mod bindings;
+pub mod client;
+pub mod device;
+pub mod net;
+mod registry;
+mod vec;
+
+module! {
+    type: RdmaCore,
+    name: "rdma_core",
+    author: "rdma-rs developers",
+    description: "RDMA midlayer (Rust)",
+    license: "GPL",
+}
+
+/// Annotates a function that may sleep (`might_sleep()`): with
+/// `CONFIG_DEBUG_ATOMIC_SLEEP` a call from atomic context is reported.
+pub fn might_sleep() {
+    // SAFETY: `might_sleep` has no preconditions; it only checks the context.
+    unsafe { bindings::rdma_rs_might_sleep() };
+}
+
+struct RdmaCore {
+    registry: Pin<KBox<registry::Registry>>,
+}
+
+impl kernel::Module for RdmaCore {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let registry = KBox::pin_init(registry::Registry::new(), GFP_KERNEL)?;
+        // SAFETY: the registry is pinned in a box owned by the module struct,
+        // which lives until `drop` below unpublishes it.
+        unsafe { registry.publish() };
+        pr_info!("loaded\n");
+        Ok(RdmaCore { registry })
+    }
+}
+
+impl Drop for RdmaCore {
+    fn drop(&mut self) {
+        self.registry.unpublish();
+        pr_info!("unloaded\n");
+    }
+}

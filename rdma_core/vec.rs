@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Small `KVec` helpers that the 6.12 kernel crate does not have yet.
+
+use kernel::prelude::*;
+
+/// Removes and returns the element at `index`, shifting the rest down, as
+/// `Vec::remove` does. Returns `None` when `index` is out of bounds.
+pub(crate) fn remove<T>(v: &mut KVec<T>, index: usize) -> Option<T> {
+    let len = v.len();
+    if index >= len {
+        return None;
+    }
+    v.as_mut_slice()[index..].rotate_left(1);
+    // SAFETY: `len - 1 < len`, so the slot is initialised; after the read it
+    // is logically moved out, and `set_len` below drops it from the vector
+    // without dropping it twice.
+    let item = unsafe { core::ptr::read(v.as_ptr().add(len - 1)) };
+    // SAFETY: the first `len - 1` elements are initialised and the last one
+    // was moved out above.
+    unsafe { v.set_len(len - 1) };
+    Some(item)
+}
+
+/// Removes the first element for which `pred` holds and returns it.
+pub(crate) fn remove_first<T>(v: &mut KVec<T>, pred: impl Fn(&T) -> bool) -> Option<T> {
+    let index = v.iter().position(pred)?;
+    remove(v, index)
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `make check`: every stage, then one summary line.
+#
+# Stages: deps, kernel (cached), modules (with clippy), lint, host tests,
+# initramfs, the guest selftests (one guest, then two joined guests), and the
+# harness's own negative test (a guest that WARNs must be judged failed).
+# Test counts come from cargo test and from the guests' KTAP. A build or lint
+# stage that fails counts as one failure and ends the run, since nothing
+# after it can be trusted; a guest run judged failed without a failed test (a
+# splat, a crash, a timeout) counts as one failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+log=.build/check
+mkdir -p "$log"
+
+passed=0 failed=0 skipped=0
+summary() {
+	echo
+	echo "check: ${passed} passed, ${failed} failed, ${skipped} skipped"
+	[ "$failed" -eq 0 ]
+	exit $?
+}
+
+# Runs a make target that must succeed; a failure ends the run.
+stage() {
+	local t=$1 start=$SECONDS
+	echo "=== check: $t"
+	if make --no-print-directory "$t" 2>&1 | tee "$log/$t.log"; then
+		echo "=== check: $t ok ($((SECONDS - start)) s)"
+	else
+		echo "=== check: $t FAILED (see $log/$t.log)"
+		failed=$((failed + 1))
+		summary
+	fi
+}
+
+# Adds up the "<sed capture of passed, failed, skipped>" lines of a log.
+add_counts() {
+	local file=$1 expr=$2 p f s
+	while read -r p f s; do
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	done < <(sed -n "$expr" "$file")
+}
+
+# Boots guests with scripts/vm.sh and adds their counts.
+guest_run() {
+	local name=$1 rc start=$SECONDS
+	shift
+	echo "=== check: guest run '$name'"
+	scripts/vm.sh --name "$name" "$@" 2>&1 | tee "$log/vm-$name.log"
+	rc=${PIPESTATUS[0]}
+	add_counts "$log/vm-$name.log" \
+		's/^guest: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p'
+	if [ "$rc" -ne 0 ] && ! grep -q '^guestlog: FAILED' "$log/vm-$name.log"; then
+		echo "=== check: guest run '$name' judged failed (splat, crash or timeout)"
+		failed=$((failed + 1))
+	fi
+	echo "=== check: guest run '$name' done ($((SECONDS - start)) s)"
+}
+
+stage deps
+stage kernel
+stage modules
+stage lint
+
+echo "=== check: test-host"
+cargo test --workspace 2>&1 | tee "$log/test-host.log"
+host_rc=${PIPESTATUS[0]}
+add_counts "$log/test-host.log" \
+	's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p'
+if [ "$host_rc" -ne 0 ] && ! grep -q '^test result: FAILED' "$log/test-host.log"; then
+	failed=$((failed + 1))
+fi
+
+echo "=== check: initramfs"
+scripts/initramfs.sh .build/initramfs.cpio || { failed=$((failed + 1)); summary; }
+
+guest_run check --tests "${GUEST_SUITES:-foundation}"
+guest_run multihost --tests multihost --guests 2
+
+echo "=== check: harness self-test (a guest that WARNs must be judged failed)"
+if scripts/vm.sh --name harness --tests harness --expect-splat > "$log/vm-harness.log" 2>&1 &&
+	grep -q 'splat (WARNING)' "$log/vm-harness.log"; then
+	echo "ok: the harness reported the deliberate WARNING"
+	passed=$((passed + 1))
+else
+	echo "not ok: the harness did not report the deliberate WARNING (see $log/vm-harness.log)"
+	failed=$((failed + 1))
+fi
+
+summary

@@ -1,0 +1,34 @@
+# Sourced by the other scripts: toolchain paths and the cached test kernel.
+#
+# The kernel's Rust must be built by Debian's rustc-web (it has rust-src);
+# the rustup toolchain first on PATH has none, so every kernel make gets
+# these variables explicitly.
+
+RDMA_RS_TOP=${RDMA_RS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+RDMA_RS_CACHE=${RDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-rs}
+
+KRUSTC=/usr/bin/rustc
+KRUST_LIB_SRC=$(ls -d /usr/src/rustc-*/library 2>/dev/null | head -n 1)
+KBINDGEN=$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")
+KCLIPPY=/usr/bin/clippy-driver
+KRUSTFMT=/usr/bin/rustfmt
+
+# Every make invocation against the kernel tree takes these.
+KMAKE_VARS=(LLVM=1 "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUST_LIB_SRC=$KRUST_LIB_SRC"
+	"BINDGEN=$KBINDGEN" "RUSTFMT=$KRUSTFMT" "CLIPPY_DRIVER=$KCLIPPY")
+
+kernel_tarball() { ls /usr/src/linux-source-6.12.tar.* 2>/dev/null | head -n 1; }
+
+# The cache key: source package version + fragment + toolchain versions.
+# (Not the build script: bump KERNEL_RECIPE when a change to it must rebuild.)
+KERNEL_RECIPE=1
+kernel_key() {
+	local v h
+	v=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null)
+	h=$( { echo "$KERNEL_RECIPE"; cat "$RDMA_RS_TOP/kernel/test-kernel.config";
+		"$KRUSTC" --version; clang --version | head -n 1; "$KBINDGEN" --version; } |
+		sha256sum | cut -c1-12)
+	echo "6.12-$v-$h"
+}
+
+KDIR=${KDIR:-$RDMA_RS_CACHE/linux-$(kernel_key)}

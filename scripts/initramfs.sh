@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Build the guest's initramfs: busybox, the kernel's modules and ours, the
+# selftests, and the userspace RDMA tools (with their libraries and the
+# libibverbs providers) that drive the kernel's C stack.
+#
+# usage: scripts/initramfs.sh OUT.cpio
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+out=$1
+kver=$(cat "$KDIR/include/config/kernel.release")
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,run,tmp,etc,root,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64}
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+
+# busybox, with a link per applet
+cp /bin/busybox "$root/bin/busybox"
+for applet in $(/bin/busybox --list); do
+	[ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+done
+
+# Copies a dynamically linked binary or library and everything it needs.
+copy_with_libs() {
+	local f lib
+	for f in "$@"; do
+		[ -e "$root$f" ] || { mkdir -p "$root$(dirname "$f")"; cp -L "$f" "$root$f"; }
+		ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\s*\/lib/ { print $1 }' |
+		while read -r lib; do
+			local base dest
+			base=$(basename "$lib")
+			case "$lib" in
+			*/ld-linux*) dest=/usr/lib64/$base ;;
+			*) dest=/usr/lib/x86_64-linux-gnu/$base ;;
+			esac
+			[ -e "$root$dest" ] || cp -L "$lib" "$root$dest"
+		done
+	done
+}
+
+# Userspace RDMA tools and iproute2 (ip with netns support, rdma), and kmod.
+tools=()
+for pkg in ibverbs-utils rdmacm-utils perftest; do
+	while read -r f; do
+		case "$f" in /usr/bin/*) [ -f "$f" ] && tools+=("$f") ;; esac
+	done < <(dpkg -L "$pkg")
+done
+# (/usr/bin comes before busybox's /bin on the guest's PATH.)
+tools+=(/usr/bin/ip /usr/bin/rdma /usr/bin/kmod)
+copy_with_libs "${tools[@]}"
+for t in modprobe insmod rmmod lsmod modinfo depmod; do
+	ln -sf /usr/bin/kmod "$root/usr/sbin/$t"
+done
+
+# libibverbs providers, loaded with dlopen (ldd cannot see them).
+prov=/usr/lib/x86_64-linux-gnu/libibverbs
+mkdir -p "$root$prov" "$root/etc/libibverbs.d"
+for so in "$prov"/*.so; do copy_with_libs "$so"; done
+cp /etc/libibverbs.d/*.driver "$root/etc/libibverbs.d/"
+copy_with_libs /usr/lib/x86_64-linux-gnu/librdmacm.so.1
+
+# Kernel modules: the kernel's own, then ours under extra/.
+mkdir -p "$root/usr/lib/modules"
+cp -a "$KDIR/modinst/lib/modules/$kver" "$root/usr/lib/modules/"
+rm -f "$root/usr/lib/modules/$kver/build" "$root/usr/lib/modules/$kver/source"
+mkdir -p "$root/usr/lib/modules/$kver/extra"
+find "$RDMA_RS_TOP" -name '*.ko' -not -path '*/.build/*' -exec cp {} "$root/usr/lib/modules/$kver/extra/" \;
+depmod -b "$root" "$kver"
+
+# Selftests (scripts and the runner; the modules are in extra/ above).
+mkdir -p "$root/selftests"
+(cd "$RDMA_RS_TOP/selftests" &&
+	find . \( -name '*.sh' -o -name Makefile -o -name settings \) -not -path './*/modules/*' |
+	cpio -pdm --quiet "$root/selftests")
+
+cp "$RDMA_RS_TOP/scripts/guest/init" "$root/init"
+chmod +x "$root/init"
+echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
+echo "root:x:0:" > "$root/etc/group"
+printf '127.0.0.1 localhost\n::1 localhost\n' > "$root/etc/hosts"
+
+(cd "$root" && find . | cpio -o -H newc --quiet) > "$out.tmp"
+mv "$out.tmp" "$out"

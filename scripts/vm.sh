@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Boot test guests under QEMU (TCG), stream their console, judge the run.
+#
+# usage: scripts/vm.sh [--tests SUITE,...] [--mode check|run] [--guests N]
+#                      [--timeout SECONDS] [--expect-splat] [--name NAME]
+#
+# Each guest gets ttyS0 (kernel console, streamed here and saved) and ttyS1
+# (KTAP results). With --guests 2 the guests are joined by a QEMU socket
+# network over host loopback (eth0 in each). The verdict is guestlog's: every
+# test passed, the guest reached its end marker, and no kernel splat; with
+# --expect-splat, the run passes only if a splat was found.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+tests= mode=check guests=1 timeout_s=1200 expect= name=guest
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--tests) tests=$2; shift ;;
+	--mode) mode=$2; shift ;;
+	--guests) guests=$2; shift ;;
+	--timeout) timeout_s=$2; shift ;;
+	--expect-splat) expect=--expect-splat ;;
+	--name) name=$2; shift ;;
+	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+out=$RDMA_RS_TOP/.build/vm/$name
+rm -rf "$out"
+mkdir -p "$out"
+initrd=$RDMA_RS_TOP/.build/initramfs.cpio
+[ -f "$initrd" ] || "$RDMA_RS_TOP/scripts/initramfs.sh" "$initrd"
+guestlog=$RDMA_RS_TOP/target/release/guestlog
+[ -x "$guestlog" ] || (cd "$RDMA_RS_TOP" && cargo build -q --release -p guestlog)
+
+# A free loopback TCP port for the socket network between guests.
+port=$(( 20000 + ($$ % 20000) ))
+
+pids=()
+for g in $(seq 0 $((guests - 1))); do
+	net=()
+	if [ "$guests" -gt 1 ]; then
+		if [ "$g" -eq 0 ]; then sock="listen=127.0.0.1:$port"; else sock="connect=127.0.0.1:$port"; fi
+		net=(-netdev "socket,id=n0,$sock" -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:0$g")
+	fi
+	: > "$out/console$g.log"
+	timeout --foreground "$timeout_s" qemu-system-x86_64 \
+		-accel tcg -cpu max -smp 2 -m 2G \
+		-display none -monitor none -no-reboot \
+		-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 loglevel=7 rdma_rs.tests=$tests rdma_rs.mode=$mode rdma_rs.guest=$g" \
+		-serial "file:$out/console$g.log" -serial "file:$out/ktap$g.log" \
+		"${net[@]}" < /dev/null > "$out/qemu$g.log" 2>&1 &
+	pids+=($!)
+	# The listening guest must be up before the connecting one starts.
+	[ "$guests" -gt 1 ] && [ "$g" -eq 0 ] && sleep 1
+done
+
+# Stream the consoles while the guests run.
+tail -q -n +1 -F "${out}"/console*.log 2>/dev/null &
+tailpid=$!
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+sleep 0.5
+kill $tailpid 2>/dev/null || true
+wait $tailpid 2>/dev/null || true
+[ $rc -eq 124 ] && echo "vm.sh: guest timed out after ${timeout_s}s"
+[ $rc -ne 0 ] && [ -s "$out/qemu0.log" ] && cat "$out"/qemu*.log
+
+verdict=0
+for g in $(seq 0 $((guests - 1))); do
+	echo "vm.sh: verdict for $name guest $g:"
+	"$guestlog" check --ktap "$out/ktap$g.log" --console "$out/console$g.log" $expect || verdict=1
+done
+exit $verdict

@@ -1,0 +1,26 @@
+#!/bin/sh
+# `make run`: load our stack and the kernel's C stack side by side and show
+# their state. Prints KTAP so the host can judge the run.
+cd "$(dirname "$0")/foundation" || exit 1
+. ../lib/ktap.sh
+
+show() {
+	echo "### $*"
+	"$@" 2>&1 | sed 's/^/    /'
+}
+
+ktap_plan 4
+ktap_check "load_rdma_core" modprobe rdma_core
+ktap_check "load_kernel_rdma_rxe" modprobe rdma_rxe
+ip link add veth_d0 type veth peer name veth_d1
+ip link set veth_d0 up
+ip link set veth_d1 up
+ktap_check "kernel_rxe_device_on_veth" rdma link add rxe_demo type rxe netdev veth_d0
+show lsmod
+show sh -c 'dmesg | grep -E "rdma_core|rdma_rxe"'
+show rdma link show
+show ibv_devices
+ktap_module rdma_xmod_test
+rdma link delete rxe_demo
+ip link del veth_d0
+ktap_finish

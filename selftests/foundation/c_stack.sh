@@ -1,0 +1,33 @@
+#!/bin/sh
+# The kernel's own C RDMA stack and its userspace tools work in the guest:
+# rdma_rxe on a veth pair, seen by `rdma link` and `ibv_devinfo`, and an
+# RC ping-pong between two rxe devices through libibverbs.
+. ../lib/ktap.sh
+
+ktap_plan 7
+ktap_check "modprobe_rdma_rxe" modprobe rdma_rxe
+ip link add veth_c0 type veth peer name veth_c1
+ip addr add 10.77.2.1/24 dev veth_c0
+ip addr add 10.77.2.2/24 dev veth_c1
+ip link set veth_c0 up
+ip link set veth_c1 up
+ktap_check "rdma_link_add" sh -c 'rdma link add rxe_c0 type rxe netdev veth_c0 &&
+	rdma link add rxe_c1 type rxe netdev veth_c1'
+ktap_check "rdma_link_shows_devices" sh -c 'rdma link show | grep -q "rxe_c0/1 state ACTIVE" &&
+	rdma link show | grep -q "netdev veth_c1"'
+ktap_check "ibv_devinfo_sees_device" sh -c 'ibv_devinfo -d rxe_c0 | grep -q "state:.*PORT_ACTIVE" &&
+	ibv_devinfo -d rxe_c0 | grep -q "link_layer:.*Ethernet"'
+
+# GID 1 is the RoCEv2 GID of the IPv4 address.
+ibv_rc_pingpong -d rxe_c0 -g 1 -n 100 -s 4096 > /tmp/pp_srv.log 2>&1 &
+srv=$!
+sleep 1
+ktap_check "ibv_rc_pingpong" timeout 60 ibv_rc_pingpong -d rxe_c1 -g 1 -n 100 -s 4096 127.0.0.1
+wait $srv
+ktap_check "ibv_rc_pingpong_server" grep -q "409600 bytes" /tmp/pp_srv.log
+
+rdma link delete rxe_c0
+rdma link delete rxe_c1
+ip link del veth_c0
+ktap_check "unload_c_stack" sh -c 'modprobe -r rdma_rxe && modprobe -r ib_uverbs ib_core'
+ktap_finish
