@@ -69,10 +69,11 @@ impl Device {
 pub(crate) fn name_from_template(template: &CStr, n: u32) -> Result<CString> {
     let t = template.to_str().map_err(|_| EINVAL)?;
     let name = match t.find("%d") {
-        Some(at) => CString::try_from_fmt(fmt!("{}{}{}", &t[..at], n, &t[at + 2..]))?,
-        None => CString::try_from_fmt(fmt!("{}", t))?,
+        Some(at) => CString::try_from_fmt(kernel::fmt!("{}{}{}", &t[..at], n, &t[at + 2..]))?,
+        None => CString::try_from_fmt(kernel::fmt!("{}", t))?,
     };
-    if name.len() == 0 || name.len() >= NAME_MAX || name.to_str().map_or(true, |s| s.contains('%')) {
+    if name.is_empty() || name.len() >= NAME_MAX || name.to_str().map_or(true, |s| s.contains('%'))
+    {
         return Err(EINVAL);
     }
     Ok(name)

@@ -53,9 +53,9 @@ impl NetDevice {
     ///
     /// Returns `ENODEV` when there is none of that name.
     pub fn get_by_name(name: &CStr) -> Result<ARef<NetDevice>> {
-        // SAFETY: `init_net` is a static that lives as long as the kernel;
-        // only its address is taken.
-        let net = unsafe { core::ptr::addr_of_mut!(bindings::init_net) };
+        // `init_net` is a static that lives as long as the kernel; only its
+        // address is taken.
+        let net = core::ptr::addr_of_mut!(bindings::init_net);
         // SAFETY: `net` is valid and `name` is NUL-terminated; the function
         // returns a held device or NULL.
         let dev = unsafe { bindings::dev_get_by_name(net, name.as_char_ptr()) };

@@ -89,7 +89,10 @@ impl Registry {
     }
 
     fn name_taken(state: &State, name: &CStr) -> bool {
-        state.devices.iter().any(|d| d.name() == name)
+        state
+            .devices
+            .iter()
+            .any(|d| d.name().as_bytes() == name.as_bytes())
     }
 
     pub(crate) fn register_device(
@@ -114,7 +117,8 @@ impl Registry {
         };
         let dev = Arc::new(Device::new(name, ops), GFP_KERNEL)?;
         state.devices.push(dev.clone(), GFP_KERNEL)?;
-        state.links.reserve(state.clients.len(), GFP_KERNEL)?;
+        let n = state.clients.len();
+        state.links.reserve(n, GFP_KERNEL)?;
         for i in 0..state.clients.len() {
             let client = state.clients[i].clone();
             if client.add(&dev).is_ok() {
@@ -142,7 +146,8 @@ impl Registry {
     pub(crate) fn register_client(&self, client: Arc<dyn Client>) -> Result {
         let mut state = self.state.lock();
         state.clients.push(client.clone(), GFP_KERNEL)?;
-        state.links.reserve(state.devices.len(), GFP_KERNEL)?;
+        let n = state.devices.len();
+        state.links.reserve(n, GFP_KERNEL)?;
         for i in 0..state.devices.len() {
             let dev = state.devices[i].clone();
             if client.add(&dev).is_ok() {

@@ -7,27 +7,23 @@
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-out=$1
+out=$(realpath -m "$1")
+mkdir -p "$(dirname "$out")"
 kver=$(cat "$KDIR/include/config/kernel.release")
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,run,tmp,etc,root,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64}
-ln -s usr/lib "$root/lib"
-ln -s usr/lib64 "$root/lib64"
-
-# busybox, with a link per applet
-cp /bin/busybox "$root/bin/busybox"
-for applet in $(/bin/busybox --list); do
-	[ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
-done
+# Debian's merged-/usr layout: /bin, /sbin, /lib and /lib64 point into /usr,
+# so the kernel's usermode helpers (/sbin/modprobe) find kmod.
+mkdir -p "$root"/{dev,proc,sys,run,tmp,etc,root,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64}
+for d in bin sbin lib lib64; do ln -s "usr/$d" "$root/$d"; done
 
 # Copies a dynamically linked binary or library and everything it needs.
 copy_with_libs() {
 	local f lib
 	for f in "$@"; do
 		[ -e "$root$f" ] || { mkdir -p "$root$(dirname "$f")"; cp -L "$f" "$root$f"; }
-		ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\s*\/lib/ { print $1 }' |
+		ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^[ \t]*\/lib/ { print $1 }' |
 		while read -r lib; do
 			local base dest
 			base=$(basename "$lib")
@@ -36,7 +32,7 @@ copy_with_libs() {
 			*) dest=/usr/lib/x86_64-linux-gnu/$base ;;
 			esac
 			[ -e "$root$dest" ] || cp -L "$lib" "$root$dest"
-		done
+		done || true # (ldd fails on scripts)
 	done
 }
 
@@ -47,11 +43,20 @@ for pkg in ibverbs-utils rdmacm-utils perftest; do
 		case "$f" in /usr/bin/*) [ -f "$f" ] && tools+=("$f") ;; esac
 	done < <(dpkg -L "$pkg")
 done
-# (/usr/bin comes before busybox's /bin on the guest's PATH.)
-tools+=(/usr/bin/ip /usr/bin/rdma /usr/bin/kmod)
+tools+=(/usr/bin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/dash)
 copy_with_libs "${tools[@]}"
+# The shell is dash, not busybox's ash: Debian's static busybox runs its own
+# applets in preference to PATH, which would shadow iproute2's ip and kmod.
+ln -s dash "$root/usr/bin/sh"
 for t in modprobe insmod rmmod lsmod modinfo depmod; do
-	ln -sf /usr/bin/kmod "$root/usr/sbin/$t"
+	ln -s ../bin/kmod "$root/usr/sbin/$t"
+done
+
+# busybox for everything else: a link per applet that no real tool provides.
+cp /bin/busybox "$root/usr/bin/busybox"
+for applet in $(/bin/busybox --list); do
+	[ -e "$root/usr/bin/$applet" ] || [ -e "$root/usr/sbin/$applet" ] ||
+		ln -s busybox "$root/usr/bin/$applet"
 done
 
 # libibverbs providers, loaded with dlopen (ldd cannot see them).

@@ -39,7 +39,7 @@ for sp in $progs; do
 		continue
 	fi
 	(cd "$here/$suite" && timeout "$timeout_s" "./$prog" 2>&1; echo "rc=$?" > /tmp/.rc) |
-		sed -u 's/^/# /'
+		while IFS= read -r line; do echo "# $line"; done
 	rc=$(sed -n 's/^rc=//p' /tmp/.rc)
 	case "$rc" in
 	0) echo "ok $i $name" ;;

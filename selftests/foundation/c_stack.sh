@@ -24,7 +24,7 @@ srv=$!
 sleep 1
 ktap_check "ibv_rc_pingpong" timeout 60 ibv_rc_pingpong -d rxe_c1 -g 1 -n 100 -s 4096 127.0.0.1
 wait $srv
-ktap_check "ibv_rc_pingpong_server" grep -q "409600 bytes" /tmp/pp_srv.log
+ktap_check "ibv_rc_pingpong_server" grep -q "819200 bytes" /tmp/pp_srv.log
 
 rdma link delete rxe_c0
 rdma link delete rxe_c1

@@ -24,7 +24,11 @@ impl Ktap {
     pub(crate) fn new(planned: u32) -> Self {
         pr_info!("ktap: KTAP version 1\n");
         pr_info!("ktap: 1..{}\n", planned);
-        Ktap { next: 1, planned, failed: 0 }
+        Ktap {
+            next: 1,
+            planned,
+            failed: 0,
+        }
     }
 
     /// Reports one case.
@@ -33,7 +37,12 @@ impl Ktap {
             Ok(()) => pr_info!("ktap: ok {} {}\n", self.next, name),
             Err(e) => {
                 self.failed += 1;
-                pr_info!("ktap: not ok {} {} # error {}\n", self.next, name, e.to_errno());
+                pr_info!(
+                    "ktap: not ok {} {} # error {}\n",
+                    self.next,
+                    name,
+                    e.to_errno()
+                );
             }
         }
         self.next += 1;

@@ -9,11 +9,11 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use kernel::c_str;
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
-use kernel::c_str;
 
 use rdma::client::{Client, ClientRegistration};
 use rdma::device::{Device, DeviceAttr, DeviceOps, Registration};
@@ -41,7 +41,11 @@ struct TestOps {
 impl DeviceOps for TestOps {
     fn query_device(&self) -> Result<DeviceAttr> {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        Ok(DeviceAttr { node_guid: GUID, fw_ver: 7, max_qp: 64 })
+        Ok(DeviceAttr {
+            node_guid: GUID,
+            fw_ver: 7,
+            max_qp: 64,
+        })
     }
 }
 
@@ -54,7 +58,7 @@ struct Log {
 
 impl Log {
     fn record(&self, client: &CStr, sign: char, dev: &CStr) {
-        if let Ok(s) = CString::try_from_fmt(fmt!("{}{}{}", client, sign, dev)) {
+        if let Ok(s) = CString::try_from_fmt(kernel::fmt!("{}{}{}", client, sign, dev)) {
             let _ = self.events.lock().push(s, GFP_KERNEL);
         }
     }
@@ -92,7 +96,8 @@ impl Client for Recorder {
     }
 
     fn add(&self, dev: &Arc<Device>) -> Result {
-        self.log.record(self.name, if self.fail_add { '!' } else { '+' }, dev.name());
+        self.log
+            .record(self.name, if self.fail_add { '!' } else { '+' }, dev.name());
         if self.fail_add {
             Err(EINVAL)
         } else {
@@ -106,45 +111,78 @@ impl Client for Recorder {
 }
 
 fn client(name: &'static CStr, log: &Arc<Log>, fail_add: bool) -> Result<ClientRegistration> {
-    let c: Arc<dyn Client> = Arc::new(Recorder { name, log: log.clone(), fail_add }, GFP_KERNEL)?;
+    let c: Arc<dyn Client> = Arc::new(
+        Recorder {
+            name,
+            log: log.clone(),
+            fail_add,
+        },
+        GFP_KERNEL,
+    )?;
     ClientRegistration::new(c)
 }
 
 fn run(t: &mut Ktap) -> Result {
-    let log = Arc::pin_init(pin_init!(Log { events <- new_mutex!(KVec::new()) }), GFP_KERNEL)?;
-    let ops = Arc::new(TestOps { calls: AtomicU32::new(0) }, GFP_KERNEL)?;
+    let log = Arc::pin_init(
+        pin_init!(Log { events <- new_mutex!(KVec::new()) }),
+        GFP_KERNEL,
+    )?;
+    let ops = Arc::new(
+        TestOps {
+            calls: AtomicU32::new(0),
+        },
+        GFP_KERNEL,
+    )?;
 
     let a = client(c_str!("A"), &log, false)?;
     let dev0 = Registration::new(c_str!("xmodtest%d"), ops.clone())?;
-    t.case("device_register_calls_client_add", log.expect(&["A+xmodtest0"]));
+    t.case(
+        "device_register_calls_client_add",
+        log.expect(&["A+xmodtest0"]),
+    );
 
     let attr = dev0.device().query_device();
     t.case(
         "core_calls_provider_ops",
         check(
-            matches!(attr, Ok(DeviceAttr { node_guid: GUID, fw_ver: 7, max_qp: 64 }))
-                && ops.calls.load(Ordering::Relaxed) == 1,
+            matches!(
+                attr,
+                Ok(DeviceAttr {
+                    node_guid: GUID,
+                    fw_ver: 7,
+                    max_qp: 64
+                })
+            ) && ops.calls.load(Ordering::Relaxed) == 1,
             "query_device through the core reaches TestOps",
         ),
     );
 
     let b = client(c_str!("B"), &log, false)?;
-    t.case("client_register_adds_existing_devices", log.expect(&["B+xmodtest0"]));
+    t.case(
+        "client_register_adds_existing_devices",
+        log.expect(&["B+xmodtest0"]),
+    );
 
     let dev1 = Registration::new(c_str!("xmodtest%d"), ops.clone())?;
     t.case(
         "name_template_and_add_order",
         log.expect(&["A+xmodtest1", "B+xmodtest1"]).and(check(
-            dev1.device().name().to_bytes() == b"xmodtest1",
+            dev1.device().name().as_bytes() == b"xmodtest1",
             "second device is xmodtest1",
         )),
     );
 
     let c = client(c_str!("C"), &log, true)?;
-    t.case("failing_add_is_reported", log.expect(&["C!xmodtest0", "C!xmodtest1"]));
+    t.case(
+        "failing_add_is_reported",
+        log.expect(&["C!xmodtest0", "C!xmodtest1"]),
+    );
 
     drop(dev1);
-    t.case("device_unregister_removes_in_reverse", log.expect(&["B-xmodtest1", "A-xmodtest1"]));
+    t.case(
+        "device_unregister_removes_in_reverse",
+        log.expect(&["B-xmodtest1", "A-xmodtest1"]),
+    );
 
     drop(c);
     t.case("failed_pair_gets_no_remove", log.expect(&[]));
@@ -152,13 +190,16 @@ fn run(t: &mut Ktap) -> Result {
     drop(a);
     drop(b);
     drop(dev0);
-    t.case("client_unregister_removes", log.expect(&["A-xmodtest0", "B-xmodtest0"]));
+    t.case(
+        "client_unregister_removes",
+        log.expect(&["A-xmodtest0", "B-xmodtest0"]),
+    );
 
     let lo = NetDevice::get_by_name(c_str!("lo"));
     t.case(
         "netdev_lookup_through_bindgen",
         check(
-            matches!(&lo, Ok(d) if d.name().to_bytes() == b"lo" && d.ifindex() == 1 && d.mtu() == 65536),
+            matches!(&lo, Ok(d) if d.name().as_bytes() == b"lo" && d.ifindex() == 1 && d.mtu() == 65536),
             "lo is ifindex 1 with MTU 65536",
         ),
     );
