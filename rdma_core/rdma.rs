@@ -18,6 +18,9 @@ mod bindings;
 pub mod client;
 pub mod device;
 pub mod net;
+/// The QP state machine: kernel-independent, host-tested in `proto/`.
+#[path = "proto/src/qp_state.rs"]
+pub mod qp_state;
 mod registry;
 mod vec;
 

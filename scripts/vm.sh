@@ -57,14 +57,22 @@ for g in $(seq 0 $((guests - 1))); do
 	[ "$guests" -gt 1 ] && [ "$g" -eq 0 ] && sleep 1
 done
 
-# Stream the consoles while the guests run.
-tail -q -n +1 -F "${out}"/console*.log 2>/dev/null &
-tailpid=$!
+# Stream the consoles while the guests run (prefixed by guest when several).
+tails=()
+for g in $(seq 0 $((guests - 1))); do
+	if [ "$guests" -gt 1 ]; then
+		tail -n +1 -F "$out/console$g.log" 2>/dev/null | sed -u "s/^/[guest$g] /" &
+	else
+		tail -n +1 -F "$out/console$g.log" 2>/dev/null &
+	fi
+	tails+=($!)
+done
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 sleep 0.5
-kill $tailpid 2>/dev/null || true
-wait $tailpid 2>/dev/null || true
+pkill -P $$ tail 2>/dev/null || true
+kill "${tails[@]}" 2>/dev/null || true
+wait "${tails[@]}" 2>/dev/null || true
 [ $rc -eq 124 ] && echo "vm.sh: guest timed out after ${timeout_s}s"
 [ $rc -ne 0 ] && [ -s "$out/qemu0.log" ] && cat "$out"/qemu*.log
 
