@@ -5,7 +5,7 @@
 # these variables explicitly.
 
 RDMA_RS_TOP=${RDMA_RS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-RDMA_RS_CACHE=${RDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-rs}
+RDMA_RS_CACHE=${RDMA_RS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-rs}
 
 KRUSTC=/usr/bin/rustc
 KRUST_LIB_SRC=$(ls -d /usr/src/rustc-*/library 2>/dev/null | head -n 1)
