@@ -40,7 +40,7 @@ test-host:
 initramfs: modules
 	@scripts/initramfs.sh $(TOP)/.build/initramfs.cpio
 
-GUEST_SUITES ?= foundation
+GUEST_SUITES ?= foundation,core
 guest-test: initramfs
 	@scripts/vm.sh --name check --tests $(GUEST_SUITES)
 

@@ -3,7 +3,9 @@
  * Headers the rdma crate's raw bindings are generated from, and the
  * prototypes of the C wrappers in helpers.c.
  */
+#include <linux/irq_work.h>
 #include <linux/netdevice.h>
+#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 
 #include "helpers.h"

@@ -8,6 +8,9 @@
 #define RDMA_RS_HELPERS_H
 
 struct net_device;
+struct work_struct;
+struct irq_work;
+typedef struct spinlock spinlock_t;
 
 void rdma_rs_dev_hold(struct net_device *dev);
 void rdma_rs_dev_put(struct net_device *dev);
@@ -15,5 +18,14 @@ int rdma_rs_netdev_ifindex(const struct net_device *dev);
 unsigned int rdma_rs_netdev_mtu(const struct net_device *dev);
 const char *rdma_rs_netdev_name(const struct net_device *dev);
 void rdma_rs_might_sleep(void);
+unsigned long rdma_rs_spin_lock_irqsave(spinlock_t *lock);
+void rdma_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+bool rdma_rs_in_task(void);
+void rdma_rs_msleep(unsigned int msecs);
+unsigned long rdma_rs_local_irq_save(void);
+void rdma_rs_local_irq_restore(unsigned long flags);
+void rdma_rs_local_bh_disable(void);
+void rdma_rs_local_bh_enable(void);
+void rdma_rs_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *));
 
 #endif

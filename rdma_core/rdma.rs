@@ -2,9 +2,10 @@
 
 //! The RDMA midlayer, in Rust: the crate `rdma` of module `rdma_core`.
 //!
-//! Providers (such as `rxe`) register devices with [`device::Registration`];
+//! Providers (such as `rxe`) register devices through a [`driver::Driver`];
 //! clients (ULPs such as `rtrs`, and test clients) register with
-//! [`client::ClientRegistration`] and are told about every device. Other
+//! [`client::ClientRegistration`] and are told about every device;
+//! [`event`] carries asynchronous events from providers to ULPs. Other
 //! modules use this crate through the cross-module mechanism described in
 //! `Documentation/build.rst`: the crate's Rust symbols are exported and its
 //! metadata is emitted for them to link against.
@@ -17,11 +18,15 @@ use kernel::prelude::*;
 mod bindings;
 pub mod client;
 pub mod device;
+pub mod driver;
+pub mod event;
 pub mod net;
 /// The QP state machine: kernel-independent, host-tested in `proto/`.
 #[path = "proto/src/qp_state.rs"]
 pub mod qp_state;
 mod registry;
+pub mod sync;
+pub mod testing;
 mod vec;
 
 module! {

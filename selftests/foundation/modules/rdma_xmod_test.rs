@@ -16,7 +16,8 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::client::{Client, ClientRegistration};
-use rdma::device::{Device, DeviceAttr, DeviceOps, Registration};
+use rdma::device::{Device, DeviceAttr, DeviceOps};
+use rdma::driver::Driver;
 use rdma::net::NetDevice;
 
 #[path = "../../lib/ktap.rs"]
@@ -91,6 +92,8 @@ struct Recorder {
 }
 
 impl Client for Recorder {
+    type Data = ();
+
     fn name(&self) -> &CStr {
         self.name
     }
@@ -105,21 +108,21 @@ impl Client for Recorder {
         }
     }
 
-    fn remove(&self, dev: &Arc<Device>) {
+    fn remove(&self, dev: &Arc<Device>, _data: &()) {
         self.log.record(self.name, '-', dev.name());
     }
 }
 
-fn client(name: &'static CStr, log: &Arc<Log>, fail_add: bool) -> Result<ClientRegistration> {
-    let c: Arc<dyn Client> = Arc::new(
-        Recorder {
-            name,
-            log: log.clone(),
-            fail_add,
-        },
-        GFP_KERNEL,
-    )?;
-    ClientRegistration::new(c)
+fn client(
+    name: &'static CStr,
+    log: &Arc<Log>,
+    fail_add: bool,
+) -> Result<ClientRegistration<Recorder>> {
+    ClientRegistration::new(Recorder {
+        name,
+        log: log.clone(),
+        fail_add,
+    })
 }
 
 fn run(t: &mut Ktap) -> Result {
@@ -135,13 +138,14 @@ fn run(t: &mut Ktap) -> Result {
     )?;
 
     let a = client(c_str!("A"), &log, false)?;
-    let dev0 = Registration::new(c_str!("xmodtest%d"), ops.clone())?;
+    let driver = Driver::new(c_str!("xmodtest"))?;
+    let dev0 = driver.register_device(c_str!("xmodtest%d"), ops.clone())?;
     t.case(
         "device_register_calls_client_add",
         log.expect(&["A+xmodtest0"]),
     );
 
-    let attr = dev0.device().query_device();
+    let attr = dev0.query_device();
     t.case(
         "core_calls_provider_ops",
         check(
@@ -163,11 +167,11 @@ fn run(t: &mut Ktap) -> Result {
         log.expect(&["B+xmodtest0"]),
     );
 
-    let dev1 = Registration::new(c_str!("xmodtest%d"), ops.clone())?;
+    let dev1 = driver.register_device(c_str!("xmodtest%d"), ops.clone())?;
     t.case(
         "name_template_and_add_order",
         log.expect(&["A+xmodtest1", "B+xmodtest1"]).and(check(
-            dev1.device().name().as_bytes() == b"xmodtest1",
+            dev1.name().as_bytes() == b"xmodtest1",
             "second device is xmodtest1",
         )),
     );
@@ -178,7 +182,7 @@ fn run(t: &mut Ktap) -> Result {
         log.expect(&["C!xmodtest0", "C!xmodtest1"]),
     );
 
-    drop(dev1);
+    driver.unregister_device(&dev1);
     t.case(
         "device_unregister_removes_in_reverse",
         log.expect(&["B-xmodtest1", "A-xmodtest1"]),
@@ -189,7 +193,8 @@ fn run(t: &mut Ktap) -> Result {
 
     drop(a);
     drop(b);
-    drop(dev0);
+    driver.unregister_device(&dev0);
+    drop(driver);
     t.case(
         "client_unregister_removes",
         log.expect(&["A-xmodtest0", "B-xmodtest0"]),

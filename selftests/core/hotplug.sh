@@ -1,0 +1,10 @@
+#!/bin/sh
+# Hot-plug ordering, typed client data, usage references, async events from
+# every context, concurrent registration, and the driver unload fence.
+. ../lib/ktap.sh
+
+ktap_plan 2
+ktap_module rdma_hotplug_test
+rmmod rdma_hotplug_test 2>/dev/null
+ktap_check "rdma_core_unloads" rmmod rdma_core
+ktap_finish

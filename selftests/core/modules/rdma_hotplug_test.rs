@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest of the midlayer's device, client and event contract.
+//!
+//! Each case registers its own test devices (a provider with no hardware)
+//! and test clients, and checks what the core promises: `add` in client
+//! registration order and `remove` in reverse, typed client data, usage
+//! references that hold unregistration back, events delivered in order in
+//! process context whatever context dispatched them, registration racing on
+//! several CPUs, and the driver fence.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use kernel::c_str;
+use kernel::error::code::EINVAL;
+use kernel::prelude::*;
+use kernel::str::{CStr, CString};
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::workqueue;
+
+use rdma::client::{Client, ClientRegistration};
+use rdma::device::{self, Device, DeviceAttr, DeviceOps};
+use rdma::driver::Driver;
+use rdma::event::{Element, Event, EventHandler, EventKind};
+use rdma::testing;
+
+#[path = "../../lib/ktap.rs"]
+mod ktap;
+use ktap::{check, Ktap};
+
+module! {
+    type: HotplugTest,
+    name: "rdma_hotplug_test",
+    author: "rdma-rs developers",
+    description: "Selftest: rdma_core hot-plug, client data, references and events",
+    license: "GPL",
+}
+
+struct NoHw;
+
+impl DeviceOps for NoHw {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(DeviceAttr::default())
+    }
+}
+
+fn no_hw() -> Result<Arc<dyn DeviceOps>> {
+    Ok(Arc::new(NoHw, GFP_KERNEL)?)
+}
+
+/// Callbacks seen, as `"<client><+|-><device>"`.
+#[pin_data]
+struct Log {
+    #[pin]
+    events: Mutex<KVec<CString>>,
+}
+
+impl Log {
+    fn new() -> Result<Arc<Log>> {
+        Arc::pin_init(
+            pin_init!(Log { events <- new_mutex!(KVec::new()) }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn record(&self, client: &CStr, sign: char, dev: &CStr) {
+        if let Ok(s) = CString::try_from_fmt(kernel::fmt!("{}{}{}", client, sign, dev)) {
+            let _ = self.events.lock().push(s, GFP_KERNEL);
+        }
+    }
+
+    /// Checks the events since the last call against `want`, then forgets them.
+    fn expect(&self, want: &[&str]) -> Result {
+        let mut events = self.events.lock();
+        let same = events.len() == want.len()
+            && events
+                .iter()
+                .zip(want)
+                .all(|(g, w)| g.as_bytes() == w.as_bytes());
+        if !same {
+            for e in events.iter() {
+                pr_err!("  got {:?}\n", &**e);
+            }
+            pr_err!("  want {:?}\n", want);
+        }
+        *events = KVec::new();
+        check(same, "client callback sequence")
+    }
+}
+
+/// A client whose data for a device is the device name's length plus 1000,
+/// and that counts its adds and removes.
+struct Recorder {
+    name: &'static CStr,
+    log: Option<Arc<Log>>,
+    adds: AtomicU32,
+    removes: AtomicU32,
+}
+
+impl Recorder {
+    fn new(name: &'static CStr, log: Option<&Arc<Log>>) -> Self {
+        Recorder {
+            name,
+            log: log.cloned(),
+            adds: AtomicU32::new(0),
+            removes: AtomicU32::new(0),
+        }
+    }
+}
+
+impl Client for Recorder {
+    type Data = usize;
+
+    fn name(&self) -> &CStr {
+        self.name
+    }
+
+    fn add(&self, dev: &Arc<Device>) -> Result<usize> {
+        self.adds.fetch_add(1, Ordering::Relaxed);
+        if let Some(log) = &self.log {
+            log.record(self.name, '+', dev.name());
+        }
+        Ok(dev.name().len() + 1000)
+    }
+
+    fn remove(&self, dev: &Arc<Device>, data: &usize) {
+        if *data != dev.name().len() + 1000 {
+            pr_err!("remove got the wrong client data\n");
+            return;
+        }
+        self.removes.fetch_add(1, Ordering::Relaxed);
+        if let Some(log) = &self.log {
+            log.record(self.name, '-', dev.name());
+        }
+    }
+}
+
+/// Polls `cond` every 10 ms for up to `ms` milliseconds.
+fn wait_until(ms: u32, cond: impl Fn() -> bool) -> bool {
+    for _ in 0..ms / 10 {
+        if cond() {
+            return true;
+        }
+        testing::msleep(10);
+    }
+    cond()
+}
+
+fn order_fifo_add_lifo_remove() -> Result {
+    let log = Log::new()?;
+    let driver = Driver::new(c_str!("hptest"))?;
+    let a = ClientRegistration::new(Recorder::new(c_str!("A"), Some(&log)))?;
+    let b = ClientRegistration::new(Recorder::new(c_str!("B"), Some(&log)))?;
+    let d0 = driver.register_device(c_str!("hporder%d"), no_hw()?)?;
+    log.expect(&["A+hporder0", "B+hporder0"])?;
+    let c = ClientRegistration::new(Recorder::new(c_str!("C"), Some(&log)))?;
+    log.expect(&["C+hporder0"])?;
+    let d1 = driver.register_device(c_str!("hporder%d"), no_hw()?)?;
+    log.expect(&["A+hporder1", "B+hporder1", "C+hporder1"])?;
+    driver.unregister_device(&d0);
+    log.expect(&["C-hporder0", "B-hporder0", "A-hporder0"])?;
+    drop(b);
+    log.expect(&["B-hporder1"])?;
+    driver.unregister_device(&d1);
+    log.expect(&["C-hporder1", "A-hporder1"])?;
+    drop(a);
+    drop(c);
+    log.expect(&[])
+}
+
+fn client_data_is_typed_and_scoped() -> Result {
+    let driver = Driver::new(c_str!("hptest"))?;
+    let reg = ClientRegistration::new(Recorder::new(c_str!("D"), None))?;
+    let dev = driver.register_device(c_str!("hpdata%d"), no_hw()?)?;
+    let data = reg.data(&dev).map(|d| *d);
+    check(
+        data == Some(dev.name().len() + 1000),
+        "data() is what add() returned",
+    )?;
+    driver.unregister_device(&dev);
+    check(reg.data(&dev).is_none(), "no data after remove")
+}
+
+fn lookup_by_name_and_list() -> Result {
+    let driver = Driver::new(c_str!("hptest"))?;
+    let dev = driver.register_device(c_str!("hplookup%d"), no_hw()?)?;
+    let found = device::get_by_name(c_str!("hplookup0"));
+    check(
+        found.as_ref().is_some_and(|r| Arc::ptr_eq(r.arc(), &dev)),
+        "found by name",
+    )?;
+    drop(found);
+    check(
+        device::get_by_name(c_str!("hpnosuch0")).is_none(),
+        "unknown name",
+    )?;
+    let all = device::devices()?;
+    check(
+        all.iter().any(|r| Arc::ptr_eq(r.arc(), &dev)),
+        "listed by devices()",
+    )?;
+    drop(all);
+    driver.unregister_device(&dev);
+    check(
+        device::get_by_name(c_str!("hplookup0")).is_none(),
+        "gone after unregister",
+    )
+}
+
+fn unregister_waits_for_usage_refs() -> Result {
+    let driver: Arc<Pin<KBox<Driver>>> = Arc::new(Driver::new(c_str!("hptest"))?, GFP_KERNEL)?;
+    let dev = driver.register_device(c_str!("hpref%d"), no_hw()?)?;
+    let held = dev.try_get().ok_or(EINVAL)?;
+    let done = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
+    {
+        let (driver, dev, done) = (driver.clone(), dev.clone(), done.clone());
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            driver.unregister_device(&dev);
+            done.store(true, Ordering::Release);
+        })?;
+    }
+    // Unregistration has started once try_get fails.
+    check(
+        wait_until(5000, || !dev.is_registered()),
+        "unregistration starts",
+    )?;
+    testing::msleep(200);
+    check(
+        !done.load(Ordering::Acquire),
+        "unregister blocks while a reference is held",
+    )?;
+    check(
+        dev.try_get().is_none(),
+        "try_get fails during unregistration",
+    )?;
+    drop(held);
+    check(
+        wait_until(10000, || done.load(Ordering::Acquire)),
+        "unregister returns after the put",
+    )
+}
+
+/// Records the port numbers of events, and whether each ran in a task.
+#[pin_data]
+struct PortLog {
+    #[pin]
+    seen: Mutex<KVec<u32>>,
+    not_in_task: AtomicU32,
+}
+
+impl EventHandler for PortLog {
+    fn handle(&self, _dev: &Device, event: &Event) {
+        if !testing::in_task() {
+            self.not_in_task.fetch_add(1, Ordering::Relaxed);
+        }
+        rdma::might_sleep();
+        if let (EventKind::PortActive, Element::Port(p)) = (event.kind, event.element) {
+            let _ = self.seen.lock().push(p, GFP_KERNEL);
+        }
+    }
+}
+
+fn events_in_order_from_any_context() -> Result {
+    let driver = Driver::new(c_str!("hptest"))?;
+    let dev = driver.register_device(c_str!("hpevent%d"), no_hw()?)?;
+    let log = Arc::pin_init(
+        pin_init!(PortLog { seen <- new_mutex!(KVec::new()), not_in_task: AtomicU32::new(0) }),
+        GFP_KERNEL,
+    )?;
+    let reg = dev.register_event_handler(log.clone())?;
+    let mut next = 0u32;
+    let mut burst = |n: u32| {
+        for _ in 0..n {
+            dev.dispatch_event(Event {
+                kind: EventKind::PortActive,
+                element: Element::Port(next),
+            });
+            next += 1;
+        }
+    };
+    testing::in_hardirq(&mut || burst(10));
+    testing::with_irqs_disabled(&mut || burst(10));
+    testing::with_bh_disabled(&mut || burst(10));
+    burst(10);
+    let all = wait_until(10000, || log.seen.lock().len() >= 40);
+    let in_order = log
+        .seen
+        .lock()
+        .iter()
+        .enumerate()
+        .all(|(i, p)| *p as usize == i);
+    drop(reg);
+    driver.unregister_device(&dev);
+    check(all, "all 40 events delivered")?;
+    check(in_order, "events delivered in dispatch order")?;
+    check(
+        log.not_in_task.load(Ordering::Relaxed) == 0,
+        "handlers ran in process context",
+    )?;
+    check(dev.events_dropped() == 0, "nothing dropped")
+}
+
+fn concurrent_registration() -> Result {
+    const ROUNDS: u32 = 25;
+    let driver: Arc<Pin<KBox<Driver>>> = Arc::new(Driver::new(c_str!("hptest"))?, GFP_KERNEL)?;
+    let stable = Arc::new(Recorder::new(c_str!("S"), None), GFP_KERNEL)?;
+    let stable_reg = ClientRegistration::new(ArcClient(stable.clone()))?;
+    let finished = Arc::new(AtomicU32::new(0), GFP_KERNEL)?;
+    let failures = Arc::new(AtomicU32::new(0), GFP_KERNEL)?;
+    // Two threads register and unregister devices, two clients, one looks
+    // devices up and takes and drops usage references.
+    for _ in 0..2 {
+        let (driver, finished, failures) = (driver.clone(), finished.clone(), failures.clone());
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            for _ in 0..ROUNDS {
+                match driver.register_device(
+                    c_str!("hprace%d"),
+                    match no_hw() {
+                        Ok(o) => o,
+                        Err(_) => break,
+                    },
+                ) {
+                    Ok(dev) => driver.unregister_device(&dev),
+                    Err(_) => {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            finished.fetch_add(1, Ordering::Release);
+        })?;
+    }
+    for _ in 0..2 {
+        let (finished, failures) = (finished.clone(), failures.clone());
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            for _ in 0..ROUNDS {
+                let rec = Recorder::new(c_str!("R"), None);
+                match ClientRegistration::new(rec) {
+                    Ok(reg) => drop(reg),
+                    Err(_) => {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            finished.fetch_add(1, Ordering::Release);
+        })?;
+    }
+    {
+        let finished = finished.clone();
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            while finished.load(Ordering::Acquire) < 4 {
+                if let Ok(all) = device::devices() {
+                    for r in all.iter() {
+                        let again = r.arc().try_get();
+                        drop(again);
+                    }
+                }
+                let _ = device::get_by_name(c_str!("hprace0"));
+            }
+            finished.fetch_add(1, Ordering::Release);
+        })?;
+    }
+    let all_done = wait_until(120_000, || finished.load(Ordering::Acquire) == 5);
+    drop(stable_reg);
+    check(all_done, "all threads finished")?;
+    check(
+        failures.load(Ordering::Relaxed) == 0,
+        "no registration failed",
+    )?;
+    let (adds, removes) = (
+        stable.adds.load(Ordering::Relaxed),
+        stable.removes.load(Ordering::Relaxed),
+    );
+    if adds != removes || adds != 2 * ROUNDS {
+        pr_err!(
+            "stable client: {} adds, {} removes, want {} each\n",
+            adds,
+            removes,
+            2 * ROUNDS
+        );
+    }
+    check(
+        adds == removes && adds == 2 * ROUNDS,
+        "every device added and removed once",
+    )
+}
+
+/// A client shared with the test through an `Arc`, to read its counters.
+struct ArcClient(Arc<Recorder>);
+
+impl Client for ArcClient {
+    type Data = usize;
+
+    fn name(&self) -> &CStr {
+        self.0.name()
+    }
+
+    fn add(&self, dev: &Arc<Device>) -> Result<usize> {
+        self.0.add(dev)
+    }
+
+    fn remove(&self, dev: &Arc<Device>, data: &usize) {
+        self.0.remove(dev, data)
+    }
+}
+
+fn driver_fence_unregisters_everything() -> Result {
+    let rec = Arc::new(Recorder::new(c_str!("F"), None), GFP_KERNEL)?;
+    let reg = ClientRegistration::new(ArcClient(rec.clone()))?;
+    let driver = Driver::new(c_str!("hptest"))?;
+    let d0 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
+    let _d1 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
+    let _d2 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
+    driver.unregister_device_queued(&d0);
+    drop(driver);
+    let gone = device::get_by_name(c_str!("hpfence0")).is_none()
+        && device::get_by_name(c_str!("hpfence1")).is_none()
+        && device::get_by_name(c_str!("hpfence2")).is_none();
+    let counts = (
+        rec.adds.load(Ordering::Relaxed),
+        rec.removes.load(Ordering::Relaxed),
+    );
+    drop(reg);
+    check(gone, "no device of the driver left")?;
+    check(counts == (3, 3), "three adds and three removes")?;
+    check(
+        d0.query_device().is_err(),
+        "verbs on an unregistered device fail",
+    )
+}
+
+struct HotplugTest;
+
+impl kernel::Module for HotplugTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let mut t = Ktap::new(7);
+        t.case("order_fifo_add_lifo_remove", order_fifo_add_lifo_remove());
+        t.case(
+            "client_data_is_typed_and_scoped",
+            client_data_is_typed_and_scoped(),
+        );
+        t.case("lookup_by_name_and_list", lookup_by_name_and_list());
+        t.case(
+            "unregister_waits_for_usage_refs",
+            unregister_waits_for_usage_refs(),
+        );
+        t.case(
+            "events_in_order_from_any_context",
+            events_in_order_from_any_context(),
+        );
+        t.case("concurrent_registration", concurrent_registration());
+        t.case(
+            "driver_fence_unregisters_everything",
+            driver_fence_unregisters_everything(),
+        );
+        t.finish()?;
+        Ok(HotplugTest)
+    }
+}
