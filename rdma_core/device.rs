@@ -23,7 +23,9 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, new_spinlock, Arc, CondVar, Mutex, SpinLock};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
+use crate::attr::{LinkLayer, NodeType};
 use crate::event::{self, EventQueue, Handlers};
+use crate::port::{PortAttr, Tables, MAX_TABLE_LEN};
 use crate::registry::DevClients;
 use crate::sync::SpinLockIrq;
 
@@ -35,19 +37,98 @@ pub const NAME_MAX: usize = 64;
 pub struct DeviceAttr {
     /// Node GUID in network byte order, as a number.
     pub node_guid: u64,
+    /// System image GUID.
+    pub sys_image_guid: u64,
     /// Firmware version.
     pub fw_ver: u64,
-    /// The largest number of QPs the device supports.
+    /// Largest memory region, in bytes.
+    pub max_mr_size: u64,
+    /// Supported page sizes (a bit per size).
+    pub page_size_cap: u64,
+    /// IEEE vendor id.
+    pub vendor_id: u32,
+    /// Vendor part id.
+    pub vendor_part_id: u32,
+    /// Hardware version.
+    pub hw_ver: u32,
+    /// Largest number of QPs.
     pub max_qp: u32,
+    /// Largest number of work requests per queue.
+    pub max_qp_wr: u32,
+    /// Largest scatter/gather list of a send work request.
+    pub max_send_sge: u32,
+    /// Largest scatter/gather list of a receive work request.
+    pub max_recv_sge: u32,
+    /// Largest number of CQs.
+    pub max_cq: u32,
+    /// Largest CQ.
+    pub max_cqe: u32,
+    /// Largest number of MRs.
+    pub max_mr: u32,
+    /// Largest number of PDs.
+    pub max_pd: u32,
+    /// Largest number of outstanding RDMA READ/atomic as a responder.
+    pub max_qp_rd_atom: u32,
+    /// Largest number of outstanding RDMA READ/atomic as a requester.
+    pub max_qp_init_rd_atom: u32,
+    /// Largest number of SRQs.
+    pub max_srq: u32,
+    /// Largest SRQ.
+    pub max_srq_wr: u32,
+    /// Largest scatter/gather list of an SRQ work request.
+    pub max_srq_sge: u32,
+    /// Largest number of AHs.
+    pub max_ah: u32,
+    /// Largest number of MWs.
+    pub max_mw: u32,
+    /// Largest page list of a fast-registration MR.
+    pub max_fast_reg_page_list_len: u32,
+}
+
+/// What a provider says about a device when it registers it.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceDesc<'a> {
+    /// Name template: `rxe%d` takes the lowest free number; without `%d` the
+    /// name is fixed.
+    pub name_template: &'a CStr,
+    /// Node type (a RoCE device is a CA).
+    pub node_type: NodeType,
+    /// Node GUID.
+    pub node_guid: u64,
+    /// Number of ports, from 1 to 255.
+    pub port_count: u32,
+    /// Link layer of every port.
+    pub link_layer: LinkLayer,
+    /// GID table entries per port, from 1 to [`MAX_TABLE_LEN`].
+    pub gid_tbl_len: u32,
+    /// P_Key table entries per port, from 1 to [`MAX_TABLE_LEN`].
+    pub pkey_tbl_len: u32,
+}
+
+impl DeviceDesc<'_> {
+    pub(crate) fn validate(&self) -> Result {
+        let ok = (1..=255).contains(&self.port_count)
+            && (1..=MAX_TABLE_LEN).contains(&self.gid_tbl_len)
+            && (1..=MAX_TABLE_LEN).contains(&self.pkey_tbl_len);
+        if ok {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
 }
 
 /// The operations a provider implements for its devices.
 ///
-/// Called by the core in process context; they may sleep unless the verb's
-/// documentation says otherwise.
+/// The required methods are the mandatory operations: a provider without
+/// them does not compile. Called by the core in process context; they may
+/// sleep unless the verb's documentation says otherwise.
 pub trait DeviceOps: Send + Sync {
     /// Returns the device's attributes (`query_device`).
     fn query_device(&self) -> Result<DeviceAttr>;
+
+    /// Returns a port's attributes (`query_port`); `port` is valid.
+    fn query_port(&self, port: u32) -> Result<PortAttr>;
 }
 
 /// The usage count of a device and whether new usage is still allowed.
@@ -63,6 +144,15 @@ struct Usage {
 pub struct Device {
     name: CString,
     driver_id: usize,
+    node_type: NodeType,
+    node_guid: u64,
+    port_count: u32,
+    link_layer: LinkLayer,
+    gid_tbl_len: u32,
+    pkey_tbl_len: u32,
+    /// GID and P_Key tables of every port; read from any context.
+    #[pin]
+    pub(crate) tables: SpinLockIrq<Tables>,
     /// The provider's operations; taken away once unregistration is done,
     /// so no provider code is reachable from a device that outlives it.
     #[pin]
@@ -114,13 +204,22 @@ impl WorkItem for Device {
 impl Device {
     pub(crate) fn new(
         name: CString,
+        desc: &DeviceDesc<'_>,
         driver_id: usize,
         ops: Arc<dyn DeviceOps>,
     ) -> Result<Arc<Device>> {
+        let tables = Tables::new(desc.port_count, desc.gid_tbl_len, desc.pkey_tbl_len)?;
         Arc::pin_init(
             pin_init!(Device {
                 name,
                 driver_id,
+                node_type: desc.node_type,
+                node_guid: desc.node_guid,
+                port_count: desc.port_count,
+                link_layer: desc.link_layer,
+                gid_tbl_len: desc.gid_tbl_len,
+                pkey_tbl_len: desc.pkey_tbl_len,
+                tables <- crate::new_spinlock_irq!(tables, "Device::tables"),
                 ops <- new_spinlock!(Some(ops), "Device::ops"),
                 usage <- crate::new_spinlock_irq!(Usage { count: 1, closed: false }, "Device::usage"),
                 usage_released <- new_condvar!("Device::usage_released"),
@@ -144,8 +243,39 @@ impl Device {
         self.driver_id
     }
 
+    /// The node type.
+    pub fn node_type(&self) -> NodeType {
+        self.node_type
+    }
+
+    /// The node GUID.
+    pub fn node_guid(&self) -> u64 {
+        self.node_guid
+    }
+
+    /// The number of ports; they are numbered from 1.
+    pub fn port_count(&self) -> u32 {
+        self.port_count
+    }
+
+    /// The link layer of a port.
+    pub fn link_layer(&self, port: u32) -> Result<LinkLayer> {
+        self.check_port(port)?;
+        Ok(self.link_layer)
+    }
+
+    /// GID table entries per port.
+    pub fn gid_tbl_len(&self) -> u32 {
+        self.gid_tbl_len
+    }
+
+    /// P_Key table entries per port.
+    pub fn pkey_tbl_len(&self) -> u32 {
+        self.pkey_tbl_len
+    }
+
     /// The provider's operations, or `ENODEV` once unregistration is done.
-    fn ops(&self) -> Result<Arc<dyn DeviceOps>> {
+    pub(crate) fn ops(&self) -> Result<Arc<dyn DeviceOps>> {
         self.ops.lock().clone().ok_or(ENODEV)
     }
 

@@ -17,7 +17,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{self, Work};
 
 use crate::bindings;
-use crate::device::{Device, DeviceOps};
+use crate::device::{Device, DeviceDesc, DeviceOps};
 use crate::registry;
 
 /// A provider's registration with the core.
@@ -48,19 +48,19 @@ impl Driver {
         ptr::from_ref(self) as usize
     }
 
-    /// Registers a device (`ib_register_device`): named from `name_template`
-    /// (`rxe%d` takes the lowest free number; a template without `%d` is a
-    /// fixed name, `EEXIST` if taken). Every client's `add` runs before this
-    /// returns; the device is fully usable then. Process context only.
+    /// Registers a device (`ib_register_device`) as `desc` describes it
+    /// (`EINVAL` for a bad description; `EEXIST` when a fixed name is taken).
+    /// Every client's `add` runs before this returns; the device is fully
+    /// usable then. Process context only.
     pub fn register_device(
         &self,
-        name_template: &CStr,
+        desc: &DeviceDesc<'_>,
         ops: Arc<dyn DeviceOps>,
     ) -> Result<Arc<Device>> {
         crate::might_sleep();
         let mut devices = self.devices.lock();
         devices.reserve(1, GFP_KERNEL)?;
-        let dev = registry::get().register_device(name_template, self.id(), ops)?;
+        let dev = registry::get().register_device(desc, self.id(), ops)?;
         // Cannot fail: room was reserved above.
         let _ = devices.push(dev.clone(), GFP_KERNEL);
         Ok(dev)

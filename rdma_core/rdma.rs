@@ -13,14 +13,21 @@
 //! All raw FFI stays in this crate ([`bindings`] is private); what it exports
 //! is safe.
 
+// `pin_init!` of `Device`, with its many pinned fields, nests deeply.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
+/// Device and port attribute types: kernel-independent, host-tested in `proto/`.
+#[path = "proto/src/attr.rs"]
+pub mod attr;
 mod bindings;
 pub mod client;
 pub mod device;
 pub mod driver;
 pub mod event;
 pub mod net;
+pub mod port;
 /// The QP state machine: kernel-independent, host-tested in `proto/`.
 #[path = "proto/src/qp_state.rs"]
 pub mod qp_state;

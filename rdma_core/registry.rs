@@ -22,11 +22,10 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::error::code::{EEXIST, ENFILE};
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use crate::client::{AnyData, ClientOps};
-use crate::device::{self, Device, DeviceOps, DeviceRef};
+use crate::device::{self, Device, DeviceDesc, DeviceOps, DeviceRef};
 use crate::vec;
 
 /// The largest number a `%d` device name template is given.
@@ -206,10 +205,12 @@ impl Registry {
     /// Registers a device and adds every client to it. Process context.
     pub(crate) fn register_device(
         &self,
-        template: &CStr,
+        desc: &DeviceDesc<'_>,
         driver_id: usize,
         ops: Arc<dyn DeviceOps>,
     ) -> Result<Arc<Device>> {
+        desc.validate()?;
+        let template = desc.name_template;
         let mut state = self.state.lock();
         let mut n = 0;
         let name = loop {
@@ -229,7 +230,7 @@ impl Registry {
                 return Err(ENFILE);
             }
         };
-        let dev = Device::new(name, driver_id, ops)?;
+        let dev = Device::new(name, desc, driver_id, ops)?;
         state.devices.push(dev.clone(), GFP_KERNEL)?;
         for i in 0..state.clients.len() {
             let client = state.clients[i].clone();

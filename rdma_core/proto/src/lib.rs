@@ -13,4 +13,5 @@
 
 #![no_std]
 
+pub mod attr;
 pub mod qp_state;

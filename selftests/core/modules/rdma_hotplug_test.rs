@@ -12,16 +12,18 @@
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::c_str;
-use kernel::error::code::EINVAL;
+use kernel::error::code::{EEXIST, EINVAL};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue;
 
+use rdma::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
 use rdma::client::{Client, ClientRegistration};
-use rdma::device::{self, Device, DeviceAttr, DeviceOps};
+use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps};
 use rdma::driver::Driver;
 use rdma::event::{Element, Event, EventHandler, EventKind};
+use rdma::port::{GidEntry, PortAttr};
 use rdma::testing;
 
 #[path = "../../lib/ktap.rs"]
@@ -41,6 +43,27 @@ struct NoHw;
 impl DeviceOps for NoHw {
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(DeviceAttr::default())
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        Ok(PortAttr {
+            state: PortState::Active,
+            phys_state: PhysState::LinkUp,
+            ..PortAttr::down(Mtu::Mtu4096)
+        })
+    }
+}
+
+/// A two-port RoCE-like device description named from `template`.
+fn desc(template: &'static CStr) -> DeviceDesc<'static> {
+    DeviceDesc {
+        name_template: template,
+        node_type: NodeType::Ca,
+        node_guid: 0x5054_00ff_fe12_3456,
+        port_count: 2,
+        link_layer: LinkLayer::Ethernet,
+        gid_tbl_len: 8,
+        pkey_tbl_len: 4,
     }
 }
 
@@ -151,11 +174,11 @@ fn order_fifo_add_lifo_remove() -> Result {
     let driver = Driver::new(c_str!("hptest"))?;
     let a = ClientRegistration::new(Recorder::new(c_str!("A"), Some(&log)))?;
     let b = ClientRegistration::new(Recorder::new(c_str!("B"), Some(&log)))?;
-    let d0 = driver.register_device(c_str!("hporder%d"), no_hw()?)?;
+    let d0 = driver.register_device(&desc(c_str!("hporder%d")), no_hw()?)?;
     log.expect(&["A+hporder0", "B+hporder0"])?;
     let c = ClientRegistration::new(Recorder::new(c_str!("C"), Some(&log)))?;
     log.expect(&["C+hporder0"])?;
-    let d1 = driver.register_device(c_str!("hporder%d"), no_hw()?)?;
+    let d1 = driver.register_device(&desc(c_str!("hporder%d")), no_hw()?)?;
     log.expect(&["A+hporder1", "B+hporder1", "C+hporder1"])?;
     driver.unregister_device(&d0);
     log.expect(&["C-hporder0", "B-hporder0", "A-hporder0"])?;
@@ -171,7 +194,7 @@ fn order_fifo_add_lifo_remove() -> Result {
 fn client_data_is_typed_and_scoped() -> Result {
     let driver = Driver::new(c_str!("hptest"))?;
     let reg = ClientRegistration::new(Recorder::new(c_str!("D"), None))?;
-    let dev = driver.register_device(c_str!("hpdata%d"), no_hw()?)?;
+    let dev = driver.register_device(&desc(c_str!("hpdata%d")), no_hw()?)?;
     let data = reg.data(&dev).map(|d| *d);
     check(
         data == Some(dev.name().len() + 1000),
@@ -183,7 +206,7 @@ fn client_data_is_typed_and_scoped() -> Result {
 
 fn lookup_by_name_and_list() -> Result {
     let driver = Driver::new(c_str!("hptest"))?;
-    let dev = driver.register_device(c_str!("hplookup%d"), no_hw()?)?;
+    let dev = driver.register_device(&desc(c_str!("hplookup%d")), no_hw()?)?;
     let found = device::get_by_name(c_str!("hplookup0"));
     check(
         found.as_ref().is_some_and(|r| Arc::ptr_eq(r.arc(), &dev)),
@@ -209,7 +232,7 @@ fn lookup_by_name_and_list() -> Result {
 
 fn unregister_waits_for_usage_refs() -> Result {
     let driver: Arc<Pin<KBox<Driver>>> = Arc::new(Driver::new(c_str!("hptest"))?, GFP_KERNEL)?;
-    let dev = driver.register_device(c_str!("hpref%d"), no_hw()?)?;
+    let dev = driver.register_device(&desc(c_str!("hpref%d")), no_hw()?)?;
     let held = dev.try_get().ok_or(EINVAL)?;
     let done = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
     {
@@ -262,7 +285,7 @@ impl EventHandler for PortLog {
 
 fn events_in_order_from_any_context() -> Result {
     let driver = Driver::new(c_str!("hptest"))?;
-    let dev = driver.register_device(c_str!("hpevent%d"), no_hw()?)?;
+    let dev = driver.register_device(&desc(c_str!("hpevent%d")), no_hw()?)?;
     let log = Arc::pin_init(
         pin_init!(PortLog { seen <- new_mutex!(KVec::new()), not_in_task: AtomicU32::new(0) }),
         GFP_KERNEL,
@@ -314,7 +337,7 @@ fn concurrent_registration() -> Result {
         workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
             for _ in 0..ROUNDS {
                 match driver.register_device(
-                    c_str!("hprace%d"),
+                    &desc(c_str!("hprace%d")),
                     match no_hw() {
                         Ok(o) => o,
                         Err(_) => break,
@@ -407,9 +430,9 @@ fn driver_fence_unregisters_everything() -> Result {
     let rec = Arc::new(Recorder::new(c_str!("F"), None), GFP_KERNEL)?;
     let reg = ClientRegistration::new(ArcClient(rec.clone()))?;
     let driver = Driver::new(c_str!("hptest"))?;
-    let d0 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
-    let _d1 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
-    let _d2 = driver.register_device(c_str!("hpfence%d"), no_hw()?)?;
+    let d0 = driver.register_device(&desc(c_str!("hpfence%d")), no_hw()?)?;
+    let _d1 = driver.register_device(&desc(c_str!("hpfence%d")), no_hw()?)?;
+    let _d2 = driver.register_device(&desc(c_str!("hpfence%d")), no_hw()?)?;
     driver.unregister_device_queued(&d0);
     drop(driver);
     let gone = device::get_by_name(c_str!("hpfence0")).is_none()
@@ -428,11 +451,161 @@ fn driver_fence_unregisters_everything() -> Result {
     )
 }
 
+fn bad_descriptions_are_rejected() -> Result {
+    let driver = Driver::new(c_str!("hptest"))?;
+    let bad = [
+        DeviceDesc {
+            port_count: 0,
+            ..desc(c_str!("hpbad%d"))
+        },
+        DeviceDesc {
+            port_count: 256,
+            ..desc(c_str!("hpbad%d"))
+        },
+        DeviceDesc {
+            gid_tbl_len: 0,
+            ..desc(c_str!("hpbad%d"))
+        },
+        DeviceDesc {
+            pkey_tbl_len: 100_000,
+            ..desc(c_str!("hpbad%d"))
+        },
+        desc(c_str!("")),
+        desc(c_str!("hp/bad%d")),
+        desc(c_str!("hp%dbad%d")),
+        desc(c_str!(
+            "a_name_that_is_far_too_long_for_an_rdma_device_name_whose_limit_is_63_bytes_%d"
+        )),
+    ];
+    for (i, d) in bad.iter().enumerate() {
+        if driver.register_device(d, no_hw()?).is_ok() {
+            pr_err!("bad description {} was accepted\n", i);
+            return Err(EINVAL);
+        }
+    }
+    let fixed = driver.register_device(&desc(c_str!("hpfixed")), no_hw()?)?;
+    let again = driver.register_device(&desc(c_str!("hpfixed")), no_hw()?);
+    check(
+        matches!(again, Err(e) if e == EEXIST),
+        "a taken fixed name is EEXIST",
+    )?;
+    check(fixed.name().as_bytes() == b"hpfixed", "fixed name kept")
+}
+
+/// Records GID change events.
+#[pin_data]
+struct GidEvents {
+    #[pin]
+    ports: Mutex<KVec<u32>>,
+}
+
+impl EventHandler for GidEvents {
+    fn handle(&self, _dev: &Device, event: &Event) {
+        if let (EventKind::GidChange, Element::Port(p)) = (event.kind, event.element) {
+            let _ = self.ports.lock().push(p, GFP_KERNEL);
+        }
+    }
+}
+
+fn ports_and_tables() -> Result {
+    let driver = Driver::new(c_str!("hptest"))?;
+    let dev = driver.register_device(&desc(c_str!("hpport%d")), no_hw()?)?;
+    check(
+        dev.port_count() == 2 && dev.node_type() == NodeType::Ca,
+        "description kept",
+    )?;
+    let attr = dev.query_port(2)?;
+    check(
+        attr.state == PortState::Active && attr.gid_tbl_len == 8 && attr.pkey_tbl_len == 4,
+        "query_port merges the provider's answer with the table sizes",
+    )?;
+    check(
+        dev.query_port(0).is_err() && dev.query_port(3).is_err(),
+        "bad ports are EINVAL",
+    )?;
+    check(dev.link_layer(1)? == LinkLayer::Ethernet, "link layer")?;
+
+    let events = Arc::pin_init(
+        pin_init!(GidEvents { ports <- new_mutex!(KVec::new()) }),
+        GFP_KERNEL,
+    )?;
+    let reg = dev.register_event_handler(events.clone())?;
+    let gid = Gid::from_ipv4([10, 77, 3, 1]);
+    let entry = GidEntry {
+        gid,
+        gid_type: GidType::RoceV2,
+        ifindex: 7,
+    };
+    check(dev.query_gid(1, 1).is_err(), "empty entries are EINVAL")?;
+    dev.set_gid(2, 1, Some(entry))?;
+    check(
+        dev.query_gid(2, 1)? == entry,
+        "query_gid reads what set_gid wrote",
+    )?;
+    check(
+        dev.find_gid(&gid, GidType::RoceV2, 0)? == (2, 1),
+        "find_gid finds it",
+    )?;
+    check(
+        dev.find_gid(&gid, GidType::RoceV2, 7)? == (2, 1),
+        "find_gid by netdev",
+    )?;
+    check(
+        dev.find_gid(&gid, GidType::RoceV2, 8).is_err(),
+        "other netdev: not found",
+    )?;
+    check(
+        dev.find_gid(&gid, GidType::RoceV1, 0).is_err(),
+        "other type: not found",
+    )?;
+    check(
+        dev.set_gid(1, 8, Some(entry)).is_err(),
+        "index past the table is EINVAL",
+    )?;
+    check(
+        dev.set_gid(
+            1,
+            0,
+            Some(GidEntry {
+                gid: Gid::ZERO,
+                ..entry
+            }),
+        )
+        .is_err(),
+        "the zero GID cannot be stored",
+    )?;
+    // Readable from hard IRQ context.
+    let mut from_irq = None;
+    testing::in_hardirq(&mut || from_irq = dev.query_gid(2, 1).ok());
+    check(from_irq == Some(entry), "query_gid from hard IRQ")?;
+    dev.set_gid(2, 1, None)?;
+    check(dev.query_gid(2, 1).is_err(), "cleared entry is empty")?;
+
+    dev.set_pkey(1, 0, 0xffff)?;
+    dev.set_pkey(1, 2, 0x7fff)?;
+    check(dev.query_pkey(1, 0)? == 0xffff, "query_pkey")?;
+    check(
+        dev.find_pkey(1, 0x7fff)? == 0,
+        "find_pkey prefers the full member",
+    )?;
+    check(dev.find_pkey(1, 0x1234).is_err(), "unknown P_Key")?;
+    check(dev.query_pkey(1, 4).is_err(), "P_Key index past the table")?;
+
+    check(
+        wait_until(5000, || events.ports.lock().len() >= 2),
+        "GID change events",
+    )?;
+    let ports_ok = events.ports.lock().iter().all(|p| *p == 2);
+    drop(reg);
+    driver.unregister_device(&dev);
+    check(ports_ok, "GID change events name port 2")
+}
+
 struct HotplugTest;
 
 impl kernel::Module for HotplugTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(7);
+        let mut t = Ktap::new(9);
         t.case("order_fifo_add_lifo_remove", order_fifo_add_lifo_remove());
         t.case(
             "client_data_is_typed_and_scoped",
@@ -452,6 +625,11 @@ impl kernel::Module for HotplugTest {
             "driver_fence_unregisters_everything",
             driver_fence_unregisters_everything(),
         );
+        t.case(
+            "bad_descriptions_are_rejected",
+            bad_descriptions_are_rejected(),
+        );
+        t.case("ports_and_tables", ports_and_tables());
         t.finish()?;
         Ok(HotplugTest)
     }

@@ -15,10 +15,12 @@ use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+use rdma::attr::{LinkLayer, Mtu, NodeType};
 use rdma::client::{Client, ClientRegistration};
-use rdma::device::{Device, DeviceAttr, DeviceOps};
+use rdma::device::{Device, DeviceAttr, DeviceDesc, DeviceOps};
 use rdma::driver::Driver;
 use rdma::net::NetDevice;
+use rdma::port::PortAttr;
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -34,6 +36,16 @@ module! {
 
 const GUID: u64 = 0x0002_c903_00aa_bb01;
 
+const DESC: DeviceDesc<'static> = DeviceDesc {
+    name_template: c_str!("xmodtest%d"),
+    node_type: NodeType::Ca,
+    node_guid: GUID,
+    port_count: 1,
+    link_layer: LinkLayer::Ethernet,
+    gid_tbl_len: 16,
+    pkey_tbl_len: 1,
+};
+
 /// A provider's device operations, implemented in this module.
 struct TestOps {
     calls: AtomicU32,
@@ -46,7 +58,12 @@ impl DeviceOps for TestOps {
             node_guid: GUID,
             fw_ver: 7,
             max_qp: 64,
+            ..DeviceAttr::default()
         })
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        Ok(PortAttr::down(Mtu::Mtu1024))
     }
 }
 
@@ -139,7 +156,7 @@ fn run(t: &mut Ktap) -> Result {
 
     let a = client(c_str!("A"), &log, false)?;
     let driver = Driver::new(c_str!("xmodtest"))?;
-    let dev0 = driver.register_device(c_str!("xmodtest%d"), ops.clone())?;
+    let dev0 = driver.register_device(&DESC, ops.clone())?;
     t.case(
         "device_register_calls_client_add",
         log.expect(&["A+xmodtest0"]),
@@ -154,7 +171,8 @@ fn run(t: &mut Ktap) -> Result {
                 Ok(DeviceAttr {
                     node_guid: GUID,
                     fw_ver: 7,
-                    max_qp: 64
+                    max_qp: 64,
+                    ..
                 })
             ) && ops.calls.load(Ordering::Relaxed) == 1,
             "query_device through the core reaches TestOps",
@@ -167,7 +185,7 @@ fn run(t: &mut Ktap) -> Result {
         log.expect(&["B+xmodtest0"]),
     );
 
-    let dev1 = driver.register_device(c_str!("xmodtest%d"), ops.clone())?;
+    let dev1 = driver.register_device(&DESC, ops.clone())?;
     t.case(
         "name_template_and_add_order",
         log.expect(&["A+xmodtest1", "B+xmodtest1"]).and(check(

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attribute types: node type, link layer, port states, MTU
+//! and GIDs.
+//!
+//! The numeric values are those of include/rdma/ib_verbs.h (`enum
+//! rdma_node_type`, `enum rdma_link_layer`, `enum ib_port_state`, `enum
+//! ib_port_phys_state`, `enum ib_mtu`, `enum ib_gid_type`), so they cross
+//! the C boundary and the sysfs text of the C stack unchanged.
+//!
+//! This module uses only `core`, so it can be compiled as a module of
+//! another crate.
+
+/// The kind of node a device is (`enum rdma_node_type`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeType {
+    /// A channel adapter (InfiniBand or RoCE HCA; rxe reports this).
+    Ca = 1,
+    /// An InfiniBand switch.
+    Switch = 2,
+    /// An InfiniBand router.
+    Router = 3,
+    /// An iWARP RNIC.
+    Rnic = 4,
+    /// A usNIC.
+    Usnic = 5,
+    /// A usNIC over UDP.
+    UsnicUdp = 6,
+    /// Not specified.
+    Unspecified = 7,
+}
+
+impl NodeType {
+    /// The text of sysfs `node_type` (`1: CA`).
+    pub const fn sysfs_name(self) -> &'static str {
+        match self {
+            NodeType::Ca => "1: CA",
+            NodeType::Switch => "2: switch",
+            NodeType::Router => "3: router",
+            NodeType::Rnic => "4: RNIC",
+            NodeType::Usnic => "5: usNIC",
+            NodeType::UsnicUdp => "6: usNIC UDP",
+            NodeType::Unspecified => "7: unspecified",
+        }
+    }
+}
+
+/// A port's link layer (`enum rdma_link_layer`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// Not specified.
+    Unspecified = 0,
+    /// InfiniBand.
+    Infiniband = 1,
+    /// Ethernet (RoCE).
+    Ethernet = 2,
+}
+
+impl LinkLayer {
+    /// The text of sysfs `link_layer`.
+    pub const fn sysfs_name(self) -> &'static str {
+        match self {
+            LinkLayer::Unspecified | LinkLayer::Infiniband => "InfiniBand",
+            LinkLayer::Ethernet => "Ethernet",
+        }
+    }
+}
+
+/// A port's logical state (`enum ib_port_state`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortState {
+    /// No state change.
+    Nop = 0,
+    /// Down.
+    Down = 1,
+    /// Initialising.
+    Init = 2,
+    /// Armed.
+    Armed = 3,
+    /// Active: usable.
+    Active = 4,
+    /// Active, deferred.
+    ActiveDefer = 5,
+}
+
+impl PortState {
+    /// The text of sysfs `state` (`4: ACTIVE`).
+    pub const fn sysfs_name(self) -> &'static str {
+        match self {
+            PortState::Nop => "0: NOP",
+            PortState::Down => "1: DOWN",
+            PortState::Init => "2: INIT",
+            PortState::Armed => "3: ARMED",
+            PortState::Active => "4: ACTIVE",
+            PortState::ActiveDefer => "5: ACTIVE_DEFER",
+        }
+    }
+}
+
+/// A port's physical state (`enum ib_port_phys_state`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhysState {
+    /// Sleeping.
+    Sleep = 1,
+    /// Polling for a peer.
+    Polling = 2,
+    /// Disabled.
+    Disabled = 3,
+    /// Training.
+    PortConfigurationTraining = 4,
+    /// Link up.
+    LinkUp = 5,
+    /// Recovering from a link error.
+    LinkErrorRecovery = 6,
+    /// PHY test.
+    PhyTest = 7,
+}
+
+impl PhysState {
+    /// The text of sysfs `phys_state` (`5: LinkUp`).
+    pub const fn sysfs_name(self) -> &'static str {
+        match self {
+            PhysState::Sleep => "1: Sleep",
+            PhysState::Polling => "2: Polling",
+            PhysState::Disabled => "3: Disabled",
+            PhysState::PortConfigurationTraining => "4: PortConfigurationTraining",
+            PhysState::LinkUp => "5: LinkUp",
+            PhysState::LinkErrorRecovery => "6: LinkErrorRecovery",
+            PhysState::PhyTest => "7: Phy Test",
+        }
+    }
+}
+
+/// An InfiniBand path MTU (`enum ib_mtu`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// The MTU in bytes.
+    pub const fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The MTU of exactly `bytes` bytes, if it is one.
+    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
+        match bytes {
+            256 => Some(Mtu::Mtu256),
+            512 => Some(Mtu::Mtu512),
+            1024 => Some(Mtu::Mtu1024),
+            2048 => Some(Mtu::Mtu2048),
+            4096 => Some(Mtu::Mtu4096),
+            _ => None,
+        }
+    }
+
+    /// The largest MTU that fits in `bytes` (`None` below 256).
+    pub const fn largest_within(bytes: u32) -> Option<Mtu> {
+        match bytes {
+            4096.. => Some(Mtu::Mtu4096),
+            2048.. => Some(Mtu::Mtu2048),
+            1024.. => Some(Mtu::Mtu1024),
+            512.. => Some(Mtu::Mtu512),
+            256.. => Some(Mtu::Mtu256),
+            _ => None,
+        }
+    }
+
+    /// The MTU of the raw `enum ib_mtu` value.
+    pub const fn from_raw(raw: u32) -> Option<Mtu> {
+        match raw {
+            1 => Some(Mtu::Mtu256),
+            2 => Some(Mtu::Mtu512),
+            3 => Some(Mtu::Mtu1024),
+            4 => Some(Mtu::Mtu2048),
+            5 => Some(Mtu::Mtu4096),
+            _ => None,
+        }
+    }
+}
+
+/// The type of a GID table entry (`enum ib_gid_type`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidType {
+    /// InfiniBand.
+    Ib = 0,
+    /// RoCE v1.
+    RoceV1 = 1,
+    /// RoCE v2 (UDP encapsulation).
+    RoceV2 = 2,
+}
+
+impl GidType {
+    /// The text of sysfs `gid_attrs/types/N`.
+    pub const fn sysfs_name(self) -> &'static str {
+        match self {
+            GidType::Ib => "IB/RoCE v1",
+            GidType::RoceV1 => "IB/RoCE v1",
+            GidType::RoceV2 => "RoCE v2",
+        }
+    }
+}
+
+/// A 128-bit GID, in network byte order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The all-zero GID, which marks an empty table entry.
+    pub const ZERO: Gid = Gid([0; 16]);
+
+    /// The RoCE GID of an IPv4 address: the IPv4-mapped IPv6 address.
+    pub const fn from_ipv4(addr: [u8; 4]) -> Gid {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12] = addr[0];
+        g[13] = addr[1];
+        g[14] = addr[2];
+        g[15] = addr[3];
+        Gid(g)
+    }
+
+    /// The IPv4 address of an IPv4-mapped GID.
+    pub fn to_ipv4(&self) -> Option<[u8; 4]> {
+        let g = &self.0;
+        if g[..10].iter().all(|b| *b == 0) && g[10] == 0xff && g[11] == 0xff {
+            Some([g[12], g[13], g[14], g[15]])
+        } else {
+            None
+        }
+    }
+
+    /// The link-local GID of an EUI-64 interface identifier (`fe80::/64`).
+    pub const fn link_local(eui64: [u8; 8]) -> Gid {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        let mut i = 0;
+        while i < 8 {
+            g[8 + i] = eui64[i];
+            i += 1;
+        }
+        Gid(g)
+    }
+
+    /// The modified EUI-64 of a 48-bit MAC address (universal/local bit
+    /// flipped, `ff:fe` in the middle), as RoCE derives GUIDs and GIDs.
+    pub const fn eui64_of_mac(mac: [u8; 6]) -> [u8; 8] {
+        [
+            mac[0] ^ 2,
+            mac[1],
+            mac[2],
+            0xff,
+            0xfe,
+            mac[3],
+            mac[4],
+            mac[5],
+        ]
+    }
+
+    /// Whether this is the empty (all-zero) GID.
+    pub fn is_zero(&self) -> bool {
+        self.0.iter().all(|b| *b == 0)
+    }
+
+    /// Writes the GID as sysfs does: eight groups of four hex digits.
+    pub fn write_sysfs(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        for i in 0..8 {
+            if i > 0 {
+                out.write_char(':')?;
+            }
+            write!(out, "{:02x}{:02x}", self.0[2 * i], self.0[2 * i + 1])?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::String;
+
+    #[test]
+    fn mtu_bytes_and_back() {
+        for m in [
+            Mtu::Mtu256,
+            Mtu::Mtu512,
+            Mtu::Mtu1024,
+            Mtu::Mtu2048,
+            Mtu::Mtu4096,
+        ] {
+            assert_eq!(Mtu::from_bytes(m.bytes()), Some(m));
+            assert_eq!(Mtu::from_raw(m as u32), Some(m));
+        }
+        assert_eq!(Mtu::Mtu1024.bytes(), 1024);
+        assert_eq!(Mtu::from_bytes(1500), None);
+        assert_eq!(Mtu::from_raw(0), None);
+        assert_eq!(Mtu::from_raw(6), None);
+    }
+
+    #[test]
+    fn mtu_largest_within() {
+        assert_eq!(Mtu::largest_within(255), None);
+        assert_eq!(Mtu::largest_within(256), Some(Mtu::Mtu256));
+        assert_eq!(Mtu::largest_within(1500), Some(Mtu::Mtu1024));
+        assert_eq!(Mtu::largest_within(9000), Some(Mtu::Mtu4096));
+        assert_eq!(Mtu::largest_within(4095), Some(Mtu::Mtu2048));
+    }
+
+    #[test]
+    fn header_values() {
+        assert_eq!(NodeType::Ca as u32, 1);
+        assert_eq!(NodeType::Unspecified as u32, 7);
+        assert_eq!(LinkLayer::Ethernet as u32, 2);
+        assert_eq!(PortState::Active as u32, 4);
+        assert_eq!(PhysState::LinkUp as u32, 5);
+        assert_eq!(Mtu::Mtu4096 as u32, 5);
+        assert_eq!(GidType::RoceV2 as u32, 2);
+    }
+
+    #[test]
+    fn ipv4_gid() {
+        let g = Gid::from_ipv4([10, 77, 2, 1]);
+        let mut s = String::new();
+        g.write_sysfs(&mut s).unwrap();
+        assert_eq!(s, "0000:0000:0000:0000:0000:ffff:0a4d:0201");
+        assert_eq!(g.to_ipv4(), Some([10, 77, 2, 1]));
+        assert_eq!(Gid::link_local([0; 8]).to_ipv4(), None);
+        assert!(!g.is_zero());
+        assert!(Gid::ZERO.is_zero());
+    }
+
+    #[test]
+    fn link_local_from_mac() {
+        let eui = Gid::eui64_of_mac([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+        assert_eq!(eui, [0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56]);
+        let mut s = String::new();
+        Gid::link_local(eui).write_sysfs(&mut s).unwrap();
+        assert_eq!(s, "fe80:0000:0000:0000:5054:00ff:fe12:3456");
+    }
+
+    #[test]
+    fn sysfs_names_match_the_c_stack() {
+        assert_eq!(NodeType::Ca.sysfs_name(), "1: CA");
+        assert_eq!(PortState::Active.sysfs_name(), "4: ACTIVE");
+        assert_eq!(PortState::Down.sysfs_name(), "1: DOWN");
+        assert_eq!(PhysState::LinkUp.sysfs_name(), "5: LinkUp");
+        assert_eq!(PhysState::Disabled.sysfs_name(), "3: Disabled");
+        assert_eq!(LinkLayer::Ethernet.sysfs_name(), "Ethernet");
+        assert_eq!(GidType::RoceV2.sysfs_name(), "RoCE v2");
+    }
+}
