@@ -9,3 +9,4 @@
 #include <net/net_namespace.h>
 
 #include "helpers.h"
+#include "sysfs_glue.h"

@@ -173,6 +173,9 @@ pub struct Device {
     /// Registered event handlers; held while they run.
     #[pin]
     pub(crate) handlers: Mutex<Handlers>,
+    /// The sysfs tree while the device is registered.
+    #[pin]
+    pub(crate) sysfs: Mutex<Option<crate::sysfs::Sysfs>>,
     #[pin]
     pub(crate) event_work: Work<Device>,
     /// Runs a queued unregistration (`ib_unregister_device_queued`).
@@ -227,6 +230,7 @@ impl Device {
                 client_removed <- new_condvar!("Device::client_removed"),
                 events <- crate::new_spinlock_irq!(EventQueue::new(), "Device::events"),
                 handlers <- new_mutex!(Handlers::new(), "Device::handlers"),
+                sysfs <- new_mutex!(None, "Device::sysfs"),
                 event_work <- new_work!("Device::event_work"),
                 unreg_work <- new_work!("Device::unreg_work"),
             }),

@@ -33,6 +33,7 @@ pub mod port;
 pub mod qp_state;
 mod registry;
 pub mod sync;
+mod sysfs;
 pub mod testing;
 mod vec;
 
@@ -57,7 +58,14 @@ struct RdmaCore {
 
 impl kernel::Module for RdmaCore {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let registry = KBox::pin_init(registry::Registry::new(), GFP_KERNEL)?;
+        sysfs::init()?;
+        let registry = match KBox::pin_init(registry::Registry::new(), GFP_KERNEL) {
+            Ok(r) => r,
+            Err(e) => {
+                sysfs::exit();
+                return Err(e);
+            }
+        };
         // SAFETY: the registry is pinned in a box owned by the module struct,
         // which lives until `drop` below unpublishes it.
         unsafe { registry.publish() };
@@ -69,6 +77,7 @@ impl kernel::Module for RdmaCore {
 impl Drop for RdmaCore {
     fn drop(&mut self) {
         self.registry.unpublish();
+        sysfs::exit();
         pr_info!("unloaded\n");
     }
 }

@@ -26,6 +26,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use crate::client::{AnyData, ClientOps};
 use crate::device::{self, Device, DeviceDesc, DeviceOps, DeviceRef};
+use crate::sysfs::Sysfs;
 use crate::vec;
 
 /// The largest number a `%d` device name template is given.
@@ -231,7 +232,10 @@ impl Registry {
             }
         };
         let dev = Device::new(name, desc, driver_id, ops)?;
-        state.devices.push(dev.clone(), GFP_KERNEL)?;
+        state.devices.reserve(1, GFP_KERNEL)?;
+        *dev.sysfs.lock() = Some(Sysfs::add(&dev)?);
+        // Cannot fail: room was reserved above.
+        let _ = state.devices.push(dev.clone(), GFP_KERNEL);
         for i in 0..state.clients.len() {
             let client = state.clients[i].clone();
             add_pair(&dev, &client);
@@ -269,6 +273,10 @@ impl Registry {
         }
         while remove_one(dev, None) {}
         wait_removes(dev, |_| true);
+        // Before the device leaves the list: its name stays taken until its
+        // sysfs directory is gone. The tree points at `dev`, which the
+        // caller's `Arc` keeps alive.
+        drop(dev.sysfs.lock().take());
         {
             let mut state = self.state.lock();
             vec::remove_first(&mut state.devices, |d| Arc::ptr_eq(d, dev));

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sysfs tree of our devices, in the layout of /sys/class/infiniband:
+ *
+ *   /sys/class/rdma_rs/<dev>/{node_guid,sys_image_guid,node_type,fw_ver}
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/{state,phys_state,link_layer,lid,
+ *                                       sm_lid,cap_mask}
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/gids/<I>
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/gid_attrs/types/<I>
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/pkeys/<I>
+ *
+ * Only the kobject plumbing is here. Every file's text comes from
+ * rdma_rs_sysfs_show() in sysfs.rs, given the device, the file's id, its
+ * port and its table index.
+ */
+#include <linux/device.h>
+#include <linux/kdev_t.h>
+#include <linux/kobject.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "sysfs_glue.h"
+
+/* Implemented in Rust (sysfs.rs). */
+ssize_t rdma_rs_sysfs_show(const void *dev, u32 id, u32 port, u32 index, char *buf);
+
+static struct class *rdma_rs_class;
+
+struct rdma_rs_dev_attr {
+	struct device_attribute dattr;
+	struct rdma_rs_sysfs *owner;
+	u32 id;
+};
+
+struct rdma_rs_kobj_attr {
+	struct kobj_attribute kattr;
+	struct rdma_rs_sysfs *owner;
+	u32 id, port, index;
+	char name[12];
+};
+
+struct rdma_rs_port {
+	struct kobject *dir, *gids, *gid_attrs, *types, *pkeys;
+	struct rdma_rs_kobj_attr *attrs; /* port files, then the tables */
+	u32 nattrs;
+};
+
+struct rdma_rs_sysfs {
+	struct device *device;
+	const void *dev;
+	struct kobject *ports_dir;
+	struct rdma_rs_dev_attr dev_attrs[4];
+	struct rdma_rs_port *ports;
+	u32 nports;
+};
+
+static const char *const dev_files[] = {
+	[RDMA_RS_ATTR_NODE_GUID] = "node_guid",
+	[RDMA_RS_ATTR_NODE_TYPE] = "node_type",
+	[RDMA_RS_ATTR_FW_VER] = "fw_ver",
+	[RDMA_RS_ATTR_SYS_IMAGE_GUID] = "sys_image_guid",
+};
+
+static const struct {
+	const char *name;
+	u32 id;
+} port_files[] = {
+	{ "state", RDMA_RS_ATTR_PORT_STATE },
+	{ "phys_state", RDMA_RS_ATTR_PORT_PHYS_STATE },
+	{ "link_layer", RDMA_RS_ATTR_PORT_LINK_LAYER },
+	{ "lid", RDMA_RS_ATTR_PORT_LID },
+	{ "sm_lid", RDMA_RS_ATTR_PORT_SM_LID },
+	{ "cap_mask", RDMA_RS_ATTR_PORT_CAP_MASK },
+};
+
+static ssize_t dev_attr_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	struct rdma_rs_dev_attr *a = container_of(attr, struct rdma_rs_dev_attr, dattr);
+
+	return rdma_rs_sysfs_show(a->owner->dev, a->id, 0, 0, buf);
+}
+
+static ssize_t kobj_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct rdma_rs_kobj_attr *a = container_of(attr, struct rdma_rs_kobj_attr, kattr);
+
+	return rdma_rs_sysfs_show(a->owner->dev, a->id, a->port, a->index, buf);
+}
+
+int rdma_rs_sysfs_init(void)
+{
+	rdma_rs_class = class_create("rdma_rs");
+	return PTR_ERR_OR_ZERO(rdma_rs_class);
+}
+
+void rdma_rs_sysfs_exit(void)
+{
+	class_destroy(rdma_rs_class);
+}
+
+static int add_kobj_attr(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, struct kobject *dir,
+			 const char *name, u32 id, u32 port, u32 index)
+{
+	struct rdma_rs_kobj_attr *a = &p->attrs[p->nattrs++];
+
+	a->owner = s;
+	a->id = id;
+	a->port = port;
+	a->index = index;
+	strscpy(a->name, name, sizeof(a->name));
+	sysfs_attr_init(&a->kattr.attr);
+	a->kattr.attr.name = a->name;
+	a->kattr.attr.mode = 0444;
+	a->kattr.show = kobj_attr_show;
+	return sysfs_create_file(dir, &a->kattr.attr);
+}
+
+static void del_port(struct rdma_rs_port *p)
+{
+	kobject_put(p->gids);
+	kobject_put(p->types);
+	kobject_put(p->gid_attrs);
+	kobject_put(p->pkeys);
+	kobject_put(p->dir);
+	kfree(p->attrs);
+}
+
+static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u32 gid_len,
+		    u32 pkey_len)
+{
+	char name[12];
+	u32 i;
+	int ret = -ENOMEM;
+
+	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len, sizeof(*p->attrs),
+			   GFP_KERNEL);
+	if (!p->attrs)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "%u", port);
+	p->dir = kobject_create_and_add(name, s->ports_dir);
+	if (!p->dir)
+		return -ENOMEM;
+	p->gids = kobject_create_and_add("gids", p->dir);
+	p->gid_attrs = kobject_create_and_add("gid_attrs", p->dir);
+	p->types = p->gid_attrs ? kobject_create_and_add("types", p->gid_attrs) : NULL;
+	p->pkeys = kobject_create_and_add("pkeys", p->dir);
+	if (!p->gids || !p->types || !p->pkeys)
+		return -ENOMEM;
+	for (i = 0; i < ARRAY_SIZE(port_files); i++) {
+		ret = add_kobj_attr(s, p, p->dir, port_files[i].name, port_files[i].id, port, 0);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < gid_len; i++) {
+		snprintf(name, sizeof(name), "%u", i);
+		ret = add_kobj_attr(s, p, p->gids, name, RDMA_RS_ATTR_GID, port, i);
+		if (!ret)
+			ret = add_kobj_attr(s, p, p->types, name, RDMA_RS_ATTR_GID_TYPE, port, i);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < pkey_len; i++) {
+		snprintf(name, sizeof(name), "%u", i);
+		ret = add_kobj_attr(s, p, p->pkeys, name, RDMA_RS_ATTR_PKEY, port, i);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
+					u32 gid_len, u32 pkey_len)
+{
+	struct rdma_rs_sysfs *s;
+	u32 i;
+	int ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->dev = dev;
+	s->device = device_create(rdma_rs_class, NULL, MKDEV(0, 0), NULL, "%s", name);
+	if (IS_ERR(s->device)) {
+		ret = PTR_ERR(s->device);
+		kfree(s);
+		return ERR_PTR(ret);
+	}
+	for (i = 0; i < ARRAY_SIZE(s->dev_attrs); i++) {
+		struct rdma_rs_dev_attr *a = &s->dev_attrs[i];
+
+		a->owner = s;
+		a->id = i;
+		sysfs_attr_init(&a->dattr.attr);
+		a->dattr.attr.name = dev_files[i];
+		a->dattr.attr.mode = 0444;
+		a->dattr.show = dev_attr_show;
+		ret = device_create_file(s->device, &a->dattr);
+		if (ret)
+			goto err;
+	}
+	ret = -ENOMEM;
+	s->ports_dir = kobject_create_and_add("ports", &s->device->kobj);
+	s->ports = kcalloc(nports, sizeof(*s->ports), GFP_KERNEL);
+	if (!s->ports_dir || !s->ports)
+		goto err;
+	s->nports = nports;
+	for (i = 0; i < nports; i++) {
+		ret = add_port(s, &s->ports[i], i + 1, gid_len, pkey_len);
+		if (ret)
+			goto err;
+	}
+	return s;
+err:
+	rdma_rs_sysfs_del(s);
+	return ERR_PTR(ret);
+}
+
+void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s)
+{
+	u32 i;
+
+	if (s->ports) {
+		for (i = 0; i < s->nports; i++)
+			del_port(&s->ports[i]);
+		kfree(s->ports);
+	}
+	kobject_put(s->ports_dir);
+	/* Removes the device's files; waits for running show() calls. */
+	device_unregister(s->device);
+	kfree(s);
+}
