@@ -601,11 +601,178 @@ fn ports_and_tables() -> Result {
     check(ports_ok, "GID change events name port 2")
 }
 
+/// A client for the every-order test: logs `client * 4 + device * 2 + sign`
+/// codes (sign 0 = add, 1 = remove).
+struct PermClient {
+    index: u8,
+    log: Arc<CodeLog>,
+}
+
+#[pin_data]
+struct CodeLog {
+    #[pin]
+    codes: Mutex<KVec<u8>>,
+}
+
+/// Device index from the fixed names `hppermA` and `hppermB`.
+fn perm_device_index(dev: &Device) -> u8 {
+    u8::from(dev.name().as_bytes().last() == Some(&b'B'))
+}
+
+impl Client for PermClient {
+    type Data = ();
+
+    fn name(&self) -> &CStr {
+        c_str!("perm")
+    }
+
+    fn add(&self, dev: &Arc<Device>) -> Result {
+        let code = self.index * 4 + perm_device_index(dev) * 2;
+        self.log.codes.lock().push(code, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn remove(&self, dev: &Arc<Device>, _data: &()) {
+        let code = self.index * 4 + perm_device_index(dev) * 2 + 1;
+        let _ = self.log.codes.lock().push(code, GFP_KERNEL);
+    }
+}
+
+/// The live devices or clients of the model, in registration order.
+#[derive(Default)]
+struct Live {
+    items: [u8; 2],
+    len: usize,
+}
+
+impl Live {
+    fn add(&mut self, x: u8) {
+        self.items[self.len] = x;
+        self.len += 1;
+    }
+
+    fn remove(&mut self, x: u8) {
+        if let Some(at) = self.iter().position(|y| *y == x) {
+            self.items[at..self.len].rotate_left(1);
+            self.len -= 1;
+        }
+    }
+
+    fn iter(&self) -> core::slice::Iter<'_, u8> {
+        self.items[..self.len].iter()
+    }
+}
+
+/// Rearranges `a` into the next permutation in lexicographic order; false
+/// after the last one.
+fn next_permutation(a: &mut [u8]) -> bool {
+    let Some(i) = (1..a.len()).rev().find(|&i| a[i - 1] < a[i]) else {
+        return false;
+    };
+    let j = (i..a.len()).rev().find(|&j| a[j] > a[i - 1]).unwrap_or(i);
+    a.swap(i - 1, j);
+    a[i..].reverse();
+    true
+}
+
+/// Every interleaving of registering and unregistering two devices and two
+/// clients (each registered before it is unregistered: 2520 orders) gives
+/// exactly the callbacks of the model: `add` for each pair while both are
+/// registered, clients in registration order; `remove` in reverse.
+fn hotplug_in_every_order() -> Result {
+    // Operations: 0/1 register/unregister device A, 2/3 device B, 4/5 client
+    // 0, 6/7 client 1.
+    let mut ops: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+    let log = Arc::pin_init(
+        pin_init!(CodeLog { codes <- new_mutex!(KVec::new()) }),
+        GFP_KERNEL,
+    )?;
+    let driver = Driver::new(c_str!("hptest"))?;
+    let names = [c_str!("hppermA"), c_str!("hppermB")];
+    let mut orders = 0u32;
+    loop {
+        let valid = (0..4).all(|k| {
+            let r = ops.iter().position(|o| *o == 2 * k);
+            let u = ops.iter().position(|o| *o == 2 * k + 1);
+            r < u
+        });
+        if valid {
+            orders += 1;
+            // The model: registration order of live devices and clients.
+            let mut want: KVec<u8> = KVec::new();
+            let mut devs = Live::default();
+            let mut clis = Live::default();
+            let mut dev_h: [Option<Arc<Device>>; 2] = [None, None];
+            let mut cli_h: [Option<ClientRegistration<PermClient>>; 2] = [None, None];
+            for op in ops {
+                let (obj, unreg) = (op / 2, op % 2 == 1);
+                if obj < 2 {
+                    let d = obj;
+                    if !unreg {
+                        for c in clis.iter() {
+                            want.push(c * 4 + d * 2, GFP_KERNEL)?;
+                        }
+                        devs.add(d);
+                        let desc = DeviceDesc {
+                            gid_tbl_len: 1,
+                            pkey_tbl_len: 1,
+                            port_count: 1,
+                            ..desc(names[d as usize])
+                        };
+                        dev_h[d as usize] = Some(driver.register_device(&desc, no_hw()?)?);
+                    } else {
+                        for c in clis.iter().rev() {
+                            want.push(c * 4 + d * 2 + 1, GFP_KERNEL)?;
+                        }
+                        devs.remove(d);
+                        if let Some(h) = dev_h[d as usize].take() {
+                            driver.unregister_device(&h);
+                        }
+                    }
+                } else {
+                    let c = obj - 2;
+                    if !unreg {
+                        for d in devs.iter() {
+                            want.push(c * 4 + d * 2, GFP_KERNEL)?;
+                        }
+                        clis.add(c);
+                        cli_h[c as usize] = Some(ClientRegistration::new(PermClient {
+                            index: c,
+                            log: log.clone(),
+                        })?);
+                    } else {
+                        for d in devs.iter().rev() {
+                            want.push(c * 4 + d * 2 + 1, GFP_KERNEL)?;
+                        }
+                        clis.remove(c);
+                        drop(cli_h[c as usize].take());
+                    }
+                }
+            }
+            let mut got = log.codes.lock();
+            if got.as_slice() != want.as_slice() {
+                pr_err!(
+                    "order {:?}: got {:?}, want {:?}\n",
+                    ops,
+                    &got[..],
+                    &want[..]
+                );
+                return Err(EINVAL);
+            }
+            *got = KVec::new();
+        }
+        if !next_permutation(&mut ops) {
+            break;
+        }
+    }
+    check(orders == 2520, "all 2520 orders ran")
+}
+
 struct HotplugTest;
 
 impl kernel::Module for HotplugTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(9);
+        let mut t = Ktap::new(10);
         t.case("order_fifo_add_lifo_remove", order_fifo_add_lifo_remove());
         t.case(
             "client_data_is_typed_and_scoped",
@@ -630,6 +797,7 @@ impl kernel::Module for HotplugTest {
             bad_descriptions_are_rejected(),
         );
         t.case("ports_and_tables", ports_and_tables());
+        t.case("hotplug_in_every_order", hotplug_in_every_order());
         t.finish()?;
         Ok(HotplugTest)
     }
