@@ -111,6 +111,12 @@ impl Log {
     }
 }
 
+/// Whether `dev` is one of this test's devices (others may be registered,
+/// such as `rdma_swdev`'s).
+fn ours(dev: &Device) -> bool {
+    dev.name().as_bytes().starts_with(b"hp")
+}
+
 /// A client whose data for a device is the device name's length plus 1000,
 /// and that counts its adds and removes.
 struct Recorder {
@@ -139,6 +145,9 @@ impl Client for Recorder {
     }
 
     fn add(&self, dev: &Arc<Device>) -> Result<usize> {
+        if !ours(dev) {
+            return Ok(dev.name().len() + 1000);
+        }
         self.adds.fetch_add(1, Ordering::Relaxed);
         if let Some(log) = &self.log {
             log.record(self.name, '+', dev.name());
@@ -149,6 +158,9 @@ impl Client for Recorder {
     fn remove(&self, dev: &Arc<Device>, data: &usize) {
         if *data != dev.name().len() + 1000 {
             pr_err!("remove got the wrong client data\n");
+            return;
+        }
+        if !ours(dev) {
             return;
         }
         self.removes.fetch_add(1, Ordering::Relaxed);
@@ -627,12 +639,18 @@ impl Client for PermClient {
     }
 
     fn add(&self, dev: &Arc<Device>) -> Result {
+        if !dev.name().as_bytes().starts_with(b"hpperm") {
+            return Ok(());
+        }
         let code = self.index * 4 + perm_device_index(dev) * 2;
         self.log.codes.lock().push(code, GFP_KERNEL)?;
         Ok(())
     }
 
     fn remove(&self, dev: &Arc<Device>, _data: &()) {
+        if !dev.name().as_bytes().starts_with(b"hpperm") {
+            return;
+        }
         let code = self.index * 4 + perm_device_index(dev) * 2 + 1;
         let _ = self.log.codes.lock().push(code, GFP_KERNEL);
     }

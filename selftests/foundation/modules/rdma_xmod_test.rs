@@ -101,6 +101,11 @@ impl Log {
     }
 }
 
+/// Whether `dev` is one of this test's devices (others may be registered).
+fn ours(dev: &Device) -> bool {
+    dev.name().as_bytes().starts_with(b"xmodtest")
+}
+
 /// A client that records its callbacks, and optionally fails `add`.
 struct Recorder {
     name: &'static CStr,
@@ -116,6 +121,9 @@ impl Client for Recorder {
     }
 
     fn add(&self, dev: &Arc<Device>) -> Result {
+        if !ours(dev) {
+            return Ok(());
+        }
         self.log
             .record(self.name, if self.fail_add { '!' } else { '+' }, dev.name());
         if self.fail_add {
@@ -126,6 +134,9 @@ impl Client for Recorder {
     }
 
     fn remove(&self, dev: &Arc<Device>, _data: &()) {
+        if !ours(dev) {
+            return;
+        }
         self.log.record(self.name, '-', dev.name());
     }
 }
