@@ -108,7 +108,9 @@ fn add_pair(dev: &Arc<Device>, client: &Arc<ClientEntry>) {
     // `add` succeeded the pair must be recorded without failing.
     {
         let mut clients = dev.clients.lock();
-        let want = (clients.slots.len() + 1).saturating_sub(clients.removing.len());
+        // Every slot, the new one included, may be in `removing` at once on
+        // top of the records already there.
+        let want = clients.slots.len() + 1;
         let room = clients.slots.reserve(1, GFP_KERNEL).is_ok()
             && clients.removing.reserve(want, GFP_KERNEL).is_ok();
         if !room {
