@@ -3,7 +3,10 @@
  * Headers the rdma crate's raw bindings are generated from, and the
  * prototypes of the C wrappers in helpers.c.
  */
+#include <linux/list.h>
+#include <linux/irq_poll.h>
 #include <linux/irq_work.h>
+#include <linux/timer.h>
 #include <linux/netdevice.h>
 #include <linux/workqueue.h>
 #include <net/net_namespace.h>

@@ -16,25 +16,69 @@
 
 use core::ops::Deref;
 
-use kernel::error::code::EINVAL;
-use kernel::error::code::ENODEV;
+use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, new_spinlock, Arc, CondVar, Mutex, SpinLock};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
+use crate::errno::eopnotsupp;
 use crate::attr::{LinkLayer, NodeType};
 use crate::event::{self, EventQueue, Handlers};
 use crate::port::{PortAttr, Tables, MAX_TABLE_LEN};
+use crate::qp::{QpCore, QpInfo, QpOps};
+use crate::res::Resources;
 use crate::registry::DevClients;
 use crate::sync::SpinLockIrq;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
 pub const NAME_MAX: usize = 64;
 
-/// Device attributes (`struct ib_device_attr`); grows with the verbs.
+/// Device capability flags (`enum ib_device_cap_flags`, same bits): the
+/// subset a software device can have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCaps(pub u64);
+
+impl DeviceCaps {
+    /// QP and CQ sizes can change.
+    pub const RESIZE_MAX_WR: Self = Self(1 << 0);
+    /// Ports raise `PortActive` events.
+    pub const PORT_ACTIVE_EVENT: Self = Self(1 << 10);
+    /// `sys_image_guid` is meaningful.
+    pub const SYS_IMAGE_GUID: Self = Self(1 << 11);
+    /// RC QPs send RNR NAKs.
+    pub const RC_RNR_NAK_GEN: Self = Self(1 << 12);
+    /// SRQs can be resized.
+    pub const SRQ_RESIZE: Self = Self(1 << 13);
+    /// Memory windows.
+    pub const MEM_WINDOW: Self = Self(1 << 17);
+    /// Fast registration: `REG_MR`, `LOCAL_INV`, `SEND_WITH_INV`.
+    pub const MEM_MGT_EXTENSIONS: Self = Self(1 << 21);
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for DeviceCaps {
+    type Output = Self;
+
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// Device attributes (`struct ib_device_attr`).
+///
+/// The core reads them once at registration: the `max_*` limits bound the
+/// object tables (a limit of 0 means the device has no such objects, and
+/// creating one fails with `EOPNOTSUPP`), `cap_flags` gates the optional
+/// verbs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceAttr {
+    /// Capabilities.
+    pub cap_flags: DeviceCaps,
     /// Node GUID in network byte order, as a number.
     pub node_guid: u64,
     /// System image GUID.
@@ -83,6 +127,8 @@ pub struct DeviceAttr {
     pub max_mw: u32,
     /// Largest page list of a fast-registration MR.
     pub max_fast_reg_page_list_len: u32,
+    /// Largest number of multicast groups a QP joins.
+    pub max_mcast_qp_attach: u32,
 }
 
 /// What a provider says about a device when it registers it.
@@ -129,6 +175,13 @@ pub trait DeviceOps: Send + Sync {
 
     /// Returns a port's attributes (`query_port`); `port` is valid.
     fn query_port(&self, port: u32) -> Result<PortAttr>;
+
+    /// Creates the transport of a QP the core has set up (optional: a
+    /// device without it has no QPs, and `create_qp` fails with
+    /// `EOPNOTSUPP`). May sleep.
+    fn create_qp(&self, _qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
+        Err(eopnotsupp())
+    }
 }
 
 /// The usage count of a device and whether new usage is still allowed.
@@ -150,6 +203,11 @@ pub struct Device {
     link_layer: LinkLayer,
     gid_tbl_len: u32,
     pkey_tbl_len: u32,
+    /// The attributes read at registration.
+    attr: DeviceAttr,
+    /// The verbs objects of the device.
+    #[pin]
+    pub(crate) res: Resources,
     /// GID and P_Key tables of every port; read from any context.
     #[pin]
     pub(crate) tables: SpinLockIrq<Tables>,
@@ -212,6 +270,7 @@ impl Device {
         ops: Arc<dyn DeviceOps>,
     ) -> Result<Arc<Device>> {
         let tables = Tables::new(desc.port_count, desc.gid_tbl_len, desc.pkey_tbl_len)?;
+        let attr = ops.query_device()?;
         Arc::pin_init(
             pin_init!(Device {
                 name,
@@ -222,6 +281,8 @@ impl Device {
                 link_layer: desc.link_layer,
                 gid_tbl_len: desc.gid_tbl_len,
                 pkey_tbl_len: desc.pkey_tbl_len,
+                attr,
+                res <- Resources::new(*attr),
                 tables <- crate::new_spinlock_irq!(tables, "Device::tables"),
                 ops <- new_spinlock!(Some(ops), "Device::ops"),
                 usage <- crate::new_spinlock_irq!(Usage { count: 1, closed: false }, "Device::usage"),
@@ -278,6 +339,32 @@ impl Device {
         self.pkey_tbl_len
     }
 
+    /// The attributes the provider reported at registration (the cached
+    /// `ib_device.attrs`). Any context.
+    pub fn attr(&self) -> &DeviceAttr {
+        &self.attr
+    }
+
+    /// The QP of number `qpn` (for providers: the destination of a packet).
+    /// Any context.
+    pub fn qp_by_num(&self, qpn: u32) -> Option<Arc<QpCore>> {
+        self.res.qp_by_num(qpn)
+    }
+
+    /// The number of live verbs objects of each kind, as in the sysfs
+    /// `resources` file: (PDs, CQs, QPs, SRQs, MRs, AHs).
+    pub fn resource_counts(&self) -> [u32; 6] {
+        let r = &self.res;
+        [
+            r.pd.count(),
+            r.cq.count(),
+            r.qp.count() + r.gsi.count(),
+            r.srq.count(),
+            r.mr.count(),
+            r.ah.count(),
+        ]
+    }
+
     /// The provider's operations, or `ENODEV` once unregistration is done.
     pub(crate) fn ops(&self) -> Result<Arc<dyn DeviceOps>> {
         self.ops.lock().clone().ok_or(ENODEV)
@@ -320,6 +407,11 @@ impl Device {
         while usage.count > 0 {
             self.usage_released.wait(&mut usage);
         }
+        // Nobody can create objects now (creation holds a usage reference):
+        // tear down what ULPs left, while the provider is still here.
+        drop(usage);
+        self.res.teardown(&self.name);
+        let usage = self.usage.lock();
         // Under `usage`, so `wait_gone` cannot miss the wake-up.
         let ops = self.ops.lock().take();
         self.usage_released.notify_all();

@@ -8,6 +8,10 @@
 #include <linux/bottom_half.h>
 #include <linux/delay.h>
 #include <linux/irq_work.h>
+#include <linux/jiffies.h>
+#include <linux/percpu.h>
+#include <linux/ratelimit.h>
+#include <linux/timer.h>
 #include <linux/netdevice.h>
 #include <linux/preempt.h>
 #include <linux/spinlock.h>
@@ -93,4 +97,69 @@ void rdma_rs_local_bh_enable(void)
 void rdma_rs_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))
 {
 	init_irq_work(work, func);
+}
+
+/*
+ * Verb call-chain marking: a depth per CPU and per context level, changed
+ * with preemption disabled (see rdma_core/verb.rs).
+ */
+struct rdma_rs_verb_depth {
+	unsigned int level[4];
+};
+
+static DEFINE_PER_CPU(struct rdma_rs_verb_depth, rdma_rs_verb_depth);
+
+static int rdma_rs_ctx_level(void)
+{
+	if (in_nmi())
+		return 3;
+	if (in_hardirq())
+		return 2;
+	if (in_serving_softirq())
+		return 1;
+	return 0;
+}
+
+void rdma_rs_verb_enter(void)
+{
+	preempt_disable();
+	this_cpu_inc(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]);
+}
+
+void rdma_rs_verb_exit(void)
+{
+	this_cpu_dec(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]);
+	preempt_enable();
+}
+
+bool rdma_rs_in_verb(void)
+{
+	bool in;
+
+	preempt_disable();
+	in = this_cpu_read(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]) != 0;
+	preempt_enable();
+	return in;
+}
+
+bool rdma_rs_ratelimit_inline(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, 5 * HZ, 10);
+
+	return __ratelimit(&rs);
+}
+
+void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+void rdma_rs_timer_arm_us(struct timer_list *timer, unsigned int usecs)
+{
+	mod_timer(timer, jiffies + usecs_to_jiffies(usecs) + 1);
+}
+
+void rdma_rs_timer_shutdown(struct timer_list *timer)
+{
+	timer_shutdown_sync(timer);
 }

@@ -10,6 +10,7 @@
 struct net_device;
 struct work_struct;
 struct irq_work;
+struct timer_list;
 typedef struct spinlock spinlock_t;
 
 void rdma_rs_dev_hold(struct net_device *dev);
@@ -27,5 +28,12 @@ void rdma_rs_local_irq_restore(unsigned long flags);
 void rdma_rs_local_bh_disable(void);
 void rdma_rs_local_bh_enable(void);
 void rdma_rs_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *));
+void rdma_rs_verb_enter(void);
+void rdma_rs_verb_exit(void);
+bool rdma_rs_in_verb(void);
+bool rdma_rs_ratelimit_inline(void);
+void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *));
+void rdma_rs_timer_arm_us(struct timer_list *timer, unsigned int usecs);
+void rdma_rs_timer_shutdown(struct timer_list *timer);
 
 #endif

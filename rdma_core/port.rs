@@ -172,6 +172,17 @@ impl Device {
         Err(ENOENT)
     }
 
+    /// Finds `gid` in the table of `port`, whatever its type: the entry and
+    /// its index. Any context.
+    pub fn find_gid_on_port(&self, port: u32, gid: &Gid) -> Option<(GidEntry, u32)> {
+        let tables = self.tables.lock();
+        let p = tables.port(port).ok()?;
+        p.gids.iter().enumerate().find_map(|(i, e)| match e {
+            Some(e) if e.gid == *gid => Some((*e, i as u32)),
+            _ => None,
+        })
+    }
+
     /// The P_Key at `index` of `port`. Any context.
     pub fn query_pkey(&self, port: u32, index: u32) -> Result<u16> {
         let tables = self.tables.lock();

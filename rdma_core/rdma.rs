@@ -5,7 +5,10 @@
 //! Providers (such as `rxe`) register devices through a [`driver::Driver`];
 //! clients (ULPs such as `rtrs`, and test clients) register with
 //! [`client::ClientRegistration`] and are told about every device;
-//! [`event`] carries asynchronous events from providers to ULPs. Other
+//! [`event`] carries asynchronous events from providers to ULPs. The verbs
+//! objects ([`pd`], [`mr`], [`ah`], [`cq`], [`srq`], [`qp`]) live in the
+//! core, which owns their queues and checks every request; a provider
+//! supplies the transport ([`qp::QpOps`]). Other
 //! modules use this crate through the cross-module mechanism described in
 //! `Documentation/build.rst`: the crate's Rust symbols are exported and its
 //! metadata is emitted for them to link against.
@@ -18,24 +21,41 @@
 
 use kernel::prelude::*;
 
+pub mod ah;
 /// Device and port attribute types: kernel-independent, host-tested in `proto/`.
 #[path = "proto/src/attr.rs"]
 pub mod attr;
 mod bindings;
 pub mod client;
+pub mod cq;
 pub mod device;
 pub mod driver;
+pub mod errno;
 pub mod event;
+mod gate;
+pub mod mem;
+pub mod mr;
 pub mod net;
+pub mod pd;
 pub mod port;
+pub mod qp;
 /// The QP state machine: kernel-independent, host-tested in `proto/`.
 #[path = "proto/src/qp_state.rs"]
 pub mod qp_state;
 mod registry;
+mod res;
+pub mod srq;
 pub mod sync;
 mod sysfs;
 pub mod testing;
 mod vec;
+mod verb;
+/// Work request and completion vocabulary: kernel-independent, host-tested
+/// in `proto/`.
+#[path = "proto/src/verbs.rs"]
+pub mod verbs;
+pub mod wc;
+pub mod wr;
 
 module! {
     type: RdmaCore,

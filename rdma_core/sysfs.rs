@@ -114,6 +114,7 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
     match attr {
         id::RDMA_RS_ATTR_NODE_GUID => w(write_guid(out, dev.node_guid())),
         id::RDMA_RS_ATTR_SYS_IMAGE_GUID => w(write_guid(out, dev.query_device()?.sys_image_guid)),
+        id::RDMA_RS_ATTR_RESOURCES => w(dev.res.write_counts(out)),
         id::RDMA_RS_ATTR_NODE_TYPE => w(writeln!(out, "{}", dev.node_type().sysfs_name())),
         id::RDMA_RS_ATTR_FW_VER => {
             let v = dev.query_device()?.fw_ver;

@@ -2,7 +2,7 @@
 /*
  * The sysfs tree of our devices, in the layout of /sys/class/infiniband:
  *
- *   /sys/class/rdma_rs/<dev>/{node_guid,sys_image_guid,node_type,fw_ver}
+ *   /sys/class/rdma_rs/<dev>/{node_guid,sys_image_guid,node_type,fw_ver,resources}
  *   /sys/class/rdma_rs/<dev>/ports/<N>/{state,phys_state,link_layer,lid,
  *                                       sm_lid,cap_mask}
  *   /sys/class/rdma_rs/<dev>/ports/<N>/gids/<I>
@@ -49,7 +49,7 @@ struct rdma_rs_sysfs {
 	struct device *device;
 	const void *dev;
 	struct kobject *ports_dir;
-	struct rdma_rs_dev_attr dev_attrs[4];
+	struct rdma_rs_dev_attr dev_attrs[5];
 	struct rdma_rs_port *ports;
 	u32 nports;
 };
@@ -59,6 +59,7 @@ static const char *const dev_files[] = {
 	[RDMA_RS_ATTR_NODE_TYPE] = "node_type",
 	[RDMA_RS_ATTR_FW_VER] = "fw_ver",
 	[RDMA_RS_ATTR_SYS_IMAGE_GUID] = "sys_image_guid",
+	[RDMA_RS_ATTR_RESOURCES] = "resources",
 };
 
 static const struct {

@@ -27,3 +27,12 @@ pub(crate) fn remove_first<T>(v: &mut KVec<T>, pred: impl Fn(&T) -> bool) -> Opt
     let index = v.iter().position(pred)?;
     remove(v, index)
 }
+
+/// Removes and returns the last element, as `Vec::pop` does.
+pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
+    let len = v.len();
+    if len == 0 {
+        return None;
+    }
+    remove(v, len - 1)
+}

@@ -10,8 +10,10 @@
 //!
 //! - [`qp_state`]: the IBTA queue pair state machine and the attributes each
 //!   `modify_qp` transition requires or accepts.
+//! - [`verbs`]: work request and completion opcodes, statuses and flags.
 
 #![no_std]
 
 pub mod attr;
 pub mod qp_state;
+pub mod verbs;
