@@ -204,6 +204,11 @@ impl Ah {
         Ok(Ah { core })
     }
 
+    /// The shared core object, for UD work requests.
+    pub fn core(&self) -> &Arc<AhCore> {
+        &self.core
+    }
+
     /// Destroys the AH (`rdma_destroy_ah`). Any context.
     pub fn destroy(self) {
         drop(self);

@@ -19,7 +19,7 @@ use core::ops::Deref;
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
-use kernel::sync::{new_condvar, new_mutex, new_spinlock, Arc, CondVar, Mutex, SpinLock};
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use crate::errno::eopnotsupp;
@@ -214,7 +214,7 @@ pub struct Device {
     /// The provider's operations; taken away once unregistration is done,
     /// so no provider code is reachable from a device that outlives it.
     #[pin]
-    ops: SpinLock<Option<Arc<dyn DeviceOps>>>,
+    ops: SpinLockIrq<Option<Arc<dyn DeviceOps>>>,
     #[pin]
     usage: SpinLockIrq<Usage>,
     #[pin]
@@ -284,7 +284,7 @@ impl Device {
                 attr,
                 res <- Resources::new(*attr),
                 tables <- crate::new_spinlock_irq!(tables, "Device::tables"),
-                ops <- new_spinlock!(Some(ops), "Device::ops"),
+                ops <- crate::new_spinlock_irq!(Some(ops), "Device::ops"),
                 usage <- crate::new_spinlock_irq!(Usage { count: 1, closed: false }, "Device::usage"),
                 usage_released <- new_condvar!("Device::usage_released"),
                 clients <- new_mutex!(DevClients::new(), "Device::clients"),

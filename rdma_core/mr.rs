@@ -300,6 +300,19 @@ impl MrCore {
         Ok(())
     }
 
+    /// Checks that `len` bytes at `iova` may be accessed under `key` from
+    /// PD `pd` with rights `need`, without touching them.
+    pub fn check(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        len: u64,
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        self.access_with(key, pd, iova, len, need, |_, _| {})
+    }
+
     /// Writes `data` into the region at `iova` (the device storing received
     /// data or an RDMA WRITE). `need` is the right the access requires:
     /// `LOCAL_WRITE` for local scatter, `REMOTE_WRITE` for a peer's WRITE.
@@ -604,6 +617,22 @@ pub fn scatter(
         done += n;
         Ok(())
     })
+}
+
+/// Checks every SGE of a list against its MR (key, PD, range and `need`,
+/// which is `LOCAL_WRITE` for a list the device will write), touching no
+/// memory: a provider checks before it starts moving data.
+pub fn check_sges(
+    dev: &Device,
+    pd: &PdCore,
+    sges: &[Sge],
+    need: Access,
+) -> core::result::Result<(), AccessError> {
+    for sge in sges {
+        let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
+        mr.check(sge.lkey, pd, sge.addr, u64::from(sge.length), need)?;
+    }
+    Ok(())
 }
 
 /// The total length of an SGE list (`EINVAL` past 4 GiB).

@@ -26,9 +26,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::error::code::{EINVAL, ENODEV, ENOMEM};
 use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use crate::errno::eopnotsupp;
 use crate::ah::AhAttr;
+use crate::bindings;
 use crate::attr::{Gid, Mtu};
 use crate::cq::{CqCore, PollCtx};
 use crate::device::{Device, DeviceCaps};
@@ -176,11 +178,20 @@ pub trait QpOps: Any + Send + Sync {
         Ok(())
     }
 
-    /// New send queue entries are waiting.
-    fn post_send(&self, qp: &Arc<QpCore>);
+    /// New send queue entries are waiting. The default schedules
+    /// [`QpOps::run`].
+    fn post_send(&self, qp: &Arc<QpCore>) {
+        qp.schedule();
+    }
 
     /// New receive queue entries are waiting.
     fn post_recv(&self, _qp: &Arc<QpCore>) {}
+
+    /// The provider's work on the QP, in process context on a workqueue,
+    /// one run at a time per QP, after [`QpCore::schedule`]. The core
+    /// flushes it before the QP is destroyed, so a provider module has no
+    /// work of its own to cancel.
+    fn run(&self, _qp: &Arc<QpCore>) {}
 
     /// The QP joined (`attach` true) or left a multicast group. May sleep.
     fn mcast(&self, _qp: &Arc<QpCore>, _gid: &Gid, _attach: bool) -> Result {
@@ -231,7 +242,24 @@ pub struct QpCore {
     mcast: Mutex<KVec<Gid>>,
     #[pin]
     ops: Revocable<Arc<dyn QpOps>>,
+    /// Runs [`QpOps::run`].
+    #[pin]
+    work: Work<QpCore>,
     released: AtomicBool,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for QpCore { self.work }
+}
+
+impl WorkItem for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        if let Some(ops) = this.ops.access() {
+            ops.run(&this);
+        }
+    }
 }
 
 impl QpCore {
@@ -285,6 +313,13 @@ impl QpCore {
         *self.attr.lock()
     }
 
+    /// Schedules the provider's [`QpOps::run`] (for providers). Any
+    /// context.
+    pub fn schedule(self: &Arc<Self>) {
+        // Already queued is fine: that run sees the new work.
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
     /// The provider's object of this QP, if it is of type `T`: lets a
     /// provider that found the QP by number reach its transport state.
     pub fn provider<T: QpOps>(&self, f: impl FnOnce(&T)) -> bool {
@@ -311,20 +346,30 @@ impl QpCore {
             return Err((0, EINVAL));
         }
         let attr_port = self.attr.lock().port_num;
+        let mut result = Ok(());
         {
             let mut sq = self.sq.lock();
             for (i, wr) in wrs.iter().enumerate() {
-                let slot = sq.ring.next_slot().map_err(|e| (i, e))?;
-                self.fill_send(slot, wr, attr_port).map_err(|e| (i, e))?;
+                let r = match sq.ring.next_slot() {
+                    Ok(slot) => self.fill_send(slot, wr, attr_port),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    result = Err((i, e));
+                    break;
+                }
                 sq.ring.commit();
             }
         }
-        if state == QpState::Err {
-            self.flush();
-        } else {
-            ops.post_send(self);
+        // The requests before a bad one are posted: ring for them.
+        if !matches!(result, Err((0, _))) {
+            if state == QpState::Err {
+                self.flush();
+            } else {
+                ops.post_send(self);
+            }
         }
-        Ok(())
+        result
     }
 
     fn fill_send(&self, w: &mut SendWqe, wr: &SendWr<'_>, _port: u32) -> Result {
@@ -442,20 +487,29 @@ impl QpCore {
         if state == QpState::Reset || self.srq.is_some() {
             return Err((0, EINVAL));
         }
+        let mut result = Ok(());
         {
             let mut rq = self.rq.lock();
             for (i, wr) in wrs.iter().enumerate() {
-                let slot = rq.ring.next_slot().map_err(|e| (i, e))?;
-                slot.fill(wr, self.cap.max_recv_sge).map_err(|e| (i, e))?;
+                let r = match rq.ring.next_slot() {
+                    Ok(slot) => slot.fill(wr, self.cap.max_recv_sge),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    result = Err((i, e));
+                    break;
+                }
                 rq.ring.commit();
             }
         }
-        if state == QpState::Err {
-            self.flush();
-        } else {
-            ops.post_recv(self);
+        if !matches!(result, Err((0, _))) {
+            if state == QpState::Err {
+                self.flush();
+            } else {
+                ops.post_recv(self);
+            }
         }
-        Ok(())
+        result
     }
 
     /// Copies the oldest send entry the provider has not taken yet into
@@ -825,6 +879,11 @@ impl QpCore {
             ops.destroy(self);
             drop(ops);
         }
+        // A queued run finds no provider any more; wait for it anyway so
+        // nothing of the QP's work is left behind.
+        // SAFETY: `work` is an initialised work item of this live QP; both
+        // bindings name the same C struct.
+        unsafe { bindings::flush_work(Work::raw_get(core::ptr::addr_of!(self.work)).cast()) };
         self.state.store(QpState::Err.as_raw(), Ordering::Release);
         self.sq.lock().err = true;
         self.rq.lock().err = true;
@@ -956,6 +1015,7 @@ impl Qp {
                 rq <- crate::new_spinlock_irq!(RecvQueue { ring: rq, err: false }, "QpCore::rq"),
                 mcast <- new_mutex!(KVec::new(), "QpCore::mcast"),
                 ops <- Revocable::new(ops),
+                work <- new_work!("QpCore::work"),
                 released: AtomicBool::new(false),
             }),
             GFP_KERNEL,

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs selftest suites and prints one KTAP report, as kselftest's runner does.
 #
-# usage: run_selftests.sh SUITE...
-# Each suite is a folder whose Makefile lists its programs in TEST_PROGS.
+# usage: run_selftests.sh SUITE[:PROGRAM]...
+# Each suite is a folder whose Makefile lists its programs in TEST_PROGS;
+# SUITE:PROGRAM runs one program of a suite.
 # A program prints its own KTAP (nested under "# ") and exits 0 (pass),
 # 4 (skip) or anything else (fail).
 
@@ -12,6 +13,11 @@ timeout_s=${RDMA_RS_TEST_TIMEOUT:-900}
 
 progs=
 for suite in "$@"; do
+	case $suite in *:*)
+		progs="$progs $suite"
+		continue
+		;;
+	esac
 	mk="$here/$suite/Makefile"
 	if [ ! -f "$mk" ]; then
 		echo "run_selftests: no suite $suite" >&2

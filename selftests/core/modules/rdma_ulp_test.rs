@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: a ULP that keeps verbs objects on every `swdev` device.
+//!
+//! On `add` it allocates a PD, a core-polled CQ, a buffer MR and an RC QP
+//! connected to itself, with receives posted; on `remove` it destroys them,
+//! as a real ULP must. The shell test unloads the provider under it (the
+//! ULP sees `remove`, frees, the unload completes) and the ULP under the
+//! provider, and reads the resource counts in sysfs on the way.
+
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+use rdma::client::{Client, ClientRegistration};
+use rdma::cq::{Cq, PollCtx};
+use rdma::device::Device;
+use rdma::mem::Buffer;
+use rdma::mr::Mr;
+use rdma::pd::Pd;
+use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::Access;
+use rdma::wr::RecvWr;
+
+module! {
+    type: UlpTest,
+    name: "rdma_ulp_test",
+    author: "rdma-rs developers",
+    description: "Selftest: a ULP holding verbs objects across hot-unplug",
+    license: "GPL",
+}
+
+/// What the ULP keeps per device, dropped in dependency order.
+struct Objects {
+    qp: Option<Qp>,
+    mr: Option<Mr>,
+    cq: Option<Cq>,
+    pd: Option<Pd>,
+}
+
+impl Drop for Objects {
+    fn drop(&mut self) {
+        drop(self.qp.take());
+        drop(self.mr.take());
+        drop(self.cq.take());
+        drop(self.pd.take());
+    }
+}
+
+fn setup(dev: &Arc<Device>) -> Result<Objects> {
+    let pd = Pd::alloc(dev)?;
+    let cq = Cq::alloc(dev, 64, PollCtx::Workqueue)?;
+    let buf = Buffer::new(4096)?;
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, Access::LOCAL_WRITE)?;
+    let qp = Qp::create(
+        pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+            sq_sig_all: false,
+            port_num: 1,
+        },
+    )?;
+    let mask = required_attrs(QpState::Reset, QpState::Init, QpType::Rc).ok_or(EINVAL)?;
+    let attr = QpAttr { qp_state: QpState::Init, port_num: 1, ..QpAttr::default() };
+    qp.modify(&attr, mask | AttrMask::STATE)?;
+    let sg = [buf.sge(0, 4096, mr.lkey())?];
+    for i in 0..4 {
+        qp.post_recv(&[RecvWr { wr_id: i, cqe: None, sg: &sg }]).map_err(|(_, e)| e)?;
+    }
+    Ok(Objects { qp: Some(qp), mr: Some(mr), cq: Some(cq), pd: Some(pd) })
+}
+
+struct Ulp;
+
+impl Client for Ulp {
+    type Data = Option<Objects>;
+
+    fn name(&self) -> &CStr {
+        c_str!("ulptest")
+    }
+
+    fn add(&self, dev: &Arc<Device>) -> Result<Option<Objects>> {
+        if !dev.name().as_bytes().starts_with(b"swdev") {
+            return Ok(None);
+        }
+        let objs = setup(dev)?;
+        pr_info!("ulptest: add {:?}\n", dev.name());
+        Ok(Some(objs))
+    }
+
+    fn remove(&self, dev: &Arc<Device>, _data: &Option<Objects>) {
+        // The data is dropped (and the objects destroyed) when this returns.
+        pr_info!("ulptest: remove {:?}\n", dev.name());
+    }
+}
+
+struct UlpTest {
+    _reg: ClientRegistration<Ulp>,
+}
+
+impl kernel::Module for UlpTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(UlpTest { _reg: ClientRegistration::new(Ulp)? })
+    }
+}

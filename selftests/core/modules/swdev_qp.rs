@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport of the selftest software device: QPs of one device talk to
+//! each other by copying memory, with the checks and completion rules of RC,
+//! UC and UD, and no network.
+//!
+//! It exists to prove the midlayer's contract (queues, completions, memory
+//! checks, lifetimes), not to be a RoCE device: a SEND that finds no receive
+//! WQE completes with an RNR error at once (no retries), and UD messages go
+//! to the QP number the work request names on the same device.
+//!
+//! Work runs from the core's per-QP work ([`QpOps::run`]), except on a
+//! device made with `inline` set, whose `post_send` executes the requests
+//! in the caller's call chain: the misbehaviour the core must catch.
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::attr::Gid;
+use rdma::mr::{self, AccessError};
+use rdma::qp::{QpCore, QpOps};
+use rdma::qp_state::{QpState, QpType};
+use rdma::sync::SpinLockIrq;
+use rdma::verbs::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
+use rdma::wc::Wc;
+use rdma::wr::SendWqe;
+
+/// Bytes copied at a time.
+const CHUNK: usize = 4096;
+
+/// The UD MTU of the device.
+pub(crate) const UD_MTU: u32 = 4096;
+
+/// Bytes of the GRH in front of UD data.
+const GRH_LEN: usize = 40;
+
+/// One QP's transport.
+#[pin_data]
+pub(crate) struct SwQp {
+    inline: bool,
+    #[pin]
+    chunk: SpinLockIrq<KBox<[u8; CHUNK]>>,
+}
+
+impl SwQp {
+    pub(crate) fn new(inline: bool) -> Result<Arc<SwQp>> {
+        let chunk = KBox::new([0u8; CHUNK], GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(SwQp {
+                inline,
+                chunk <- rdma::new_spinlock_irq!(chunk, "SwQp::chunk"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn process(&self, qp: &Arc<QpCore>) {
+        let mut chunk = self.chunk.lock();
+        let mut wqe = SendWqe::default();
+        while qp.sq_next(&mut wqe) {
+            let (status, len) = execute(qp, &wqe, &mut chunk[..]);
+            qp.sq_complete(status, len);
+            if status != WcStatus::Success {
+                break;
+            }
+        }
+    }
+}
+
+impl QpOps for SwQp {
+    fn post_send(&self, qp: &Arc<QpCore>) {
+        if self.inline {
+            self.process(qp);
+        } else {
+            qp.schedule();
+        }
+    }
+
+    fn run(&self, qp: &Arc<QpCore>) {
+        self.process(qp);
+    }
+}
+
+fn local_status(e: AccessError) -> WcStatus {
+    match e {
+        AccessError::Bounds => WcStatus::LocLenErr,
+        _ => WcStatus::LocProtErr,
+    }
+}
+
+/// Moves `len` bytes from the sender's data to `put(offset, bytes)`.
+fn copy_out_of_sender(
+    qp: &QpCore,
+    w: &SendWqe,
+    chunk: &mut [u8],
+    len: usize,
+    mut put: impl FnMut(usize, &[u8]) -> core::result::Result<(), AccessError>,
+) -> core::result::Result<(), (bool, AccessError)> {
+    let mut off = 0;
+    while off < len {
+        let n = core::cmp::min(CHUNK, len - off);
+        if w.inline {
+            chunk[..n].copy_from_slice(&w.inline_data[off..off + n]);
+        } else {
+            mr::gather(qp.device(), qp.pd(), w.sges(), off as u64, &mut chunk[..n])
+                .map_err(|e| (true, e))?;
+        }
+        put(off, &chunk[..n]).map_err(|e| (false, e))?;
+        off += n;
+    }
+    Ok(())
+}
+
+/// The 40 bytes a UD receive starts with: an IPv6 header, or for IPv4
+/// GIDs 20 unused bytes and an IPv4 header (RoCE v2). Returns the
+/// `network_hdr_type` of the completion.
+fn build_grh(out: &mut [u8; GRH_LEN], sgid: &Gid, dgid: &Gid, len: u32) -> u8 {
+    *out = [0; GRH_LEN];
+    match (sgid.to_ipv4(), dgid.to_ipv4()) {
+        (Some(s), Some(d)) => {
+            let ip = &mut out[20..];
+            ip[0] = 0x45;
+            let total = (len + 28) as u16;
+            ip[2..4].copy_from_slice(&total.to_be_bytes());
+            ip[8] = 64;
+            ip[9] = 17;
+            ip[12..16].copy_from_slice(&s);
+            ip[16..20].copy_from_slice(&d);
+            let mut sum: u32 = 0;
+            for i in (0..20).step_by(2) {
+                sum += u32::from(u16::from_be_bytes([ip[i], ip[i + 1]]));
+            }
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            2
+        }
+        _ => {
+            out[0] = 0x60;
+            out[4..6].copy_from_slice(&((len + 8) as u16).to_be_bytes());
+            out[6] = 17;
+            out[7] = 64;
+            out[8..24].copy_from_slice(&sgid.0);
+            out[24..40].copy_from_slice(&dgid.0);
+            3
+        }
+    }
+}
+
+/// Executes one send WQE: the completion status of the sender and its
+/// byte count.
+fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
+    let dev = qp.device();
+    match w.opcode {
+        WrOpcode::LocalInv => {
+            return match dev.mr_by_key(w.invalidate_rkey) {
+                Some(m) if m.invalidate(w.invalidate_rkey).is_ok() => (WcStatus::Success, 0),
+                _ => (WcStatus::LocProtErr, 0),
+            };
+        }
+        WrOpcode::RegMr => {
+            return match &w.mr {
+                Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => (WcStatus::Success, 0),
+                _ => (WcStatus::LocProtErr, 0),
+            };
+        }
+        _ => {}
+    }
+    let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
+    let reliable = qp.qp_type() == QpType::Rc;
+    let len = w.length;
+    // Unreliable transports lose what cannot be delivered, silently.
+    let lost = if reliable {
+        (WcStatus::RetryExcErr, 0)
+    } else {
+        (WcStatus::Success, len)
+    };
+    let dst_qpn = if ud { w.remote_qpn } else { qp.attr().dest_qp_num };
+    let Some(dst) = dev.qp_by_num(dst_qpn) else {
+        return lost;
+    };
+    if !matches!(dst.state(), QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+        return lost;
+    }
+    if ud {
+        if !matches!(dst.qp_type(), QpType::Ud | QpType::Gsi) || dst.attr().qkey != w.remote_qkey {
+            return lost;
+        }
+        if len > UD_MTU {
+            return (WcStatus::LocLenErr, 0);
+        }
+    }
+    if !w.inline {
+        if let Err(e) = mr::check_sges(dev, qp.pd(), w.sges(), if w.opcode.gathers() {
+            Access::NONE
+        } else {
+            Access::LOCAL_WRITE
+        }) {
+            return (local_status(e), 0);
+        }
+    }
+    let rights = dst.attr().qp_access_flags;
+    let remote_fail = |dst: &Arc<QpCore>, status: WcStatus| {
+        if reliable {
+            dst.set_error();
+        }
+        (status, 0)
+    };
+    // The RDMA part: WRITE, READ, atomics.
+    match w.opcode {
+        WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => {
+            if !rights.contains(Access::REMOTE_WRITE) {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            let target = dev.mr_by_key(w.rkey);
+            let ok = target.as_ref().is_some_and(|m| {
+                m.check(w.rkey, dst.pd(), w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
+                    .is_ok()
+            });
+            let (Some(m), true) = (target, ok) else {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            };
+            let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
+                m.copy_in(w.rkey, dst.pd(), w.remote_addr + off as u64, bytes, Access::REMOTE_WRITE)
+            });
+            match r {
+                Ok(()) => {}
+                Err((true, e)) => return (local_status(e), 0),
+                Err((false, _)) => return remote_fail(&dst, WcStatus::RemAccessErr),
+            }
+            if w.opcode == WrOpcode::RdmaWrite {
+                return (WcStatus::Success, len);
+            }
+        }
+        WrOpcode::RdmaRead => {
+            if !rights.contains(Access::REMOTE_READ) {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            let Some(m) = dev.mr_by_key(w.rkey) else {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            };
+            if m.check(w.rkey, dst.pd(), w.remote_addr, u64::from(len), Access::REMOTE_READ).is_err() {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            let mut off = 0usize;
+            while off < len as usize {
+                let n = core::cmp::min(CHUNK, len as usize - off);
+                let addr = w.remote_addr + off as u64;
+                if m.copy_out(w.rkey, dst.pd(), addr, &mut chunk[..n], Access::REMOTE_READ).is_err() {
+                    return remote_fail(&dst, WcStatus::RemAccessErr);
+                }
+                if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), off as u64, &chunk[..n]) {
+                    return (local_status(e), 0);
+                }
+                off += n;
+            }
+            return (WcStatus::Success, len);
+        }
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+            if !rights.contains(Access::REMOTE_ATOMIC) {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            let Some(m) = dev.mr_by_key(w.rkey) else {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            };
+            let cmp = w.opcode == WrOpcode::AtomicCmpAndSwp;
+            let (a, b) = (w.compare_add, w.swap);
+            let old = m.atomic(w.rkey, dst.pd(), w.remote_addr, |old| {
+                if cmp {
+                    if old == a {
+                        b
+                    } else {
+                        old
+                    }
+                } else {
+                    old.wrapping_add(a)
+                }
+            });
+            let Ok(old) = old else {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            };
+            if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), 0, &old.to_ne_bytes()) {
+                return (local_status(e), 0);
+            }
+            return (WcStatus::Success, 8);
+        }
+        _ => {}
+    }
+    // Everything left consumes a receive WQE.
+    if w.opcode == WrOpcode::SendWithInv {
+        let ok = dev
+            .mr_by_key(w.invalidate_rkey)
+            .is_some_and(|m| m.invalidate(w.invalidate_rkey).is_ok());
+        if !ok {
+            return remote_fail(&dst, WcStatus::RemInvReqErr);
+        }
+    }
+    let Some(rwqe) = dst.rq_take() else {
+        return if reliable {
+            (WcStatus::RnrRetryExcErr, 0)
+        } else {
+            lost
+        };
+    };
+    let mut wc = Wc {
+        status: WcStatus::Success,
+        opcode: WcOpcode::Recv,
+        port_num: dst.attr().port_num,
+        ..Wc::default()
+    };
+    let is_send = w.opcode != WrOpcode::RdmaWriteWithImm;
+    let mut base = 0usize;
+    if w.opcode.has_imm() {
+        wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
+        wc.imm_data = w.imm;
+    }
+    if w.opcode == WrOpcode::SendWithInv {
+        wc.wc_flags = wc.wc_flags | WcFlags::WITH_INVALIDATE;
+        wc.invalidate_rkey = w.invalidate_rkey;
+    }
+    if !is_send {
+        wc.opcode = WcOpcode::RecvRdmaWithImm;
+        wc.byte_len = len;
+    } else {
+        if ud {
+            let Some(ah) = &w.ah else { return lost };
+            let av = ah.query();
+            let sgid = dev
+                .query_gid(av.port_num, u32::from(av.grh.sgid_index))
+                .map(|e| e.gid)
+                .unwrap_or_default();
+            let mut grh = [0u8; GRH_LEN];
+            wc.network_hdr_type = build_grh(&mut grh, &sgid, &av.grh.dgid, len);
+            wc.wc_flags = wc.wc_flags | WcFlags::GRH;
+            wc.src_qp = qp.qpn();
+            wc.sl = av.sl;
+            base = GRH_LEN;
+            if rwqe.length as usize >= GRH_LEN {
+                let _ = mr::scatter(dev, dst.pd(), rwqe.sges(), 0, &grh);
+            }
+        }
+        wc.byte_len = len + base as u32;
+        let fits = u64::from(len) + base as u64 <= u64::from(rwqe.length);
+        let checked = mr::check_sges(dev, dst.pd(), rwqe.sges(), Access::LOCAL_WRITE);
+        if !fits || checked.is_err() {
+            wc.status = if fits {
+                WcStatus::LocProtErr
+            } else {
+                WcStatus::LocLenErr
+            };
+            dst.complete_recv(rwqe, wc, false);
+            return if reliable {
+                (WcStatus::RemInvReqErr, 0)
+            } else {
+                (WcStatus::Success, len)
+            };
+        }
+        let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
+            mr::scatter(dev, dst.pd(), rwqe.sges(), (base + off) as u64, bytes)
+        });
+        if let Err((local, e)) = r {
+            wc.status = WcStatus::LocProtErr;
+            dst.complete_recv(rwqe, wc, false);
+            return if local {
+                (local_status(e), 0)
+            } else {
+                (WcStatus::RemOpErr, 0)
+            };
+        }
+    }
+    let solicited = w.flags.contains(SendFlags::SOLICITED);
+    dst.complete_recv(rwqe, wc, solicited);
+    (WcStatus::Success, len)
+}
