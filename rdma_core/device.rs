@@ -352,8 +352,8 @@ impl Device {
     }
 
     /// The number of live verbs objects of each kind, as in the sysfs
-    /// `resources` file: (PDs, CQs, QPs, SRQs, MRs, AHs).
-    pub fn resource_counts(&self) -> [u32; 6] {
+    /// `resources` file: (PDs, CQs, QPs, SRQs, MRs, AHs, MWs).
+    pub fn resource_counts(&self) -> [u32; 7] {
         let r = &self.res;
         [
             r.pd.count(),
@@ -362,6 +362,7 @@ impl Device {
             r.srq.count(),
             r.mr.count(),
             r.ah.count(),
+            r.mw.count(),
         ]
     }
 

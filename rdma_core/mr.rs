@@ -365,11 +365,33 @@ impl MrCore {
         iova: u64,
         f: impl FnOnce(u64) -> u64,
     ) -> core::result::Result<u64, AccessError> {
+        self.atomic_with(key, pd, iova, Access::REMOTE_ATOMIC, f)
+    }
+
+    /// An atomic through a memory window, which checked the rights itself.
+    pub(crate) fn atomic_unchecked_rights(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
+        self.atomic_with(key, pd, iova, Access::NONE, f)
+    }
+
+    fn atomic_with(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        need: Access,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
         if iova % 8 != 0 {
             return Err(AccessError::Bounds);
         }
         let mut target: *mut u8 = ptr::null_mut();
-        self.access_with(key, pd, iova, 8, Access::REMOTE_ATOMIC, |p, n| {
+        self.access_with(key, pd, iova, 8, need, |p, n| {
             if n == 8 {
                 target = p;
             }

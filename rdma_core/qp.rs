@@ -383,6 +383,9 @@ impl QpCore {
         {
             return Err(eopnotsupp());
         }
+        if op == WrOpcode::BindMw && !caps.contains(DeviceCaps::MEM_WINDOW) {
+            return Err(eopnotsupp());
+        }
         let inline = wr.flags.contains(SendFlags::INLINE) && op.gathers();
         if !inline && (wr.sg.len() > self.cap.max_send_sge as usize || wr.sg.len() > MAX_SGE) {
             return Err(EINVAL);
@@ -403,6 +406,7 @@ impl QpCore {
         w.compare_add = 0;
         w.swap = 0;
         w.mr = None;
+        w.mw = None;
         w.ah = None;
         w.length = length;
         match wr.op {
@@ -446,6 +450,15 @@ impl QpCore {
                 w.mr = Some(mr.clone());
                 w.reg_key = key;
                 w.reg_access = access;
+            }
+            SendOp::BindMw { mw, mr, key, addr, length, access } => {
+                crate::mw::check_bind_request(mw, mr, &self.pd)?;
+                w.mw = Some(mw.clone());
+                w.mr = Some(mr.clone());
+                w.reg_key = key;
+                w.reg_access = access;
+                w.bind_addr = addr;
+                w.bind_length = length;
             }
         }
         if matches!(self.qp_type, QpType::Ud | QpType::Gsi) {

@@ -6,7 +6,7 @@
 //! clients (ULPs such as `rtrs`, and test clients) register with
 //! [`client::ClientRegistration`] and are told about every device;
 //! [`event`] carries asynchronous events from providers to ULPs. The verbs
-//! objects ([`pd`], [`mr`], [`ah`], [`cq`], [`srq`], [`qp`]) live in the
+//! objects ([`pd`], [`mr`], [`mw`], [`ah`], [`cq`], [`srq`], [`qp`]) live in the
 //! core, which owns their queues and checks every request; a provider
 //! supplies the transport ([`qp::QpOps`]). Other
 //! modules use this crate through the cross-module mechanism described in
@@ -35,6 +35,7 @@ pub mod event;
 mod gate;
 pub mod mem;
 pub mod mr;
+pub mod mw;
 pub mod net;
 pub mod pd;
 pub mod port;

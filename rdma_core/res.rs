@@ -27,6 +27,7 @@ use crate::ah::AhCore;
 use crate::cq::CqCore;
 use crate::device::DeviceAttr;
 use crate::mr::MrCore;
+use crate::mw::{MwCore, MW_INDEX_BASE};
 use crate::pd::PdCore;
 use crate::qp::QpCore;
 use crate::qp_state::QpType;
@@ -246,6 +247,9 @@ pub(crate) struct Resources {
     pub(crate) mr: Table<MrCore>,
     #[pin]
     pub(crate) ah: Table<AhCore>,
+    /// MWs, numbered from [`MW_INDEX_BASE`] (the index part of their keys).
+    #[pin]
+    pub(crate) mw: Table<MwCore>,
 }
 
 impl Resources {
@@ -256,8 +260,9 @@ impl Resources {
             qp <- Table::new(2, attr.max_qp),
             gsi <- Table::new(1, u32::from(attr.max_qp > 0)),
             srq <- Table::new(1, attr.max_srq),
-            mr <- Table::new(1, core::cmp::min(attr.max_mr, MAX_MR_INDEX)),
+            mr <- Table::new(1, core::cmp::min(attr.max_mr, MW_INDEX_BASE - 1)),
             ah <- Table::new(1, attr.max_ah),
+            mw <- Table::new(MW_INDEX_BASE, core::cmp::min(attr.max_mw, MW_INDEX_BASE)),
         })
     }
 
@@ -303,7 +308,8 @@ impl Resources {
         writeln!(out, "qp {}", self.qp.count() + self.gsi.count())?;
         writeln!(out, "srq {}", self.srq.count())?;
         writeln!(out, "mr {}", self.mr.count())?;
-        writeln!(out, "ah {}", self.ah.count())
+        writeln!(out, "ah {}", self.ah.count())?;
+        writeln!(out, "mw {}", self.mw.count())
     }
 
     /// The number of live objects of every kind.
@@ -315,10 +321,11 @@ impl Resources {
             + self.srq.count()
             + self.mr.count()
             + self.ah.count()
+            + self.mw.count()
     }
 
     /// Tears down what the device's ULPs left behind, dependents first:
-    /// QPs, SRQs, MRs, AHs, CQs, PDs. Process context, after the last usage
+    /// QPs, SRQs, MWs, MRs, AHs, CQs, PDs. Process context, after the last usage
     /// reference is gone (nobody creates objects any more).
     pub(crate) fn teardown(&self, dev: &CStr) {
         let left = self.total();
@@ -336,12 +343,10 @@ impl Resources {
         each!(self.gsi);
         each!(self.qp);
         each!(self.srq);
+        each!(self.mw);
         each!(self.mr);
         each!(self.ah);
         each!(self.cq);
         each!(self.pd);
     }
 }
-
-/// The largest MR index: keys are 24 bits of index and 8 of key.
-const MAX_MR_INDEX: u32 = (1 << 24) - 1;

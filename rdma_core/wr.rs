@@ -16,6 +16,7 @@ use kernel::sync::Arc;
 use crate::ah::AhCore;
 use crate::mem::Sge;
 use crate::mr::MrCore;
+use crate::mw::MwCore;
 use crate::verbs::{Access, SendFlags, WrOpcode};
 use crate::wc::CqeDone;
 
@@ -79,6 +80,21 @@ pub enum SendOp<'a> {
     },
     /// Invalidate a local key.
     LocalInv(u32),
+    /// Bind a memory window to part of an MR.
+    BindMw {
+        /// The window.
+        mw: &'a Arc<MwCore>,
+        /// The MR it opens onto.
+        mr: &'a Arc<MrCore>,
+        /// The window's new key (index part unchanged).
+        key: u32,
+        /// First address of the window.
+        addr: u64,
+        /// Length of the window.
+        length: u64,
+        /// Rights granted through the window.
+        access: Access,
+    },
     /// Register the pages mapped into a fast-registration MR.
     RegMr {
         /// The MR.
@@ -104,6 +120,7 @@ impl SendOp<'_> {
             SendOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
             SendOp::LocalInv(_) => WrOpcode::LocalInv,
             SendOp::RegMr { .. } => WrOpcode::RegMr,
+            SendOp::BindMw { .. } => WrOpcode::BindMw,
         }
     }
 }
@@ -185,12 +202,18 @@ pub struct SendWqe {
     pub remote_qpn: u32,
     /// UD destination Q_Key.
     pub remote_qkey: u32,
-    /// The MR of a REG_MR.
+    /// The MR of a REG_MR or BIND_MW.
     pub mr: Option<Arc<MrCore>>,
-    /// New key of a REG_MR.
+    /// The window of a BIND_MW.
+    pub mw: Option<Arc<MwCore>>,
+    /// New key of a REG_MR or BIND_MW.
     pub reg_key: u32,
-    /// Access of a REG_MR.
+    /// Access of a REG_MR or BIND_MW.
     pub reg_access: Access,
+    /// First address of a BIND_MW.
+    pub bind_addr: u64,
+    /// Length of a BIND_MW.
+    pub bind_length: u64,
     /// Total data length.
     pub length: u32,
     /// Number of valid entries in `sge` (0 for inline data).
@@ -221,8 +244,11 @@ impl Default for SendWqe {
             remote_qpn: 0,
             remote_qkey: 0,
             mr: None,
+            mw: None,
             reg_key: 0,
             reg_access: Access::NONE,
+            bind_addr: 0,
+            bind_length: 0,
             length: 0,
             num_sge: 0,
             sge: [Sge::default(); MAX_SGE],

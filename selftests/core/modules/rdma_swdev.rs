@@ -43,6 +43,7 @@ impl DeviceOps for Ops {
             cap_flags: DeviceCaps::MEM_MGT_EXTENSIONS
                 | DeviceCaps::SRQ_RESIZE
                 | DeviceCaps::RC_RNR_NAK_GEN
+                | DeviceCaps::MEM_WINDOW
                 | DeviceCaps::SYS_IMAGE_GUID,
             node_guid: 0x5054_00ff_fe12_3456,
             sys_image_guid: 0x5054_00ff_fe12_3456,
@@ -64,6 +65,7 @@ impl DeviceOps for Ops {
             max_srq_wr: 1024,
             max_srq_sge: 8,
             max_ah: 64,
+            max_mw: 32,
             max_fast_reg_page_list_len: 64,
             max_mcast_qp_attach: 16,
             ..DeviceAttr::default()

@@ -28,6 +28,7 @@ use rdma::driver::Driver;
 use rdma::event::{Event, EventHandler, EventKind};
 use rdma::mem::{Buffer, Sge};
 use rdma::mr::{BufSlice, Mr};
+use rdma::mw::{Mw, MwType};
 use rdma::pd::Pd;
 use rdma::port::PortAttr;
 use rdma::qp::{Qp, QpAttr, QpCap, QpCore, QpInfo, QpInitAttr, QpOps};
@@ -217,7 +218,7 @@ fn pattern(seed: u32, out: &mut [u8]) {
 fn resources_and_destroy_order() -> Result {
     let d = dev(c_str!("swdev0"))?;
     let base = d.resource_counts();
-    check(base == [0; 6], "no objects at start")?;
+    check(base == [0; 7], "no objects at start")?;
     let pd = Pd::alloc(d.arc())?;
     let cq = Cq::create(d.arc(), 16, None)?;
     let buf = Buffer::new(4096)?;
@@ -236,7 +237,7 @@ fn resources_and_destroy_order() -> Result {
         },
     )?;
     let ah = Ah::create(pd.core(), &av())?;
-    check(d.resource_counts() == [1, 1, 1, 1, 1, 1], "one of each")?;
+    check(d.resource_counts() == [1, 1, 1, 1, 1, 1, 0], "one of each")?;
     // Destroying what is used is refused, and the handle comes back.
     let pd = match pd.destroy() {
         Err((pd, e)) if e == EBUSY => pd,
@@ -260,14 +261,14 @@ fn resources_and_destroy_order() -> Result {
     };
     mr.dereg();
     check(pd.destroy().is_ok(), "PD destroyed last")?;
-    check(d.resource_counts() == [0; 6], "all gone")?;
+    check(d.resource_counts() == [0; 7], "all gone")?;
     // Dropping a handle of an object in use: the last user frees it.
     let pd = Pd::alloc(d.arc())?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 64, Access::LOCAL_WRITE)?;
     drop(pd);
     check(d.resource_counts()[0] == 1, "orphaned PD lives while its MR does")?;
     drop(mr);
-    check(d.resource_counts() == [0; 6], "orphaned PD freed with its last user")?;
+    check(d.resource_counts() == [0; 7], "orphaned PD freed with its last user")?;
     // Bad arguments.
     check(Cq::create(d.arc(), 0, None).is_err(), "CQ of 0 entries refused")?;
     check(Cq::create(d.arc(), 1 << 20, None).is_err(), "CQ above max_cqe refused")?;
@@ -678,6 +679,94 @@ fn fast_reg_and_invalidate() -> Result {
     expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
     check(Mr::alloc_fast_reg(pd.core(), 65).is_err(), "page list over the device limit refused")?;
     Ok(())
+}
+
+fn memory_windows() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 32, None)?;
+    let buf = Buffer::new(8192)?;
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, Access(ALL_ACCESS.0 | Access::MW_BIND.0))?;
+    let plain = Mr::reg_buffer(pd.core(), &buf, 4096, 4096, ALL_ACCESS)?;
+    let src = Buffer::new(4096)?;
+    let smr = Mr::reg_buffer(pd.core(), &src, 0, 4096, ALL_ACCESS)?;
+    let mut msg = [0u8; 100];
+    pattern(11, &mut msg);
+    src.write(0, &msg)?;
+    let sg = [src.sge(0, 100, smr.lkey())?];
+    let w2 = Mw::alloc(pd.core(), MwType::Type2)?;
+    let w1 = Mw::alloc(pd.core(), MwType::Type1)?;
+    check(d.resource_counts()[6] == 2, "two windows counted")?;
+    let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let base = buf.addr(1024);
+    let key2 = (w2.rkey() & !0xff) | 0x11;
+    fn bind<'a>(mw: &'a Mw, key: u32, access: Access, mr: &'a Mr, addr: u64) -> SendOp<'a> {
+        SendOp::BindMw { mw: mw.core(), mr: mr.core(), key, addr, length: 512, access }
+    }
+    // A type 2 window is bound by (and for) the responder's QP.
+    post1(&b, SendWr::new(1, bind(&w2, key2, Access::REMOTE_WRITE, &mr, base), &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 1, WcStatus::Success, WcOpcode::BindMw, None)?;
+    check(w2.is_bound() && w2.rkey() == key2, "bound under the new key")?;
+    post1(&a, SendWr::new(2, SendOp::Write { remote_addr: base + 10, rkey: key2 }, &sg))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 2, WcStatus::Success, WcOpcode::RdmaWrite, Some(100))?;
+    let mut got = [0u8; 100];
+    buf.read(1034, &mut got)?;
+    check(got == msg, "written through the window")?;
+    post1(&b, SendWr::new(3, bind(&w2, key2 + 1, Access::REMOTE_WRITE, &mr, base), &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 3, WcStatus::MwBindErr, WcOpcode::BindMw, None)?;
+    // Outside the window, and a right the window lacks.
+    for (op, what) in [
+        (SendOp::Write { remote_addr: base + 450, rkey: key2 }, "past the window"),
+        (SendOp::Read { remote_addr: base, rkey: key2 }, "read through a write-only window"),
+    ] {
+        let (c, e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+        // Type 2 windows answer only their own QP: bind a fresh one for `e`.
+        let w = Mw::alloc(pd.core(), MwType::Type2)?;
+        let k = (w.rkey() & !0xff) | 0x22;
+        post1(&e, SendWr::new(4, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]))?;
+        expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::Success, WcOpcode::BindMw, None)?;
+        let op = match op {
+            SendOp::Write { remote_addr, .. } => SendOp::Write { remote_addr, rkey: k },
+            SendOp::Read { remote_addr, .. } => SendOp::Read { remote_addr, rkey: k },
+            other => other,
+        };
+        post1(&c, SendWr::new(5, op, &sg))?;
+        let wc = &poll_n(&cq, 1)?[0];
+        if wc.status != WcStatus::RemAccessErr {
+            pr_err!("{}: status {:?}\n", what, wc.status);
+            return Err(EINVAL);
+        }
+    }
+    // Another QP of the PD cannot use a type 2 window bound to `b`.
+    let (c, _e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    post1(&c, SendWr::new(6, SendOp::Write { remote_addr: base, rkey: key2 }, &sg))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 6, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
+    // Invalidated, the window refuses access; then it can be bound again.
+    let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let w = Mw::alloc(pd.core(), MwType::Type2)?;
+    let k = (w.rkey() & !0xff) | 0x33;
+    post1(&b, SendWr::new(7, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]))?;
+    post1(&b, SendWr::new(8, SendOp::LocalInv(k), &[]))?;
+    let wcs = poll_n(&cq, 2)?;
+    check(wcs.iter().all(|w| w.status == WcStatus::Success), "bind and invalidate")?;
+    check(!w.is_bound(), "invalidated")?;
+    post1(&a, SendWr::new(9, SendOp::Write { remote_addr: base, rkey: k }, &sg))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 9, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
+    // A type 1 window serves any QP of its PD; binding needs MW_BIND on the MR.
+    let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let k1 = (w1.rkey() & !0xff) | 0x44;
+    post1(&a, SendWr::new(10, bind(&w1, k1, Access::REMOTE_READ, &plain, base), &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 10, WcStatus::MwBindErr, WcOpcode::BindMw, None)?;
+    post1(&b, SendWr::new(11, bind(&w1, k1, Access::REMOTE_READ, &mr, base), &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 11, WcStatus::Success, WcOpcode::BindMw, None)?;
+    let (c, _e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let rsg = [src.sge(200, 100, smr.lkey())?];
+    post1(&c, SendWr::new(12, SendOp::Read { remote_addr: base + 10, rkey: k1 }, &rsg))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 12, WcStatus::Success, WcOpcode::RdmaRead, Some(100))?;
+    src.read(200, &mut got)?;
+    check(got == msg, "read through a type 1 window from another QP")?;
+    drop((a, b, c, w, w1, w2));
+    check(d.resource_counts()[6] == 0, "windows deallocated")
 }
 
 struct SrqEvents {
@@ -1148,9 +1237,9 @@ fn leaked_objects_are_torn_down() -> Result {
             port_num: 1,
         },
     )?;
-    check(dev.resource_counts() == [1, 1, 1, 1, 1, 0], "objects live")?;
+    check(dev.resource_counts() == [1, 1, 1, 1, 1, 0, 0], "objects live")?;
     driver.unregister_device(&dev);
-    check(dev.resource_counts() == [0; 6], "unregister tore them down")?;
+    check(dev.resource_counts() == [0; 7], "unregister tore them down")?;
     let sg = [buf.sge(0, 8, mr.lkey())?];
     check(qp.post_recv(&[RecvWr { wr_id: 1, cqe: None, sg: &sg }]) == Err((0, ENODEV)), "verbs on a leaked QP: ENODEV")?;
     check(qp.modify(&full_attr(QpState::Init, 0), AttrMask::STATE) == Err(ENODEV), "modify: ENODEV")?;
@@ -1165,13 +1254,14 @@ struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(15);
+        let mut t = Ktap::new(16);
         t.case("resources_and_destroy_order", resources_and_destroy_order());
         t.case("qp_state_machine", qp_state_machine());
         t.case("rc_data_integrity", rc_data_integrity());
         t.case("ud_with_grh", ud_with_grh());
         t.case("access_violations_and_flush", access_violations_and_flush());
         t.case("fast_reg_and_invalidate", fast_reg_and_invalidate());
+        t.case("memory_windows", memory_windows());
         t.case("srq_shared_and_limit", srq_shared_and_limit());
         t.case("cq_notify_peek_resize_moderation", cq_notify_peek_resize_moderation());
         t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());
@@ -1182,7 +1272,7 @@ impl kernel::Module for VerbsTest {
         t.case("leaked_objects_are_torn_down", leaked_objects_are_torn_down());
         t.case(
             "nothing_left_behind",
-            dev(c_str!("swdev0")).and_then(|d| check(d.resource_counts() == [0; 6], "swdev0 has no objects")),
+            dev(c_str!("swdev0")).and_then(|d| check(d.resource_counts() == [0; 7], "swdev0 has no objects")),
         );
         t.finish()?;
         Ok(VerbsTest)

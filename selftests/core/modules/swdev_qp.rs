@@ -154,15 +154,27 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     let dev = qp.device();
     match w.opcode {
         WrOpcode::LocalInv => {
-            return match dev.mr_by_key(w.invalidate_rkey) {
-                Some(m) if m.invalidate(w.invalidate_rkey).is_ok() => (WcStatus::Success, 0),
-                _ => (WcStatus::LocProtErr, 0),
+            return match dev.invalidate_key(w.invalidate_rkey) {
+                Ok(()) => (WcStatus::Success, 0),
+                Err(_) => (WcStatus::LocProtErr, 0),
             };
         }
         WrOpcode::RegMr => {
             return match &w.mr {
                 Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => (WcStatus::Success, 0),
                 _ => (WcStatus::LocProtErr, 0),
+            };
+        }
+        WrOpcode::BindMw => {
+            return match (&w.mw, &w.mr) {
+                (Some(mw), Some(m))
+                    if mw
+                        .bind(qp, m, w.reg_key, w.bind_addr, w.bind_length, w.reg_access)
+                        .is_ok() =>
+                {
+                    (WcStatus::Success, 0)
+                }
+                _ => (WcStatus::MwBindErr, 0),
             };
         }
         _ => {}
@@ -213,16 +225,15 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_WRITE) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            let target = dev.mr_by_key(w.rkey);
-            let ok = target.as_ref().is_some_and(|m| {
-                m.check(w.rkey, dst.pd(), w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
-                    .is_ok()
-            });
-            let (Some(m), true) = (target, ok) else {
+            if dev
+                .remote_check(w.rkey, &dst, w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
+                .is_err()
+            {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
-            };
+            }
             let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
-                m.copy_in(w.rkey, dst.pd(), w.remote_addr + off as u64, bytes, Access::REMOTE_WRITE)
+                let addr = w.remote_addr + off as u64;
+                dev.remote_copy_in(w.rkey, &dst, addr, bytes, Access::REMOTE_WRITE)
             });
             match r {
                 Ok(()) => {}
@@ -237,17 +248,17 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_READ) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            let Some(m) = dev.mr_by_key(w.rkey) else {
-                return remote_fail(&dst, WcStatus::RemAccessErr);
-            };
-            if m.check(w.rkey, dst.pd(), w.remote_addr, u64::from(len), Access::REMOTE_READ).is_err() {
+            if dev
+                .remote_check(w.rkey, &dst, w.remote_addr, u64::from(len), Access::REMOTE_READ)
+                .is_err()
+            {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             let mut off = 0usize;
             while off < len as usize {
                 let n = core::cmp::min(CHUNK, len as usize - off);
                 let addr = w.remote_addr + off as u64;
-                if m.copy_out(w.rkey, dst.pd(), addr, &mut chunk[..n], Access::REMOTE_READ).is_err() {
+                if dev.remote_copy_out(w.rkey, &dst, addr, &mut chunk[..n], Access::REMOTE_READ).is_err() {
                     return remote_fail(&dst, WcStatus::RemAccessErr);
                 }
                 if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), off as u64, &chunk[..n]) {
@@ -261,12 +272,9 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_ATOMIC) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            let Some(m) = dev.mr_by_key(w.rkey) else {
-                return remote_fail(&dst, WcStatus::RemAccessErr);
-            };
             let cmp = w.opcode == WrOpcode::AtomicCmpAndSwp;
             let (a, b) = (w.compare_add, w.swap);
-            let old = m.atomic(w.rkey, dst.pd(), w.remote_addr, |old| {
+            let old = dev.remote_atomic(w.rkey, &dst, w.remote_addr, |old| {
                 if cmp {
                     if old == a {
                         b
@@ -289,10 +297,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     }
     // Everything left consumes a receive WQE.
     if w.opcode == WrOpcode::SendWithInv {
-        let ok = dev
-            .mr_by_key(w.invalidate_rkey)
-            .is_some_and(|m| m.invalidate(w.invalidate_rkey).is_ok());
-        if !ok {
+        if dev.invalidate_key(w.invalidate_rkey).is_err() {
             return remote_fail(&dst, WcStatus::RemInvReqErr);
         }
     }
