@@ -379,7 +379,7 @@ impl MrCore {
         self.atomic_with(key, pd, iova, Access::NONE, f)
     }
 
-    fn atomic_with(
+    pub(crate) fn atomic_with(
         &self,
         key: u32,
         pd: &PdCore,

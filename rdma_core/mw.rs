@@ -347,6 +347,20 @@ impl Device {
         }
     }
 
+    /// A peer's ATOMIC_WRITE of `value` to the 8 bytes at `iova` through
+    /// `rkey` (needs remote write rights).
+    pub fn remote_atomic_write(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        value: u64,
+    ) -> core::result::Result<(), AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, 8, Access::REMOTE_WRITE)?;
+        let pd = if need == Access::NONE { mr.pd().clone() } else { qp.pd().clone() };
+        mr.atomic_with(key, &pd, iova, need, |_| value).map(|_| ())
+    }
+
     /// Invalidates `key` (an MR or a type 2 MW) for `LOCAL_INV` or a SEND
     /// with invalidate.
     pub fn invalidate_key(&self, key: u32) -> core::result::Result<(), AccessError> {

@@ -378,7 +378,10 @@ impl QpCore {
             return Err(EINVAL);
         }
         let caps = self.device().attr().cap_flags;
-        if matches!(op, WrOpcode::SendWithInv | WrOpcode::LocalInv | WrOpcode::RegMr)
+        if matches!(
+            op,
+            WrOpcode::SendWithInv | WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::RdmaReadWithInv
+        )
             && !caps.contains(DeviceCaps::MEM_MGT_EXTENSIONS)
         {
             return Err(eopnotsupp());
@@ -391,7 +394,7 @@ impl QpCore {
             return Err(EINVAL);
         }
         let length = crate::mr::sge_len(wr.sg)?;
-        if op.is_atomic() && length != 8 {
+        if (op.is_atomic() || op == WrOpcode::AtomicWrite) && length != 8 {
             return Err(EINVAL);
         }
         w.wr_id = wr.wr_id;
@@ -407,6 +410,8 @@ impl QpCore {
         w.swap = 0;
         w.mr = None;
         w.mw = None;
+        w.bind_length = 0;
+        w.flush_whole_mr = false;
         w.ah = None;
         w.length = length;
         match wr.op {
@@ -414,6 +419,28 @@ impl QpCore {
             SendOp::SendWithImm(imm) => w.imm = imm,
             SendOp::SendWithInv(k) | SendOp::LocalInv(k) => w.invalidate_rkey = k,
             SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+            }
+            SendOp::ReadWithInv { remote_addr, rkey, invalidate } => {
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.invalidate_rkey = invalidate;
+            }
+            SendOp::Flush { remote_addr, rkey, length, flush, whole_mr } => {
+                if !flush.global && !flush.persistent {
+                    return Err(EINVAL);
+                }
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.bind_length = length;
+                w.flush = flush;
+                w.flush_whole_mr = whole_mr;
+            }
+            SendOp::AtomicWrite { remote_addr, rkey } => {
+                if remote_addr % 8 != 0 {
+                    return Err(EINVAL);
+                }
                 w.remote_addr = remote_addr;
                 w.rkey = rkey;
             }

@@ -58,6 +58,36 @@ pub enum SendOp<'a> {
         /// Remote key.
         rkey: u32,
     },
+    /// RDMA READ that invalidates the local key `invalidate` when done.
+    ReadWithInv {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Local key to invalidate.
+        invalidate: u32,
+    },
+    /// Make earlier writes to a remote range (or whole MR) globally visible
+    /// and/or persistent.
+    Flush {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Length of the range.
+        length: u64,
+        /// Placement: visibility, persistence, or both.
+        flush: FlushType,
+        /// Flush the whole MR, not just the range.
+        whole_mr: bool,
+    },
+    /// Store the 8 bytes of the SGE list at a remote address, atomically.
+    AtomicWrite {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
     /// Atomic compare and swap of 8 bytes.
     CmpAndSwp {
         /// Remote address (8-byte aligned).
@@ -116,12 +146,38 @@ impl SendOp<'_> {
             SendOp::Write { .. } => WrOpcode::RdmaWrite,
             SendOp::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
             SendOp::Read { .. } => WrOpcode::RdmaRead,
+            SendOp::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
+            SendOp::Flush { .. } => WrOpcode::Flush,
+            SendOp::AtomicWrite { .. } => WrOpcode::AtomicWrite,
             SendOp::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
             SendOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
             SendOp::LocalInv(_) => WrOpcode::LocalInv,
             SendOp::RegMr { .. } => WrOpcode::RegMr,
             SendOp::BindMw { .. } => WrOpcode::BindMw,
         }
+    }
+}
+
+/// What a FLUSH makes of the data (`IB_FLUSH_GLOBAL`, `IB_FLUSH_PERSISTENT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushType {
+    /// Visible to every agent of the responder.
+    pub global: bool,
+    /// Persistent across power loss.
+    pub persistent: bool,
+}
+
+impl FlushType {
+    /// The MR rights the flush needs.
+    pub fn access(self) -> Access {
+        let mut a = Access::NONE;
+        if self.global {
+            a = a | Access::FLUSH_GLOBAL;
+        }
+        if self.persistent {
+            a = a | Access::FLUSH_PERSISTENT;
+        }
+        a
     }
 }
 
@@ -212,8 +268,12 @@ pub struct SendWqe {
     pub reg_access: Access,
     /// First address of a BIND_MW.
     pub bind_addr: u64,
-    /// Length of a BIND_MW.
+    /// Length of a BIND_MW or FLUSH.
     pub bind_length: u64,
+    /// Placement of a FLUSH.
+    pub flush: FlushType,
+    /// A FLUSH of the whole MR.
+    pub flush_whole_mr: bool,
     /// Total data length.
     pub length: u32,
     /// Number of valid entries in `sge` (0 for inline data).
@@ -249,6 +309,8 @@ impl Default for SendWqe {
             reg_access: Access::NONE,
             bind_addr: 0,
             bind_length: 0,
+            flush: FlushType { global: false, persistent: false },
+            flush_whole_mr: false,
             length: 0,
             num_sge: 0,
             sge: [Sge::default(); MAX_SGE],

@@ -42,13 +42,19 @@ pub enum WrOpcode {
     BindMw = 8,
     /// SEND that invalidates a key on the responder.
     SendWithInv = 9,
+    /// RDMA READ that invalidates a local key when it completes.
+    RdmaReadWithInv = 11,
+    /// Make earlier RDMA WRITEs to a remote range visible or persistent.
+    Flush = 14,
+    /// Write 8 bytes to remote memory as one atomic store.
+    AtomicWrite = 15,
     /// Fast registration of an MR whose pages were set by `map_mr_sg`.
     RegMr = 0x20,
 }
 
 impl WrOpcode {
     /// Every opcode, in numeric order.
-    pub const ALL: [WrOpcode; 11] = [
+    pub const ALL: [WrOpcode; 14] = [
         WrOpcode::RdmaWrite,
         WrOpcode::RdmaWriteWithImm,
         WrOpcode::Send,
@@ -59,6 +65,9 @@ impl WrOpcode {
         WrOpcode::LocalInv,
         WrOpcode::BindMw,
         WrOpcode::SendWithInv,
+        WrOpcode::RdmaReadWithInv,
+        WrOpcode::Flush,
+        WrOpcode::AtomicWrite,
         WrOpcode::RegMr,
     ];
 
@@ -75,6 +84,9 @@ impl WrOpcode {
             7 => WrOpcode::LocalInv,
             8 => WrOpcode::BindMw,
             9 => WrOpcode::SendWithInv,
+            11 => WrOpcode::RdmaReadWithInv,
+            14 => WrOpcode::Flush,
+            15 => WrOpcode::AtomicWrite,
             0x20 => WrOpcode::RegMr,
             _ => return None,
         })
@@ -85,18 +97,27 @@ impl WrOpcode {
         self as u32
     }
 
-    /// Whether a QP of type `qp_type` accepts this opcode on its send queue.
-    ///
-    /// UD (and GSI) queues carry SENDs only; UC adds RDMA WRITE and the
-    /// local operations; RC takes everything.
+    /// Whether a QP of type `qp_type` accepts this opcode on its send queue,
+    /// as the kernel's rxe decides (`rxe_wr_opcode_info`): RC takes
+    /// everything; UC the SENDs, RDMA WRITEs and memory window binds; UD
+    /// the SENDs (with invalidate too); GSI plain SENDs.
     pub const fn allowed_on(self, qp_type: QpType) -> bool {
         match qp_type {
             QpType::Rc => true,
-            QpType::Uc => !matches!(
+            QpType::Uc => matches!(
                 self,
-                WrOpcode::RdmaRead | WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd
+                WrOpcode::Send
+                    | WrOpcode::SendWithImm
+                    | WrOpcode::SendWithInv
+                    | WrOpcode::RdmaWrite
+                    | WrOpcode::RdmaWriteWithImm
+                    | WrOpcode::BindMw
             ),
-            QpType::Ud | QpType::Gsi => matches!(self, WrOpcode::Send | WrOpcode::SendWithImm),
+            QpType::Ud => matches!(
+                self,
+                WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv
+            ),
+            QpType::Gsi => matches!(self, WrOpcode::Send | WrOpcode::SendWithImm),
             _ => false,
         }
     }
@@ -108,12 +129,15 @@ impl WrOpcode {
             WrOpcode::RdmaWrite
                 | WrOpcode::RdmaWriteWithImm
                 | WrOpcode::RdmaRead
+                | WrOpcode::RdmaReadWithInv
                 | WrOpcode::AtomicCmpAndSwp
                 | WrOpcode::AtomicFetchAndAdd
+                | WrOpcode::Flush
+                | WrOpcode::AtomicWrite
         )
     }
 
-    /// Whether the request is an 8-byte atomic.
+    /// Whether the request is an 8-byte atomic that returns the old value.
     pub const fn is_atomic(self) -> bool {
         matches!(self, WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)
     }
@@ -149,6 +173,7 @@ impl WrOpcode {
                 | WrOpcode::SendWithInv
                 | WrOpcode::RdmaWrite
                 | WrOpcode::RdmaWriteWithImm
+                | WrOpcode::AtomicWrite
         )
     }
 
@@ -157,7 +182,9 @@ impl WrOpcode {
         match self {
             WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
             WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv => WcOpcode::Send,
-            WrOpcode::RdmaRead => WcOpcode::RdmaRead,
+            WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => WcOpcode::RdmaRead,
+            WrOpcode::Flush => WcOpcode::Flush,
+            WrOpcode::AtomicWrite => WcOpcode::AtomicWrite,
             WrOpcode::AtomicCmpAndSwp => WcOpcode::CompSwap,
             WrOpcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
             WrOpcode::LocalInv => WcOpcode::LocalInv,
@@ -186,6 +213,10 @@ pub enum WcOpcode {
     BindMw = 5,
     /// A local invalidate completed.
     LocalInv = 6,
+    /// A FLUSH completed.
+    Flush = 8,
+    /// An atomic write completed.
+    AtomicWrite = 9,
     /// A fast registration completed.
     RegMr = 10,
     /// A receive WQE was consumed by a SEND.
@@ -358,6 +389,10 @@ flag_set! {
         MW_BIND = 1 << 4,
         /// The region is addressed from offset 0, not its virtual address.
         ZERO_BASED = 1 << 5,
+        /// Peers may FLUSH the memory to global visibility.
+        FLUSH_GLOBAL = 1 << 8,
+        /// Peers may FLUSH the memory to persistence.
+        FLUSH_PERSISTENT = 1 << 9,
     }
 }
 
@@ -400,6 +435,7 @@ mod tests {
             assert_eq!(WrOpcode::from_raw(op.as_raw()), Some(op));
         }
         assert_eq!(WrOpcode::from_raw(10), None);
+        assert_eq!(WrOpcode::from_raw(12), None);
         assert_eq!(WrOpcode::from_raw(0x21), None);
     }
 
@@ -409,8 +445,9 @@ mod tests {
             .iter()
             .filter(|op| op.allowed_on(QpType::Ud))
             .count();
-        assert_eq!(ok, 2);
+        assert_eq!(ok, 3);
         assert!(WrOpcode::SendWithImm.allowed_on(QpType::Gsi));
+        assert!(!WrOpcode::SendWithInv.allowed_on(QpType::Gsi));
         assert!(!WrOpcode::RdmaWrite.allowed_on(QpType::Ud));
     }
 
@@ -419,6 +456,9 @@ mod tests {
         assert!(WrOpcode::RdmaWriteWithImm.allowed_on(QpType::Uc));
         assert!(!WrOpcode::RdmaRead.allowed_on(QpType::Uc));
         assert!(!WrOpcode::AtomicFetchAndAdd.allowed_on(QpType::Uc));
+        assert!(!WrOpcode::LocalInv.allowed_on(QpType::Uc));
+        assert!(WrOpcode::BindMw.allowed_on(QpType::Uc));
+        assert!(!WrOpcode::Flush.allowed_on(QpType::Uc));
         assert!(WrOpcode::ALL.iter().all(|op| op.allowed_on(QpType::Rc)));
         assert!(!WrOpcode::Send.allowed_on(QpType::Smi));
     }
@@ -428,6 +468,9 @@ mod tests {
         assert_eq!(WrOpcode::SendWithInv.wc_opcode(), WcOpcode::Send);
         assert_eq!(WrOpcode::RdmaWriteWithImm.wc_opcode(), WcOpcode::RdmaWrite);
         assert_eq!(WrOpcode::RegMr.wc_opcode().as_raw(), 10);
+        assert_eq!(WrOpcode::RdmaReadWithInv.wc_opcode(), WcOpcode::RdmaRead);
+        assert_eq!(WrOpcode::Flush.wc_opcode().as_raw(), 8);
+        assert_eq!(WrOpcode::AtomicWrite.wc_opcode().as_raw(), 9);
         assert!(WcOpcode::RecvRdmaWithImm.is_recv());
         assert!(!WcOpcode::RdmaRead.is_recv());
     }
@@ -436,7 +479,7 @@ mod tests {
     fn opcode_classes() {
         for op in WrOpcode::ALL {
             assert!(!(op.is_local() && op.is_rdma()), "{op:?}");
-            assert!(!(op.gathers() && op == WrOpcode::RdmaRead));
+            assert!(!(op.gathers() && matches!(op, WrOpcode::RdmaRead | WrOpcode::Flush)));
             if op.has_imm() {
                 assert!(op.consumes_recv());
             }

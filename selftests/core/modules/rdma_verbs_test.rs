@@ -37,7 +37,7 @@ use rdma::srq::{Srq, SrqAttr};
 use rdma::testing;
 use rdma::verbs::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::wc::{CqeDone, Wc};
-use rdma::wr::{RecvWr, SendOp, SendWr, UdDest};
+use rdma::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -769,6 +769,75 @@ fn memory_windows() -> Result {
     check(d.resource_counts()[6] == 0, "windows deallocated")
 }
 
+/// READ with invalidate, FLUSH and ATOMIC_WRITE, and what UC refuses.
+fn extended_opcodes() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 32, None)?;
+    let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let buf = Buffer::new(8192)?;
+    let flushable = Access(ALL_ACCESS.0 | Access::FLUSH_GLOBAL.0);
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, flushable)?;
+    let plain = Mr::reg_buffer(pd.core(), &buf, 4096, 4096, ALL_ACCESS)?;
+    // ATOMIC_WRITE: 8 bytes from the SGE land at once.
+    buf.write(0, &0xdead_beef_cafe_f00du64.to_ne_bytes())?;
+    let eight = [buf.sge(0, 8, mr.lkey())?];
+    post1(&a, SendWr::new(1, SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() }, &eight))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 1, WcStatus::Success, WcOpcode::AtomicWrite, Some(8))?;
+    let mut v = [0u8; 8];
+    buf.read(512, &mut v)?;
+    check(u64::from_ne_bytes(v) == 0xdead_beef_cafe_f00d, "atomic write stored")?;
+    let seven = [buf.sge(0, 7, mr.lkey())?];
+    check(
+        post1(&a, SendWr::new(2, SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() }, &seven)) == Err(EINVAL),
+        "atomic write of 7 bytes refused",
+    )?;
+    check(
+        post1(&a, SendWr::new(3, SendOp::AtomicWrite { remote_addr: buf.addr(513), rkey: mr.rkey() }, &eight)) == Err(EINVAL),
+        "unaligned atomic write refused",
+    )?;
+    // FLUSH needs the MR's flush right.
+    let global = FlushType { global: true, persistent: false };
+    post1(&a, SendWr::new(4, SendOp::Flush { remote_addr: buf.addr(0), rkey: mr.rkey(), length: 4096, flush: global, whole_mr: false }, &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::Success, WcOpcode::Flush, None)?;
+    check(
+        post1(&a, SendWr::new(5, SendOp::Flush { remote_addr: buf.addr(0), rkey: mr.rkey(), length: 8, flush: FlushType::default(), whole_mr: false }, &[])) == Err(EINVAL),
+        "flush of no kind refused",
+    )?;
+    post1(&a, SendWr::new(6, SendOp::Flush { remote_addr: buf.addr(4096), rkey: plain.rkey(), length: 64, flush: global, whole_mr: false }, &[]))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 6, WcStatus::RemAccessErr, WcOpcode::Flush, None)?;
+    // READ with invalidate: the local fast-reg sink is invalid afterwards.
+    let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let page = Buffer::new(4096)?;
+    let fr = Mr::alloc_fast_reg(pd.core(), 1)?;
+    fr.map_mr_sg(&[BufSlice { buf: &page, offset: 0, len: 4096 }], 4096)?;
+    let key = (fr.lkey() & !0xff) | 0x07;
+    post1(&a, SendWr::new(7, SendOp::RegMr { mr: fr.core(), key, access: Access::LOCAL_WRITE }, &[]))?;
+    let mut msg = [0u8; 64];
+    pattern(5, &mut msg);
+    buf.write(1024, &msg)?;
+    let sink = [Sge { addr: fr.iova(), length: 64, lkey: key }];
+    post1(&a, SendWr::new(8, SendOp::ReadWithInv { remote_addr: buf.addr(1024), rkey: mr.rkey(), invalidate: key }, &sink))?;
+    let wcs = poll_n(&cq, 2)?;
+    expect_wc(&wcs[1], 8, WcStatus::Success, WcOpcode::RdmaRead, Some(64))?;
+    let mut got = [0u8; 64];
+    page.read(0, &mut got)?;
+    check(got == msg && !fr.is_valid(), "read landed, sink invalidated")?;
+    // UC takes WRITEs, not READs, atomics or local invalidation.
+    let (u, w) = rc_pair(&pd, &cq, QpType::Uc, 8)?;
+    post1(&u, SendWr::new(9, SendOp::Write { remote_addr: buf.addr(2048), rkey: mr.rkey() }, &eight))?;
+    expect_wc(&poll_n(&cq, 1)?[0], 9, WcStatus::Success, WcOpcode::RdmaWrite, Some(8))?;
+    for op in [
+        SendOp::Read { remote_addr: buf.addr(0), rkey: mr.rkey() },
+        SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() },
+        SendOp::LocalInv(key),
+    ] {
+        check(post1(&u, SendWr::new(10, op, &eight)) == Err(EINVAL), "refused on UC")?;
+    }
+    drop(w);
+    Ok(())
+}
+
 struct SrqEvents {
     limit: AtomicU32,
 }
@@ -1254,7 +1323,7 @@ struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(16);
+        let mut t = Ktap::new(17);
         t.case("resources_and_destroy_order", resources_and_destroy_order());
         t.case("qp_state_machine", qp_state_machine());
         t.case("rc_data_integrity", rc_data_integrity());
@@ -1262,6 +1331,7 @@ impl kernel::Module for VerbsTest {
         t.case("access_violations_and_flush", access_violations_and_flush());
         t.case("fast_reg_and_invalidate", fast_reg_and_invalidate());
         t.case("memory_windows", memory_windows());
+        t.case("extended_opcodes", extended_opcodes());
         t.case("srq_shared_and_limit", srq_shared_and_limit());
         t.case("cq_notify_peek_resize_moderation", cq_notify_peek_resize_moderation());
         t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());

@@ -244,7 +244,32 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 return (WcStatus::Success, len);
             }
         }
-        WrOpcode::RdmaRead => {
+        WrOpcode::Flush => {
+            let need = w.flush.access();
+            let len = if w.flush_whole_mr { 0 } else { w.bind_length };
+            if dev.remote_check(w.rkey, &dst, w.remote_addr, len, need).is_err() {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            // Memory is the persistence domain here: a full fence is the flush.
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+            return (WcStatus::Success, 0);
+        }
+        WrOpcode::AtomicWrite => {
+            if !rights.contains(Access::REMOTE_WRITE) {
+                return remote_fail(&dst, WcStatus::RemAccessErr);
+            }
+            let mut v = [0u8; 8];
+            if w.inline {
+                v.copy_from_slice(&w.inline_data[..8]);
+            } else if let Err(e) = mr::gather(dev, qp.pd(), w.sges(), 0, &mut v) {
+                return (local_status(e), 0);
+            }
+            return match dev.remote_atomic_write(w.rkey, &dst, w.remote_addr, u64::from_ne_bytes(v)) {
+                Ok(()) => (WcStatus::Success, 8),
+                Err(_) => remote_fail(&dst, WcStatus::RemAccessErr),
+            };
+        }
+        WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
             if !rights.contains(Access::REMOTE_READ) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
@@ -265,6 +290,9 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                     return (local_status(e), 0);
                 }
                 off += n;
+            }
+            if w.opcode == WrOpcode::RdmaReadWithInv && dev.invalidate_key(w.invalidate_rkey).is_err() {
+                return (WcStatus::LocProtErr, 0);
             }
             return (WcStatus::Success, len);
         }
