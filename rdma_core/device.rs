@@ -208,6 +208,9 @@ pub struct Device {
     /// The verbs objects of the device.
     #[pin]
     pub(crate) res: Resources,
+    /// Shared CQs (`rdma::cq_pool`).
+    #[pin]
+    pub(crate) cq_pool: Mutex<KVec<crate::cq_pool::PoolEntry>>,
     /// GID and P_Key tables of every port; read from any context.
     #[pin]
     pub(crate) tables: SpinLockIrq<Tables>,
@@ -283,6 +286,7 @@ impl Device {
                 pkey_tbl_len: desc.pkey_tbl_len,
                 attr,
                 res <- Resources::new(*attr),
+                cq_pool <- new_mutex!(KVec::new(), "Device::cq_pool"),
                 tables <- crate::new_spinlock_irq!(tables, "Device::tables"),
                 ops <- crate::new_spinlock_irq!(Some(ops), "Device::ops"),
                 usage <- crate::new_spinlock_irq!(Usage { count: 1, closed: false }, "Device::usage"),

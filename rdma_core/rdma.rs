@@ -28,6 +28,7 @@ pub mod attr;
 mod bindings;
 pub mod client;
 pub mod cq;
+pub mod cq_pool;
 pub mod device;
 pub mod driver;
 pub mod errno;

@@ -275,6 +275,7 @@ impl Registry {
         }
         while remove_one(dev, None) {}
         wait_removes(dev, |_| true);
+        crate::cq_pool::cleanup(dev);
         // Before the device leaves the list: its name stays taken until its
         // sysfs directory is gone. The tree points at `dev`, which the
         // caller's `Arc` keeps alive.

@@ -15,6 +15,10 @@ counts_are() { # pd cq qp mr
 		{ echo "resources: $(tr '\n' ' ' < $res), want pd/cq/qp/mr $*"; return 1; }
 }
 
+provider_reloads() {
+	rmmod rdma_swdev && modprobe rdma_swdev && counts_are 0 0 0 0
+}
+
 ulp_holds_objects() {
 	modprobe rdma_ulp_test && dmesg | grep -q "ulptest: add \"swdev0\"" && counts_are 1 1 1 1
 }
@@ -30,10 +34,12 @@ ulp_unloads_under_provider() {
 	modprobe rdma_swdev && counts_are 1 1 1 1 && rmmod rdma_ulp_test && counts_are 0 0 0 0
 }
 
-ktap_plan 7
+ktap_plan 8
 ktap_check "load_software_devices" modprobe rdma_swdev
 ktap_module rdma_verbs_test
 rmmod rdma_verbs_test 2>/dev/null
+# Unloading after all that use (the CQ pool goes with the devices), and back.
+ktap_check "provider_reloads" provider_reloads
 ktap_check "ulp_holds_objects" ulp_holds_objects
 ktap_check "provider_unloads_under_ulp" provider_unloads_under_ulp
 ktap_check "ulp_unloads_under_provider" ulp_unloads_under_provider

@@ -838,6 +838,59 @@ fn extended_opcodes() -> Result {
     Ok(())
 }
 
+fn cq_pool() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let before = d.cq_pool_len();
+    let c1 = d.arc().cq_pool_get(100, PollCtx::Workqueue)?;
+    let c2 = d.arc().cq_pool_get(200, PollCtx::Workqueue)?;
+    check(Arc::ptr_eq(c1.core(), c2.core()), "small requests share a CQ")?;
+    let c3 = d.arc().cq_pool_get(4000, PollCtx::Workqueue)?;
+    check(!Arc::ptr_eq(c1.core(), c3.core()), "a CQ without room is not shared")?;
+    let c4 = d.arc().cq_pool_get(10, PollCtx::Softirq)?;
+    check(c4.poll_ctx() == Some(PollCtx::Softirq), "poll context kept")?;
+    check(d.cq_pool_len() == before + 3, "three pooled CQs")?;
+    check(d.arc().cq_pool_get(10, PollCtx::Direct).err() == Some(EINVAL), "direct CQs are not pooled")?;
+    check(d.arc().cq_pool_get(0, PollCtx::Workqueue).err() == Some(EINVAL), "0 entries refused")?;
+    // Data through a pooled CQ.
+    let pd = Pd::alloc(d.arc())?;
+    let qp = |pd: &Pd| {
+        Qp::create(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: c1.core(),
+                recv_cq: c2.core(),
+                srq: None,
+                cap: caps(8),
+                sq_sig_all: true,
+                port_num: 1,
+            },
+        )
+    };
+    let (a, b) = (qp(&pd)?, qp(&pd)?);
+    to_rts(&a, b.qpn())?;
+    to_rts(&b, a.qpn())?;
+    let buf = Buffer::new(4096)?;
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
+    let sg = [buf.sge(0, 64, mr.lkey())?];
+    let done = Arc::new(
+        Done { count: AtomicU32::new(0), not_in_task: AtomicU32::new(0), failed: AtomicU32::new(0) },
+        GFP_KERNEL,
+    )?;
+    let cqe: Arc<dyn CqeDone> = done.clone();
+    b.post_recv(&[RecvWr { wr_id: 1, cqe: Some(cqe.clone()), sg: &sg }]).map_err(|(_, e)| e)?;
+    let mut wr = SendWr::new(2, SendOp::Send, &sg);
+    wr.cqe = Some(cqe);
+    post1(&a, wr)?;
+    check(wait_until(2000, || done.count.load(Ordering::Acquire) == 2), "completions through the pool")?;
+    drop((a, b, c1, c2, c3, c4));
+    // Reservations are back: a big one fits the first CQ again.
+    let again = d.arc().cq_pool_get(4000, PollCtx::Workqueue)?;
+    check(d.cq_pool_len() == before + 3, "no new CQ once entries are returned")?;
+    drop(again);
+    Ok(())
+}
+
 struct SrqEvents {
     limit: AtomicU32,
 }
@@ -1323,7 +1376,7 @@ struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(17);
+        let mut t = Ktap::new(18);
         t.case("resources_and_destroy_order", resources_and_destroy_order());
         t.case("qp_state_machine", qp_state_machine());
         t.case("rc_data_integrity", rc_data_integrity());
@@ -1336,13 +1389,17 @@ impl kernel::Module for VerbsTest {
         t.case("cq_notify_peek_resize_moderation", cq_notify_peek_resize_moderation());
         t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());
         t.case("drain_qp", drain_qp());
+        t.case("cq_pool", cq_pool());
         t.case("one_handler_per_cq", one_handler_per_cq());
         t.case("verbs_in_atomic_context", verbs_in_atomic_context());
         t.case("inline_completion_is_caught", inline_completion_is_caught());
         t.case("leaked_objects_are_torn_down", leaked_objects_are_torn_down());
         t.case(
             "nothing_left_behind",
-            dev(c_str!("swdev0")).and_then(|d| check(d.resource_counts() == [0; 7], "swdev0 has no objects")),
+            dev(c_str!("swdev0")).and_then(|d| {
+                let pooled = d.cq_pool_len() as u32;
+                check(d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0], "swdev0 has no objects but its CQ pool")
+            }),
         );
         t.finish()?;
         Ok(VerbsTest)
