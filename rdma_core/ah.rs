@@ -95,9 +95,7 @@ impl AhAttr {
                 ((word >> 20) & 0xff) as u8,
             )
         };
-        let (_, index) = dev
-            .find_gid_on_port(port_num, &dgid)
-            .ok_or(EINVAL)?;
+        let (_, index) = dev.find_gid_on_port(port_num, &dgid).ok_or(EINVAL)?;
         Ok(AhAttr {
             port_num,
             sl: wc.sl,

@@ -60,10 +60,7 @@ impl Deref for PooledCq {
 impl Drop for PooledCq {
     fn drop(&mut self) {
         let mut pool = self.dev.cq_pool.lock();
-        if let Some(e) = pool
-            .iter_mut()
-            .find(|e| Arc::ptr_eq(e.cq.core(), &self.cq))
-        {
+        if let Some(e) = pool.iter_mut().find(|e| Arc::ptr_eq(e.cq.core(), &self.cq)) {
             e.used -= self.nr_cqe;
         }
     }

@@ -22,13 +22,13 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-use crate::errno::eopnotsupp;
 use crate::attr::{LinkLayer, NodeType};
+use crate::errno::eopnotsupp;
 use crate::event::{self, EventQueue, Handlers};
 use crate::port::{PortAttr, Tables, MAX_TABLE_LEN};
 use crate::qp::{QpCore, QpInfo, QpOps};
-use crate::res::Resources;
 use crate::registry::DevClients;
+use crate::res::Resources;
 use crate::sync::SpinLockIrq;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).

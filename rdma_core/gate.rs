@@ -79,7 +79,6 @@ impl<T> Revocable<T> {
         }
     }
 
-
     /// Closes the gate, waits until no reader is inside and returns the
     /// value (`None` if another caller revoked it first). Process context.
     pub(crate) fn revoke(&self) -> Option<T> {

@@ -84,16 +84,18 @@ impl Buffer {
     /// Whether `[addr, addr + len)` lies inside the buffer.
     pub fn contains(&self, addr: u64, len: u64) -> bool {
         let start = self.addr(0);
-        addr >= start
-            && len <= self.len() as u64
-            && addr - start <= self.len() as u64 - len
+        addr >= start && len <= self.len() as u64 && addr - start <= self.len() as u64 - len
     }
 
     /// An SGE for `len` bytes at `offset`, with key `lkey` (`EINVAL` when
     /// the range is not inside the buffer).
     pub fn sge(&self, offset: usize, len: u32, lkey: u32) -> Result<Sge> {
         self.check(offset, len as usize)?;
-        Ok(Sge { addr: self.addr(offset), length: len, lkey })
+        Ok(Sge {
+            addr: self.addr(offset),
+            length: len,
+            lkey,
+        })
     }
 
     fn check(&self, offset: usize, len: usize) -> Result {

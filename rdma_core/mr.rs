@@ -31,8 +31,8 @@ use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use crate::errno::eopnotsupp;
 use crate::device::Device;
+use crate::errno::eopnotsupp;
 use crate::mem::{Buffer, Sge};
 use crate::pd::PdCore;
 use crate::sync::SpinLockIrq;
@@ -183,7 +183,11 @@ impl MrCore {
                 }
             }
             fresh.push(
-                Segment { buf: s.buf.clone(), addr, len: s.len as u64 },
+                Segment {
+                    buf: s.buf.clone(),
+                    addr,
+                    len: s.len as u64,
+                },
                 GFP_KERNEL,
             )?;
             total += s.len as u64;
@@ -505,7 +509,15 @@ impl Mr {
             return Err(EINVAL);
         }
         let iova = buf.addr(offset);
-        Mr::create(pd, MrKind::Buffer, Some(buf.clone()), iova, len as u64, access, 0)
+        Mr::create(
+            pd,
+            MrKind::Buffer,
+            Some(buf.clone()),
+            iova,
+            len as u64,
+            access,
+            0,
+        )
     }
 
     /// Allocates a fast-registration MR of up to `max_num_sg` pieces
@@ -514,7 +526,10 @@ impl Mr {
     /// page list limit. May sleep.
     pub fn alloc_fast_reg(pd: &Arc<PdCore>, max_num_sg: u32) -> Result<Mr> {
         let attr = pd.device().attr();
-        if !attr.cap_flags.contains(crate::device::DeviceCaps::MEM_MGT_EXTENSIONS) {
+        if !attr
+            .cap_flags
+            .contains(crate::device::DeviceCaps::MEM_MGT_EXTENSIONS)
+        {
             return Err(eopnotsupp());
         }
         if max_num_sg == 0 || max_num_sg > attr.max_fast_reg_page_list_len {
@@ -615,7 +630,13 @@ pub fn gather(
     walk_sges(sges, offset, out.len() as u64, |sge, off, n| {
         let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
         let n = n as usize;
-        mr.copy_out(sge.lkey, pd, sge.addr + off, &mut out[done..done + n], Access::NONE)?;
+        mr.copy_out(
+            sge.lkey,
+            pd,
+            sge.addr + off,
+            &mut out[done..done + n],
+            Access::NONE,
+        )?;
         done += n;
         Ok(())
     })
@@ -635,7 +656,13 @@ pub fn scatter(
     walk_sges(sges, offset, data.len() as u64, |sge, off, n| {
         let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
         let n = n as usize;
-        mr.copy_in(sge.lkey, pd, sge.addr + off, &data[done..done + n], Access::LOCAL_WRITE)?;
+        mr.copy_in(
+            sge.lkey,
+            pd,
+            sge.addr + off,
+            &data[done..done + n],
+            Access::LOCAL_WRITE,
+        )?;
         done += n;
         Ok(())
     })

@@ -296,7 +296,11 @@ impl Device {
         need: Access,
     ) -> core::result::Result<(), AccessError> {
         let (mr, key, need) = resolve(self, rkey, qp, iova, len, need)?;
-        let pd = if need == Access::NONE { mr.pd().clone() } else { qp.pd().clone() };
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
         mr.check(key, &pd, iova, len, need)
     }
 
@@ -310,7 +314,11 @@ impl Device {
         need: Access,
     ) -> core::result::Result<(), AccessError> {
         let (mr, key, need) = resolve(self, rkey, qp, iova, data.len() as u64, need)?;
-        let pd = if need == Access::NONE { mr.pd().clone() } else { qp.pd().clone() };
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
         mr.copy_in(key, &pd, iova, data, need)
     }
 
@@ -324,7 +332,11 @@ impl Device {
         need: Access,
     ) -> core::result::Result<(), AccessError> {
         let (mr, key, need) = resolve(self, rkey, qp, iova, out.len() as u64, need)?;
-        let pd = if need == Access::NONE { mr.pd().clone() } else { qp.pd().clone() };
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
         mr.copy_out(key, &pd, iova, out, need)
     }
 
@@ -357,7 +369,11 @@ impl Device {
         value: u64,
     ) -> core::result::Result<(), AccessError> {
         let (mr, key, need) = resolve(self, rkey, qp, iova, 8, Access::REMOTE_WRITE)?;
-        let pd = if need == Access::NONE { mr.pd().clone() } else { qp.pd().clone() };
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
         mr.atomic_with(key, &pd, iova, need, |_| value).map(|_| ())
     }
 
@@ -365,7 +381,11 @@ impl Device {
     /// with invalidate.
     pub fn invalidate_key(&self, key: u32) -> core::result::Result<(), AccessError> {
         if key >> 8 >= MW_INDEX_BASE {
-            self.res.mw.get(key >> 8).ok_or(AccessError::Key)?.invalidate(key)
+            self.res
+                .mw
+                .get(key >> 8)
+                .ok_or(AccessError::Key)?
+                .invalidate(key)
         } else {
             self.mr_by_key(key).ok_or(AccessError::Key)?.invalidate(key)
         }

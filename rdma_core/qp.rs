@@ -28,12 +28,12 @@ use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
-use crate::errno::eopnotsupp;
 use crate::ah::AhAttr;
-use crate::bindings;
 use crate::attr::{Gid, Mtu};
+use crate::bindings;
 use crate::cq::{CqCore, PollCtx};
 use crate::device::{Device, DeviceCaps};
+use crate::errno::eopnotsupp;
 use crate::event::{Element, Event, EventKind};
 use crate::gate::Revocable;
 use crate::mr::MrKind;
@@ -338,7 +338,10 @@ impl QpCore {
 
     /// Posts send work requests (`ib_post_send`); on error, the index of
     /// the first request not posted and why. Any context; never sleeps.
-    pub fn post_send(self: &Arc<Self>, wrs: &[SendWr<'_>]) -> core::result::Result<(), (usize, Error)> {
+    pub fn post_send(
+        self: &Arc<Self>,
+        wrs: &[SendWr<'_>],
+    ) -> core::result::Result<(), (usize, Error)> {
         let _verb = crate::verb::Verb::enter();
         let ops = self.ops.access().ok_or((0, ENODEV))?;
         let state = self.state();
@@ -380,9 +383,11 @@ impl QpCore {
         let caps = self.device().attr().cap_flags;
         if matches!(
             op,
-            WrOpcode::SendWithInv | WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::RdmaReadWithInv
-        )
-            && !caps.contains(DeviceCaps::MEM_MGT_EXTENSIONS)
+            WrOpcode::SendWithInv
+                | WrOpcode::LocalInv
+                | WrOpcode::RegMr
+                | WrOpcode::RdmaReadWithInv
+        ) && !caps.contains(DeviceCaps::MEM_MGT_EXTENSIONS)
         {
             return Err(eopnotsupp());
         }
@@ -422,12 +427,22 @@ impl QpCore {
                 w.remote_addr = remote_addr;
                 w.rkey = rkey;
             }
-            SendOp::ReadWithInv { remote_addr, rkey, invalidate } => {
+            SendOp::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            } => {
                 w.remote_addr = remote_addr;
                 w.rkey = rkey;
                 w.invalidate_rkey = invalidate;
             }
-            SendOp::Flush { remote_addr, rkey, length, flush, whole_mr } => {
+            SendOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            } => {
                 if !flush.global && !flush.persistent {
                     return Err(EINVAL);
                 }
@@ -444,12 +459,21 @@ impl QpCore {
                 w.remote_addr = remote_addr;
                 w.rkey = rkey;
             }
-            SendOp::WriteWithImm { remote_addr, rkey, imm } => {
+            SendOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => {
                 w.remote_addr = remote_addr;
                 w.rkey = rkey;
                 w.imm = imm;
             }
-            SendOp::CmpAndSwp { remote_addr, rkey, compare, swap } => {
+            SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
                 if remote_addr % 8 != 0 {
                     return Err(EINVAL);
                 }
@@ -458,7 +482,11 @@ impl QpCore {
                 w.compare_add = compare;
                 w.swap = swap;
             }
-            SendOp::FetchAndAdd { remote_addr, rkey, add } => {
+            SendOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
                 if remote_addr % 8 != 0 {
                     return Err(EINVAL);
                 }
@@ -478,7 +506,14 @@ impl QpCore {
                 w.reg_key = key;
                 w.reg_access = access;
             }
-            SendOp::BindMw { mw, mr, key, addr, length, access } => {
+            SendOp::BindMw {
+                mw,
+                mr,
+                key,
+                addr,
+                length,
+                access,
+            } => {
                 crate::mw::check_bind_request(mw, mr, &self.pd)?;
                 w.mw = Some(mw.clone());
                 w.mr = Some(mr.clone());
@@ -520,7 +555,10 @@ impl QpCore {
 
     /// Posts receive work requests (`ib_post_recv`). Any context; never
     /// sleeps. `EINVAL` in RESET or with an SRQ.
-    pub fn post_recv(self: &Arc<Self>, wrs: &[RecvWr<'_>]) -> core::result::Result<(), (usize, Error)> {
+    pub fn post_recv(
+        self: &Arc<Self>,
+        wrs: &[RecvWr<'_>],
+    ) -> core::result::Result<(), (usize, Error)> {
         let _verb = crate::verb::Verb::enter();
         let ops = self.ops.access().ok_or((0, ENODEV))?;
         let state = self.state();
@@ -789,9 +827,19 @@ impl QpCore {
         } else {
             self.state()
         };
-        let next = if mask.contains(AttrMask::STATE) { attr.qp_state } else { cur };
+        let next = if mask.contains(AttrMask::STATE) {
+            attr.qp_state
+        } else {
+            cur
+        };
         if let Err(e) = check_modify(cur, next, self.qp_type, mask) {
-            pr_debug!("QP {}: modify {:?} -> {:?} refused: {:?}\n", self.qpn, cur, next, e);
+            pr_debug!(
+                "QP {}: modify {:?} -> {:?} refused: {:?}\n",
+                self.qpn,
+                cur,
+                next,
+                e
+            );
             return Err(EINVAL);
         }
         self.check_values(attr, mask)?;
@@ -857,7 +905,10 @@ impl QpCore {
             QpState::Reset => {
                 self.reset_queues();
                 let mut a = self.attr.lock();
-                *a = QpAttr { port_num: a.port_num, ..QpAttr::default() };
+                *a = QpAttr {
+                    port_num: a.port_num,
+                    ..QpAttr::default()
+                };
             }
             QpState::Sqd if drained => self.sq_drained(),
             _ => {}
@@ -989,8 +1040,10 @@ impl Qp {
         let a = dev.attr();
         let c = &init.cap;
         let same_dev = |d: &Arc<Device>| Arc::ptr_eq(d, dev);
-        if !matches!(init.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi)
-            || c.max_send_wr == 0
+        if !matches!(
+            init.qp_type,
+            QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi
+        ) || c.max_send_wr == 0
             || c.max_send_wr > a.max_qp_wr
             || c.max_recv_wr > a.max_qp_wr
             || (init.srq.is_none() && c.max_recv_wr == 0)
@@ -1009,8 +1062,17 @@ impl Qp {
             dev.check_port(init.port_num)?;
         }
         let sq = Ring::new(c.max_send_wr as usize)?;
-        let rq = Ring::new(if init.srq.is_some() { 0 } else { c.max_recv_wr as usize })?;
-        let mut uses = Uses { pd: None, send_cq: None, recv_cq: None, srq: None };
+        let rq = Ring::new(if init.srq.is_some() {
+            0
+        } else {
+            c.max_recv_wr as usize
+        })?;
+        let mut uses = Uses {
+            pd: None,
+            send_cq: None,
+            recv_cq: None,
+            srq: None,
+        };
         pd.get_use()?;
         uses.pd = Some(pd);
         init.send_cq.get_use()?;
@@ -1022,7 +1084,12 @@ impl Qp {
             uses.srq = Some(s);
         }
         let qpn = dev.res.reserve_qpn(init.qp_type)?;
-        let info = QpInfo { qpn, qp_type: init.qp_type, cap: *c, port_num: init.port_num };
+        let info = QpInfo {
+            qpn,
+            qp_type: init.qp_type,
+            cap: *c,
+            port_num: init.port_num,
+        };
         let ops = match dev.ops().and_then(|o| o.create_qp(&info)) {
             Ok(ops) => ops,
             Err(e) => {
@@ -1031,7 +1098,11 @@ impl Qp {
             }
         };
         let attr = QpAttr {
-            port_num: if init.qp_type == QpType::Gsi { init.port_num } else { 1 },
+            port_num: if init.qp_type == QpType::Gsi {
+                init.port_num
+            } else {
+                1
+            },
             cap: *c,
             ..QpAttr::default()
         };
@@ -1122,7 +1193,10 @@ impl Qp {
             return Err(EINVAL);
         }
         if core.state() != QpState::Err {
-            let attr = QpAttr { qp_state: QpState::Err, ..QpAttr::default() };
+            let attr = QpAttr {
+                qp_state: QpState::Err,
+                ..QpAttr::default()
+            };
             core.modify(&attr, AttrMask::STATE)?;
         }
         let marker = Arc::pin_init(DrainMarker::new(), GFP_KERNEL)?;
@@ -1144,8 +1218,12 @@ impl Qp {
             want += 1;
         }
         if core.srq.is_none() {
-            core.post_recv(&[RecvWr { wr_id: u64::MAX, cqe: Some(cqe), sg: &[] }])
-                .map_err(|(_, e)| e)?;
+            core.post_recv(&[RecvWr {
+                wr_id: u64::MAX,
+                cqe: Some(cqe),
+                sg: &[],
+            }])
+            .map_err(|(_, e)| e)?;
             want += 1;
         }
         marker.wait(want, &[&core.send_cq, &core.recv_cq]);

@@ -22,10 +22,10 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-use crate::errno::eopnotsupp;
 use crate::ah::AhCore;
 use crate::cq::CqCore;
 use crate::device::DeviceAttr;
+use crate::errno::eopnotsupp;
 use crate::mr::MrCore;
 use crate::mw::{MwCore, MW_INDEX_BASE};
 use crate::pd::PdCore;
@@ -224,7 +224,6 @@ impl UseCount {
     pub(crate) fn force_kill(&self) {
         self.0.fetch_or(DEAD, Ordering::AcqRel);
     }
-
 }
 
 /// The object tables of one device.
@@ -270,7 +269,9 @@ impl Resources {
     pub(crate) fn reserve_qpn(&self, qp_type: QpType) -> Result<u32> {
         if qp_type == QpType::Gsi {
             // One GSI QP per device; a second one is "in use".
-            self.gsi.reserve().map_err(|e| if e == ENOMEM { EBUSY } else { e })
+            self.gsi
+                .reserve()
+                .map_err(|e| if e == ENOMEM { EBUSY } else { e })
         } else {
             self.qp.reserve()
         }
@@ -330,7 +331,11 @@ impl Resources {
     pub(crate) fn teardown(&self, dev: &CStr) {
         let left = self.total();
         if left != 0 {
-            pr_warn!("{:?}: {} verbs objects left at unregistration; tearing them down\n", dev, left);
+            pr_warn!(
+                "{:?}: {} verbs objects left at unregistration; tearing them down\n",
+                dev,
+                left
+            );
         }
         macro_rules! each {
             ($table:expr) => {

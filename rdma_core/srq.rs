@@ -15,8 +15,8 @@ use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use crate::errno::eopnotsupp;
 use crate::device::DeviceCaps;
+use crate::errno::eopnotsupp;
 use crate::event::{Element, Event, EventKind};
 use crate::pd::PdCore;
 use crate::res::UseCount;
@@ -212,7 +212,11 @@ impl Srq {
                 return Err(e);
             }
         };
-        let st = SrqState { ring, max_sge: attr.max_sge, limit: attr.srq_limit };
+        let st = SrqState {
+            ring,
+            max_sge: attr.max_sge,
+            limit: attr.srq_limit,
+        };
         let core = Arc::pin_init(
             pin_init!(SrqCore {
                 pd: pd.clone(),

@@ -212,7 +212,14 @@ pub struct SendWr<'a> {
 impl<'a> SendWr<'a> {
     /// A signaled request with no UD destination and no callback.
     pub fn new(wr_id: u64, op: SendOp<'a>, sg: &'a [Sge]) -> Self {
-        SendWr { wr_id, cqe: None, op, flags: SendFlags::SIGNALED, sg, ud: None }
+        SendWr {
+            wr_id,
+            cqe: None,
+            op,
+            flags: SendFlags::SIGNALED,
+            sg,
+            ud: None,
+        }
     }
 }
 
@@ -309,7 +316,10 @@ impl Default for SendWqe {
             reg_access: Access::NONE,
             bind_addr: 0,
             bind_length: 0,
-            flush: FlushType { global: false, persistent: false },
+            flush: FlushType {
+                global: false,
+                persistent: false,
+            },
             flush_whole_mr: false,
             length: 0,
             num_sge: 0,
@@ -376,7 +386,12 @@ impl<T: Default> Ring<T> {
         for _ in 0..size {
             slots.push(T::default(), GFP_KERNEL)?;
         }
-        Ok(Ring { slots, head: 0, count: 0, limit: size })
+        Ok(Ring {
+            slots,
+            head: 0,
+            count: 0,
+            limit: size,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {

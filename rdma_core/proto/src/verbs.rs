@@ -139,7 +139,10 @@ impl WrOpcode {
 
     /// Whether the request is an 8-byte atomic that returns the old value.
     pub const fn is_atomic(self) -> bool {
-        matches!(self, WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)
+        matches!(
+            self,
+            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd
+        )
     }
 
     /// Whether the request consumes a receive WQE at the responder.
@@ -160,7 +163,10 @@ impl WrOpcode {
 
     /// Whether the request acts on local keys only and sends nothing.
     pub const fn is_local(self) -> bool {
-        matches!(self, WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::BindMw)
+        matches!(
+            self,
+            WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::BindMw
+        )
     }
 
     /// Whether the local data is gathered from the SGE list (as opposed to

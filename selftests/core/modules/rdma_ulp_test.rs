@@ -61,19 +61,39 @@ fn setup(dev: &Arc<Device>) -> Result<Objects> {
             send_cq: cq.core(),
             recv_cq: cq.core(),
             srq: None,
-            cap: QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+            cap: QpCap {
+                max_send_wr: 8,
+                max_recv_wr: 8,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
             sq_sig_all: false,
             port_num: 1,
         },
     )?;
     let mask = required_attrs(QpState::Reset, QpState::Init, QpType::Rc).ok_or(EINVAL)?;
-    let attr = QpAttr { qp_state: QpState::Init, port_num: 1, ..QpAttr::default() };
+    let attr = QpAttr {
+        qp_state: QpState::Init,
+        port_num: 1,
+        ..QpAttr::default()
+    };
     qp.modify(&attr, mask | AttrMask::STATE)?;
     let sg = [buf.sge(0, 4096, mr.lkey())?];
     for i in 0..4 {
-        qp.post_recv(&[RecvWr { wr_id: i, cqe: None, sg: &sg }]).map_err(|(_, e)| e)?;
+        qp.post_recv(&[RecvWr {
+            wr_id: i,
+            cqe: None,
+            sg: &sg,
+        }])
+        .map_err(|(_, e)| e)?;
     }
-    Ok(Objects { qp: Some(qp), mr: Some(mr), cq: Some(cq), pd: Some(pd) })
+    Ok(Objects {
+        qp: Some(qp),
+        mr: Some(mr),
+        cq: Some(cq),
+        pd: Some(pd),
+    })
 }
 
 struct Ulp;
@@ -106,6 +126,8 @@ struct UlpTest {
 
 impl kernel::Module for UlpTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        Ok(UlpTest { _reg: ClientRegistration::new(Ulp)? })
+        Ok(UlpTest {
+            _reg: ClientRegistration::new(Ulp)?,
+        })
     }
 }

@@ -52,7 +52,10 @@ module! {
 }
 
 const ALL_ACCESS: Access = Access(
-    Access::LOCAL_WRITE.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0,
+    Access::LOCAL_WRITE.0
+        | Access::REMOTE_WRITE.0
+        | Access::REMOTE_READ.0
+        | Access::REMOTE_ATOMIC.0,
 );
 
 fn dev(name: &CStr) -> Result<DeviceRef> {
@@ -201,7 +204,12 @@ fn post1(qp: &Qp, wr: SendWr<'_>) -> Result {
 }
 
 fn recv1(qp: &Qp, wr_id: u64, sg: &[Sge]) -> Result {
-    qp.post_recv(&[RecvWr { wr_id, cqe: None, sg }]).map_err(|(_, e)| e)
+    qp.post_recv(&[RecvWr {
+        wr_id,
+        cqe: None,
+        sg,
+    }])
+    .map_err(|(_, e)| e)
 }
 
 /// A deterministic byte pattern.
@@ -223,7 +231,14 @@ fn resources_and_destroy_order() -> Result {
     let cq = Cq::create(d.arc(), 16, None)?;
     let buf = Buffer::new(4096)?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
-    let srq = Srq::create(pd.core(), &SrqAttr { max_wr: 8, max_sge: 1, srq_limit: 0 })?;
+    let srq = Srq::create(
+        pd.core(),
+        &SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )?;
     let qp = Qp::create(
         pd.core(),
         &QpInitAttr {
@@ -231,7 +246,10 @@ fn resources_and_destroy_order() -> Result {
             send_cq: cq.core(),
             recv_cq: cq.core(),
             srq: Some(srq.core()),
-            cap: QpCap { max_recv_wr: 0, ..caps(4) },
+            cap: QpCap {
+                max_recv_wr: 0,
+                ..caps(4)
+            },
             sq_sig_all: false,
             port_num: 1,
         },
@@ -266,24 +284,45 @@ fn resources_and_destroy_order() -> Result {
     let pd = Pd::alloc(d.arc())?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 64, Access::LOCAL_WRITE)?;
     drop(pd);
-    check(d.resource_counts()[0] == 1, "orphaned PD lives while its MR does")?;
+    check(
+        d.resource_counts()[0] == 1,
+        "orphaned PD lives while its MR does",
+    )?;
     drop(mr);
-    check(d.resource_counts() == [0; 7], "orphaned PD freed with its last user")?;
+    check(
+        d.resource_counts() == [0; 7],
+        "orphaned PD freed with its last user",
+    )?;
     // Bad arguments.
-    check(Cq::create(d.arc(), 0, None).is_err(), "CQ of 0 entries refused")?;
-    check(Cq::create(d.arc(), 1 << 20, None).is_err(), "CQ above max_cqe refused")?;
+    check(
+        Cq::create(d.arc(), 0, None).is_err(),
+        "CQ of 0 entries refused",
+    )?;
+    check(
+        Cq::create(d.arc(), 1 << 20, None).is_err(),
+        "CQ above max_cqe refused",
+    )?;
     let pd = Pd::alloc(d.arc())?;
     check(
         Mr::reg_buffer(pd.core(), &buf, 0, 64, Access::REMOTE_WRITE).is_err(),
         "remote write without local write refused",
     )?;
-    check(Mr::reg_buffer(pd.core(), &buf, 4000, 200, Access::NONE).is_err(), "MR past the buffer refused")?;
+    check(
+        Mr::reg_buffer(pd.core(), &buf, 4000, 200, Access::NONE).is_err(),
+        "MR past the buffer refused",
+    )?;
     let mut bad_av = av();
     bad_av.grh.sgid_index = 3;
-    check(Ah::create(pd.core(), &bad_av).is_err(), "AH with an empty GID index refused")?;
+    check(
+        Ah::create(pd.core(), &bad_av).is_err(),
+        "AH with an empty GID index refused",
+    )?;
     bad_av = av();
     bad_av.port_num = 9;
-    check(Ah::create(pd.core(), &bad_av).is_err(), "AH with a bad port refused")?;
+    check(
+        Ah::create(pd.core(), &bad_av).is_err(),
+        "AH with a bad port refused",
+    )?;
     Ok(())
 }
 
@@ -293,7 +332,13 @@ fn qp_state_machine() -> Result {
     let d = dev(c_str!("swdev0"))?;
     let pd = Pd::alloc(d.arc())?;
     let cq = Cq::create(d.arc(), 64, None)?;
-    let path = [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd];
+    let path = [
+        QpState::Reset,
+        QpState::Init,
+        QpState::Rtr,
+        QpState::Rts,
+        QpState::Sqd,
+    ];
     let mut checked = 0u32;
     for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
         for depth in 0..=path.len() {
@@ -337,11 +382,22 @@ fn qp_state_machine() -> Result {
                     let qp2 = new_qp(&pd, &cq, t, 2)?;
                     if cur == QpState::Reset && !req.is_empty() {
                         let lowest = AttrMask(req.0 & req.0.wrapping_neg());
-                        let r = qp2.modify(&full_attr(next, 0), req.difference(lowest) | AttrMask::STATE);
-                        check(r == Err(EINVAL) && qp2.state() == cur, "missing attribute refused")?;
-                        let extra = [AttrMask::SQ_PSN, AttrMask::RQ_PSN, AttrMask::QKEY, AttrMask::AV]
-                            .into_iter()
-                            .find(|b| !(req | opt).contains(*b));
+                        let r = qp2.modify(
+                            &full_attr(next, 0),
+                            req.difference(lowest) | AttrMask::STATE,
+                        );
+                        check(
+                            r == Err(EINVAL) && qp2.state() == cur,
+                            "missing attribute refused",
+                        )?;
+                        let extra = [
+                            AttrMask::SQ_PSN,
+                            AttrMask::RQ_PSN,
+                            AttrMask::QKEY,
+                            AttrMask::AV,
+                        ]
+                        .into_iter()
+                        .find(|b| !(req | opt).contains(*b));
                         if let Some(b) = extra {
                             let r = qp2.modify(&full_attr(next, 0), req | b | AttrMask::STATE);
                             check(r == Err(EINVAL), "forbidden attribute refused")?;
@@ -354,44 +410,78 @@ fn qp_state_machine() -> Result {
     check(checked == 3 * 6 * 7, "every pair tried")?;
     // Bad values on a legal transition.
     let qp = new_qp(&pd, &cq, QpType::Rc, 2)?;
-    let init = required_attrs(QpState::Reset, QpState::Init, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
+    let init =
+        required_attrs(QpState::Reset, QpState::Init, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
     let mut a = full_attr(QpState::Init, 0);
     a.port_num = 0;
     check(qp.modify(&a, init) == Err(EINVAL), "port 0 refused")?;
     a = full_attr(QpState::Init, 0);
     a.pkey_index = 2;
-    check(qp.modify(&a, init) == Err(EINVAL), "P_Key index past the table refused")?;
+    check(
+        qp.modify(&a, init) == Err(EINVAL),
+        "P_Key index past the table refused",
+    )?;
     a = full_attr(QpState::Init, 0);
     a.qp_access_flags = Access::MW_BIND;
-    check(qp.modify(&a, init) == Err(EINVAL), "bad access flags refused")?;
+    check(
+        qp.modify(&a, init) == Err(EINVAL),
+        "bad access flags refused",
+    )?;
     qp.modify(&full_attr(QpState::Init, 0), init)?;
-    let rtr = required_attrs(QpState::Init, QpState::Rtr, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
+    let rtr =
+        required_attrs(QpState::Init, QpState::Rtr, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
     a = full_attr(QpState::Rtr, 0);
     a.ah_attr.grh.sgid_index = 2;
-    check(qp.modify(&a, rtr) == Err(EINVAL), "AV with an empty GID refused")?;
+    check(
+        qp.modify(&a, rtr) == Err(EINVAL),
+        "AV with an empty GID refused",
+    )?;
     a = full_attr(QpState::Rtr, 0);
     a.max_dest_rd_atomic = 200;
-    check(qp.modify(&a, rtr) == Err(EINVAL), "max_dest_rd_atomic past the device refused")?;
+    check(
+        qp.modify(&a, rtr) == Err(EINVAL),
+        "max_dest_rd_atomic past the device refused",
+    )?;
     a = full_attr(QpState::Rtr, 0);
     a.dest_qp_num = 1 << 24;
     check(qp.modify(&a, rtr) == Err(EINVAL), "25-bit QPN refused")?;
     check(qp.state() == QpState::Init, "still INIT")?;
     qp.modify(&full_attr(QpState::Rtr, 0), rtr)?;
-    let rts = required_attrs(QpState::Rtr, QpState::Rts, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
+    let rts =
+        required_attrs(QpState::Rtr, QpState::Rts, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
     a = full_attr(QpState::Rts, 0);
     a.retry_cnt = 8;
     check(qp.modify(&a, rts) == Err(EINVAL), "retry count 8 refused")?;
     let q = qp.query()?;
-    check(q.qp_state == QpState::Rtr && q.path_mtu == Mtu::Mtu1024 && q.cap.max_send_wr == 2, "query")?;
+    check(
+        q.qp_state == QpState::Rtr && q.path_mtu == Mtu::Mtu1024 && q.cap.max_send_wr == 2,
+        "query",
+    )?;
     // A GSI QP is one per device.
     let gsi = Qp::create(
         pd.core(),
-        &QpInitAttr { qp_type: QpType::Gsi, send_cq: cq.core(), recv_cq: cq.core(), srq: None, cap: caps(2), sq_sig_all: false, port_num: 1 },
+        &QpInitAttr {
+            qp_type: QpType::Gsi,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: caps(2),
+            sq_sig_all: false,
+            port_num: 1,
+        },
     )?;
     check(gsi.qpn() == 1, "GSI QP is QP1")?;
     let second = Qp::create(
         pd.core(),
-        &QpInitAttr { qp_type: QpType::Gsi, send_cq: cq.core(), recv_cq: cq.core(), srq: None, cap: caps(2), sq_sig_all: false, port_num: 1 },
+        &QpInitAttr {
+            qp_type: QpType::Gsi,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: caps(2),
+            sq_sig_all: false,
+            port_num: 1,
+        },
     );
     check(second.err() == Some(EBUSY), "second GSI QP refused")?;
     Ok(())
@@ -437,9 +527,19 @@ fn rc_data_integrity() -> Result {
             let sop = match op {
                 0 => SendOp::Send,
                 1 => SendOp::SendWithImm(imm),
-                2 => SendOp::Write { remote_addr: raddr, rkey: dmr.rkey() },
-                3 => SendOp::WriteWithImm { remote_addr: raddr, rkey: dmr.rkey(), imm },
-                _ => SendOp::Read { remote_addr: raddr, rkey: dmr.rkey() },
+                2 => SendOp::Write {
+                    remote_addr: raddr,
+                    rkey: dmr.rkey(),
+                },
+                3 => SendOp::WriteWithImm {
+                    remote_addr: raddr,
+                    rkey: dmr.rkey(),
+                    imm,
+                },
+                _ => SendOp::Read {
+                    remote_addr: raddr,
+                    rkey: dmr.rkey(),
+                },
             };
             let consumes = op < 2 || op == 3;
             if consumes {
@@ -453,14 +553,28 @@ fn rc_data_integrity() -> Result {
             post1(&a, SendWr::new(id, sop, &ssg))?;
             let wcs = poll_n(&cq, if consumes { 2 } else { 1 })?;
             let (sw, rw) = if consumes {
-                if wcs[0].qp_num == a.qpn() { (&wcs[0], Some(&wcs[1])) } else { (&wcs[1], Some(&wcs[0])) }
+                if wcs[0].qp_num == a.qpn() {
+                    (&wcs[0], Some(&wcs[1]))
+                } else {
+                    (&wcs[1], Some(&wcs[0]))
+                }
             } else {
                 (&wcs[0], None)
             };
-            let sop_wc = [WcOpcode::Send, WcOpcode::Send, WcOpcode::RdmaWrite, WcOpcode::RdmaWrite, WcOpcode::RdmaRead][op];
+            let sop_wc = [
+                WcOpcode::Send,
+                WcOpcode::Send,
+                WcOpcode::RdmaWrite,
+                WcOpcode::RdmaWrite,
+                WcOpcode::RdmaRead,
+            ][op];
             expect_wc(sw, id, WcStatus::Success, sop_wc, Some(len as u32))?;
             if let Some(rw) = rw {
-                let ropc = if op == 3 { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
+                let ropc = if op == 3 {
+                    WcOpcode::RecvRdmaWithImm
+                } else {
+                    WcOpcode::Recv
+                };
                 expect_wc(rw, id, WcStatus::Success, ropc, Some(len as u32))?;
                 let has_imm = rw.wc_flags.contains(WcFlags::WITH_IMM);
                 check(has_imm == (op == 1 || op == 3), "immediate flag")?;
@@ -486,30 +600,104 @@ fn rc_data_integrity() -> Result {
     let res = [src.sge(0, 8, smr.lkey())?];
     let word = dst.addr(64);
     let mut v = [0u8; 8];
-    post1(&a, SendWr::new(900, SendOp::FetchAndAdd { remote_addr: word, rkey: dmr.rkey(), add: 5 }, &res))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 900, WcStatus::Success, WcOpcode::FetchAdd, Some(8))?;
+    post1(
+        &a,
+        SendWr::new(
+            900,
+            SendOp::FetchAndAdd {
+                remote_addr: word,
+                rkey: dmr.rkey(),
+                add: 5,
+            },
+            &res,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        900,
+        WcStatus::Success,
+        WcOpcode::FetchAdd,
+        Some(8),
+    )?;
     src.read(0, &mut v)?;
-    check(u64::from_ne_bytes(v) == 100, "fetch-add returns the old value")?;
+    check(
+        u64::from_ne_bytes(v) == 100,
+        "fetch-add returns the old value",
+    )?;
     dst.read(64, &mut v)?;
     check(u64::from_ne_bytes(v) == 105, "fetch-add adds")?;
-    post1(&a, SendWr::new(901, SendOp::CmpAndSwp { remote_addr: word, rkey: dmr.rkey(), compare: 105, swap: 7 }, &res))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 901, WcStatus::Success, WcOpcode::CompSwap, Some(8))?;
+    post1(
+        &a,
+        SendWr::new(
+            901,
+            SendOp::CmpAndSwp {
+                remote_addr: word,
+                rkey: dmr.rkey(),
+                compare: 105,
+                swap: 7,
+            },
+            &res,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        901,
+        WcStatus::Success,
+        WcOpcode::CompSwap,
+        Some(8),
+    )?;
     dst.read(64, &mut v)?;
-    check(u64::from_ne_bytes(v) == 7, "compare-and-swap swaps on equal")?;
-    post1(&a, SendWr::new(902, SendOp::CmpAndSwp { remote_addr: word, rkey: dmr.rkey(), compare: 105, swap: 9 }, &res))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 902, WcStatus::Success, WcOpcode::CompSwap, Some(8))?;
-    dst.read(64, &mut v)?;
-    check(u64::from_ne_bytes(v) == 7, "compare-and-swap keeps on different")?;
     check(
-        a.post_send(&[SendWr::new(903, SendOp::FetchAndAdd { remote_addr: word + 4, rkey: dmr.rkey(), add: 1 }, &res)])
-            .is_err(),
+        u64::from_ne_bytes(v) == 7,
+        "compare-and-swap swaps on equal",
+    )?;
+    post1(
+        &a,
+        SendWr::new(
+            902,
+            SendOp::CmpAndSwp {
+                remote_addr: word,
+                rkey: dmr.rkey(),
+                compare: 105,
+                swap: 9,
+            },
+            &res,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        902,
+        WcStatus::Success,
+        WcOpcode::CompSwap,
+        Some(8),
+    )?;
+    dst.read(64, &mut v)?;
+    check(
+        u64::from_ne_bytes(v) == 7,
+        "compare-and-swap keeps on different",
+    )?;
+    check(
+        a.post_send(&[SendWr::new(
+            903,
+            SendOp::FetchAndAdd {
+                remote_addr: word + 4,
+                rkey: dmr.rkey(),
+                add: 1,
+            },
+            &res,
+        )])
+        .is_err(),
         "unaligned atomic refused at post",
     )?;
     // Unsignaled requests complete silently; inline data needs no key.
     want[..100].copy_from_slice(&[0x5a; 100]);
     src.write(0, &want[..100])?;
     recv1(&b, 950, &[dst.sge(0, 200, dmr.lkey())?])?;
-    let inline_sg = [Sge { addr: src.addr(0), length: 100, lkey: smr.lkey() }];
+    let inline_sg = [Sge {
+        addr: src.addr(0),
+        length: 100,
+        lkey: smr.lkey(),
+    }];
     let mut wr = SendWr::new(951, SendOp::Send, &inline_sg);
     wr.flags = SendFlags::INLINE;
     post1(&a, wr)?;
@@ -539,20 +727,33 @@ fn ud_with_grh() -> Result {
     let ah = Ah::create(pd.core(), &av())?;
     let sg = [buf.sge(0, 100, mr.lkey())?];
     let mut wr = SendWr::new(2, SendOp::SendWithImm(77), &sg);
-    wr.ud = Some(UdDest { ah: ah.core(), remote_qpn: b.qpn(), remote_qkey: 0x1111_1111 });
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: b.qpn(),
+        remote_qkey: 0x1111_1111,
+    });
     post1(&a, wr)?;
     let wcs = poll_n(&cq, 2)?;
     let rw = if wcs[0].wr_id == 1 { &wcs[0] } else { &wcs[1] };
     expect_wc(rw, 1, WcStatus::Success, WcOpcode::Recv, Some(140))?;
-    check(rw.wc_flags.contains(WcFlags::GRH) && rw.src_qp == a.qpn(), "GRH and source QP")?;
-    check(rw.network_hdr_type == 2 && rw.imm_data == 77, "IPv4 header type and immediate")?;
+    check(
+        rw.wc_flags.contains(WcFlags::GRH) && rw.src_qp == a.qpn(),
+        "GRH and source QP",
+    )?;
+    check(
+        rw.network_hdr_type == 2 && rw.imm_data == 77,
+        "IPv4 header type and immediate",
+    )?;
     let mut got = [0u8; 100];
     buf.read(4096 + 40, &mut got)?;
     check(got == msg, "UD data after the GRH")?;
     let mut grh = [0u8; 40];
     buf.read(4096, &mut grh)?;
     let reply = AhAttr::from_wc(&d, 1, rw, &grh)?;
-    check(reply.grh.dgid == Gid::from_ipv4([10, 77, 5, 1]) && reply.grh.sgid_index == 0, "AH from the completion")?;
+    check(
+        reply.grh.dgid == Gid::from_ipv4([10, 77, 5, 1]) && reply.grh.sgid_index == 0,
+        "AH from the completion",
+    )?;
     let ah2 = Ah::create(pd.core(), &reply)?;
     check(ah2.query() == reply, "query returns the address")?;
     let mut changed = reply;
@@ -562,14 +763,37 @@ fn ud_with_grh() -> Result {
     // A wrong Q_Key loses the message; the sender still succeeds.
     recv1(&b, 3, &[buf.sge(4096, 2048, mr.lkey())?])?;
     let mut wr = SendWr::new(4, SendOp::Send, &sg);
-    wr.ud = Some(UdDest { ah: ah.core(), remote_qpn: b.qpn(), remote_qkey: 5 });
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: b.qpn(),
+        remote_qkey: 5,
+    });
     post1(&a, wr)?;
-    expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::Success, WcOpcode::Send, None)?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        4,
+        WcStatus::Success,
+        WcOpcode::Send,
+        None,
+    )?;
     check(cq.peek(1) == 0, "nothing received with a wrong Q_Key")?;
     // UD needs an address; RDMA is not for UD.
-    check(post1(&a, SendWr::new(5, SendOp::Send, &sg)) == Err(EINVAL), "UD send without AH refused")?;
     check(
-        post1(&a, SendWr::new(6, SendOp::Write { remote_addr: 0, rkey: 0 }, &sg)) == Err(EINVAL),
+        post1(&a, SendWr::new(5, SendOp::Send, &sg)) == Err(EINVAL),
+        "UD send without AH refused",
+    )?;
+    check(
+        post1(
+            &a,
+            SendWr::new(
+                6,
+                SendOp::Write {
+                    remote_addr: 0,
+                    rkey: 0,
+                },
+                &sg,
+            ),
+        ) == Err(EINVAL),
         "WRITE on UD refused",
     )?;
     // Multicast groups.
@@ -578,9 +802,15 @@ fn ud_with_grh() -> Result {
     mgid.0[15] = 1;
     a.attach_mcast(&mgid)?;
     check(a.in_mcast(&mgid), "attached")?;
-    check(a.attach_mcast(&Gid::from_ipv4([1, 2, 3, 4])) == Err(EINVAL), "unicast GID refused")?;
+    check(
+        a.attach_mcast(&Gid::from_ipv4([1, 2, 3, 4])) == Err(EINVAL),
+        "unicast GID refused",
+    )?;
     a.detach_mcast(&mgid)?;
-    check(a.detach_mcast(&mgid) == Err(EINVAL), "detach when not attached refused")?;
+    check(
+        a.detach_mcast(&mgid) == Err(EINVAL),
+        "detach when not attached refused",
+    )?;
     Ok(())
 }
 
@@ -593,52 +823,151 @@ fn access_violations_and_flush() -> Result {
     let ro = Mr::reg_buffer(pd.core(), &buf, 4096, 4096, Access::REMOTE_READ)?;
     let sg = [buf.sge(0, 64, mr.lkey())?];
     let cases: [(SendOp<'_>, WcStatus); 4] = [
-        (SendOp::Write { remote_addr: buf.addr(0), rkey: mr.rkey() ^ 0x100 }, WcStatus::RemAccessErr),
-        (SendOp::Write { remote_addr: buf.addr(4096), rkey: ro.rkey() }, WcStatus::RemAccessErr),
-        (SendOp::Read { remote_addr: buf.addr(4090), rkey: mr.rkey() }, WcStatus::RemAccessErr),
+        (
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: mr.rkey() ^ 0x100,
+            },
+            WcStatus::RemAccessErr,
+        ),
+        (
+            SendOp::Write {
+                remote_addr: buf.addr(4096),
+                rkey: ro.rkey(),
+            },
+            WcStatus::RemAccessErr,
+        ),
+        (
+            SendOp::Read {
+                remote_addr: buf.addr(4090),
+                rkey: mr.rkey(),
+            },
+            WcStatus::RemAccessErr,
+        ),
         (SendOp::Send, WcStatus::RnrRetryExcErr),
     ];
     for (op, status) in cases {
         let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
         // Two more behind the failing one, and a receive on each side.
         recv1(&a, 10, &sg)?;
-        a.post_send(&[SendWr::new(1, op, &sg), SendWr::new(2, SendOp::Send, &sg), SendWr::new(3, SendOp::Send, &sg)])
-            .map_err(|(_, e)| e)?;
+        a.post_send(&[
+            SendWr::new(1, op, &sg),
+            SendWr::new(2, SendOp::Send, &sg),
+            SendWr::new(3, SendOp::Send, &sg),
+        ])
+        .map_err(|(_, e)| e)?;
         let wcs = poll_n(&cq, 4)?;
         let by_id = |id: u64| wcs.iter().find(|w| w.wr_id == id);
         expect_wc(by_id(1).ok_or(EINVAL)?, 1, status, WcOpcode::Send, None)?;
-        expect_wc(by_id(2).ok_or(EINVAL)?, 2, WcStatus::WrFlushErr, WcOpcode::Send, None)?;
-        expect_wc(by_id(3).ok_or(EINVAL)?, 3, WcStatus::WrFlushErr, WcOpcode::Send, None)?;
-        expect_wc(by_id(10).ok_or(EINVAL)?, 10, WcStatus::WrFlushErr, WcOpcode::Recv, None)?;
+        expect_wc(
+            by_id(2).ok_or(EINVAL)?,
+            2,
+            WcStatus::WrFlushErr,
+            WcOpcode::Send,
+            None,
+        )?;
+        expect_wc(
+            by_id(3).ok_or(EINVAL)?,
+            3,
+            WcStatus::WrFlushErr,
+            WcOpcode::Send,
+            None,
+        )?;
+        expect_wc(
+            by_id(10).ok_or(EINVAL)?,
+            10,
+            WcStatus::WrFlushErr,
+            WcOpcode::Recv,
+            None,
+        )?;
         check(a.state() == QpState::Err, "requester in ERR")?;
         if status == WcStatus::RemAccessErr {
             check(b.state() == QpState::Err, "responder in ERR")?;
         }
         // Posting in ERR completes at once with a flush.
         post1(&a, SendWr::new(4, SendOp::Send, &sg))?;
-        expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::WrFlushErr, WcOpcode::Send, None)?;
+        expect_wc(
+            &poll_n(&cq, 1)?[0],
+            4,
+            WcStatus::WrFlushErr,
+            WcOpcode::Send,
+            None,
+        )?;
     }
     // A bad local key.
     let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
-    let bad = [Sge { addr: buf.addr(0), length: 64, lkey: 0x7f00 }];
-    post1(&a, SendWr::new(20, SendOp::Write { remote_addr: buf.addr(0), rkey: mr.rkey() }, &bad))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 20, WcStatus::LocProtErr, WcOpcode::RdmaWrite, None)?;
+    let bad = [Sge {
+        addr: buf.addr(0),
+        length: 64,
+        lkey: 0x7f00,
+    }];
+    post1(
+        &a,
+        SendWr::new(
+            20,
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: mr.rkey(),
+            },
+            &bad,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        20,
+        WcStatus::LocProtErr,
+        WcOpcode::RdmaWrite,
+        None,
+    )?;
     // Posting before RTS is refused; too many SGEs too.
     let c = new_qp(&pd, &cq, QpType::Rc, 2)?;
-    check(post1(&c, SendWr::new(30, SendOp::Send, &sg)) == Err(EINVAL), "post in RESET refused")?;
-    check(recv1(&c, 31, &sg) == Err(EINVAL), "receive in RESET refused")?;
+    check(
+        post1(&c, SendWr::new(30, SendOp::Send, &sg)) == Err(EINVAL),
+        "post in RESET refused",
+    )?;
+    check(
+        recv1(&c, 31, &sg) == Err(EINVAL),
+        "receive in RESET refused",
+    )?;
     let (e, _f) = rc_pair(&pd, &cq, QpType::Rc, 2)?;
     let five = [sg[0]; 5];
-    check(post1(&e, SendWr::new(32, SendOp::Send, &five)) == Err(EINVAL), "5 SGEs over max 4 refused")?;
+    check(
+        post1(&e, SendWr::new(32, SendOp::Send, &five)) == Err(EINVAL),
+        "5 SGEs over max 4 refused",
+    )?;
     // A full send queue.
-    let mut wr = SendWr::new(33, SendOp::Write { remote_addr: buf.addr(0), rkey: mr.rkey() }, &sg);
+    let mut wr = SendWr::new(
+        33,
+        SendOp::Write {
+            remote_addr: buf.addr(0),
+            rkey: mr.rkey(),
+        },
+        &sg,
+    );
     wr.flags = SendFlags::NONE;
     let r = e.post_send(&[
-        SendWr::new(34, SendOp::Write { remote_addr: buf.addr(0), rkey: mr.rkey() }, &sg),
-        SendWr::new(35, SendOp::Write { remote_addr: buf.addr(0), rkey: mr.rkey() }, &sg),
+        SendWr::new(
+            34,
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: mr.rkey(),
+            },
+            &sg,
+        ),
+        SendWr::new(
+            35,
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: mr.rkey(),
+            },
+            &sg,
+        ),
         wr,
     ]);
-    check(matches!(r, Err((2, _))) || r.is_ok(), "full queue refuses at the right index")?;
+    check(
+        matches!(r, Err((2, _))) || r.is_ok(),
+        "full queue refuses at the right index",
+    )?;
     let _ = poll_n(&cq, 2);
     Ok(())
 }
@@ -654,30 +983,102 @@ fn fast_reg_and_invalidate() -> Result {
     let smr = Mr::reg_buffer(pd.core(), &src, 0, 4096, ALL_ACCESS)?;
     let fr = Mr::alloc_fast_reg(pd.core(), 4)?;
     check(!fr.is_valid(), "a new fast-reg MR is invalid")?;
-    let n = fr.map_mr_sg(&[BufSlice { buf: &p1, offset: 0, len: 8192 }, BufSlice { buf: &p2, offset: 0, len: 8192 }], 4096)?;
+    let n = fr.map_mr_sg(
+        &[
+            BufSlice {
+                buf: &p1,
+                offset: 0,
+                len: 8192,
+            },
+            BufSlice {
+                buf: &p2,
+                offset: 0,
+                len: 8192,
+            },
+        ],
+        4096,
+    )?;
     check(n == 2 && fr.length() == 16384, "two pages mapped")?;
     let key = (fr.lkey() & !0xff) | 0x42;
-    post1(&a, SendWr::new(1, SendOp::RegMr { mr: fr.core(), key, access: Access::LOCAL_WRITE | Access::REMOTE_WRITE }, &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 1, WcStatus::Success, WcOpcode::RegMr, None)?;
+    post1(
+        &a,
+        SendWr::new(
+            1,
+            SendOp::RegMr {
+                mr: fr.core(),
+                key,
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            },
+            &[],
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::RegMr,
+        None,
+    )?;
     check(fr.is_valid() && fr.rkey() == key, "valid under the new key")?;
     // A WRITE across the boundary of the two buffers.
     let mut msg = [0u8; 400];
     pattern(3, &mut msg);
     src.write(0, &msg)?;
     let sg = [src.sge(0, 400, smr.lkey())?];
-    post1(&a, SendWr::new(2, SendOp::Write { remote_addr: fr.iova() + 8000, rkey: key }, &sg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 2, WcStatus::Success, WcOpcode::RdmaWrite, Some(400))?;
+    post1(
+        &a,
+        SendWr::new(
+            2,
+            SendOp::Write {
+                remote_addr: fr.iova() + 8000,
+                rkey: key,
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        2,
+        WcStatus::Success,
+        WcOpcode::RdmaWrite,
+        Some(400),
+    )?;
     let mut got = [0u8; 400];
     p1.read(8000, &mut got[..192])?;
     p2.read(0, &mut got[192..])?;
     check(got == msg, "data split over the two buffers")?;
     // The old key is stale; after LOCAL_INV the new one is too.
     post1(&a, SendWr::new(3, SendOp::LocalInv(key), &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 3, WcStatus::Success, WcOpcode::LocalInv, None)?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        3,
+        WcStatus::Success,
+        WcOpcode::LocalInv,
+        None,
+    )?;
     check(!fr.is_valid(), "invalid after LOCAL_INV")?;
-    post1(&a, SendWr::new(4, SendOp::Write { remote_addr: fr.iova(), rkey: key }, &sg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
-    check(Mr::alloc_fast_reg(pd.core(), 65).is_err(), "page list over the device limit refused")?;
+    post1(
+        &a,
+        SendWr::new(
+            4,
+            SendOp::Write {
+                remote_addr: fr.iova(),
+                rkey: key,
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        4,
+        WcStatus::RemAccessErr,
+        WcOpcode::RdmaWrite,
+        None,
+    )?;
+    check(
+        Mr::alloc_fast_reg(pd.core(), 65).is_err(),
+        "page list over the device limit refused",
+    )?;
     Ok(())
 }
 
@@ -686,7 +1087,13 @@ fn memory_windows() -> Result {
     let pd = Pd::alloc(d.arc())?;
     let cq = Cq::create(d.arc(), 32, None)?;
     let buf = Buffer::new(8192)?;
-    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, Access(ALL_ACCESS.0 | Access::MW_BIND.0))?;
+    let mr = Mr::reg_buffer(
+        pd.core(),
+        &buf,
+        0,
+        4096,
+        Access(ALL_ACCESS.0 | Access::MW_BIND.0),
+    )?;
     let plain = Mr::reg_buffer(pd.core(), &buf, 4096, 4096, ALL_ACCESS)?;
     let src = Buffer::new(4096)?;
     let smr = Mr::reg_buffer(pd.core(), &src, 0, 4096, ALL_ACCESS)?;
@@ -701,33 +1108,104 @@ fn memory_windows() -> Result {
     let base = buf.addr(1024);
     let key2 = (w2.rkey() & !0xff) | 0x11;
     fn bind<'a>(mw: &'a Mw, key: u32, access: Access, mr: &'a Mr, addr: u64) -> SendOp<'a> {
-        SendOp::BindMw { mw: mw.core(), mr: mr.core(), key, addr, length: 512, access }
+        SendOp::BindMw {
+            mw: mw.core(),
+            mr: mr.core(),
+            key,
+            addr,
+            length: 512,
+            access,
+        }
     }
     // A type 2 window is bound by (and for) the responder's QP.
-    post1(&b, SendWr::new(1, bind(&w2, key2, Access::REMOTE_WRITE, &mr, base), &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 1, WcStatus::Success, WcOpcode::BindMw, None)?;
-    check(w2.is_bound() && w2.rkey() == key2, "bound under the new key")?;
-    post1(&a, SendWr::new(2, SendOp::Write { remote_addr: base + 10, rkey: key2 }, &sg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 2, WcStatus::Success, WcOpcode::RdmaWrite, Some(100))?;
+    post1(
+        &b,
+        SendWr::new(1, bind(&w2, key2, Access::REMOTE_WRITE, &mr, base), &[]),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::BindMw,
+        None,
+    )?;
+    check(
+        w2.is_bound() && w2.rkey() == key2,
+        "bound under the new key",
+    )?;
+    post1(
+        &a,
+        SendWr::new(
+            2,
+            SendOp::Write {
+                remote_addr: base + 10,
+                rkey: key2,
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        2,
+        WcStatus::Success,
+        WcOpcode::RdmaWrite,
+        Some(100),
+    )?;
     let mut got = [0u8; 100];
     buf.read(1034, &mut got)?;
     check(got == msg, "written through the window")?;
-    post1(&b, SendWr::new(3, bind(&w2, key2 + 1, Access::REMOTE_WRITE, &mr, base), &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 3, WcStatus::MwBindErr, WcOpcode::BindMw, None)?;
+    post1(
+        &b,
+        SendWr::new(3, bind(&w2, key2 + 1, Access::REMOTE_WRITE, &mr, base), &[]),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        3,
+        WcStatus::MwBindErr,
+        WcOpcode::BindMw,
+        None,
+    )?;
     // Outside the window, and a right the window lacks.
     for (op, what) in [
-        (SendOp::Write { remote_addr: base + 450, rkey: key2 }, "past the window"),
-        (SendOp::Read { remote_addr: base, rkey: key2 }, "read through a write-only window"),
+        (
+            SendOp::Write {
+                remote_addr: base + 450,
+                rkey: key2,
+            },
+            "past the window",
+        ),
+        (
+            SendOp::Read {
+                remote_addr: base,
+                rkey: key2,
+            },
+            "read through a write-only window",
+        ),
     ] {
         let (c, e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
         // Type 2 windows answer only their own QP: bind a fresh one for `e`.
         let w = Mw::alloc(pd.core(), MwType::Type2)?;
         let k = (w.rkey() & !0xff) | 0x22;
-        post1(&e, SendWr::new(4, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]))?;
-        expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::Success, WcOpcode::BindMw, None)?;
+        post1(
+            &e,
+            SendWr::new(4, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]),
+        )?;
+        expect_wc(
+            &poll_n(&cq, 1)?[0],
+            4,
+            WcStatus::Success,
+            WcOpcode::BindMw,
+            None,
+        )?;
         let op = match op {
-            SendOp::Write { remote_addr, .. } => SendOp::Write { remote_addr, rkey: k },
-            SendOp::Read { remote_addr, .. } => SendOp::Read { remote_addr, rkey: k },
+            SendOp::Write { remote_addr, .. } => SendOp::Write {
+                remote_addr,
+                rkey: k,
+            },
+            SendOp::Read { remote_addr, .. } => SendOp::Read {
+                remote_addr,
+                rkey: k,
+            },
             other => other,
         };
         post1(&c, SendWr::new(5, op, &sg))?;
@@ -739,30 +1217,102 @@ fn memory_windows() -> Result {
     }
     // Another QP of the PD cannot use a type 2 window bound to `b`.
     let (c, _e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
-    post1(&c, SendWr::new(6, SendOp::Write { remote_addr: base, rkey: key2 }, &sg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 6, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
+    post1(
+        &c,
+        SendWr::new(
+            6,
+            SendOp::Write {
+                remote_addr: base,
+                rkey: key2,
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        6,
+        WcStatus::RemAccessErr,
+        WcOpcode::RdmaWrite,
+        None,
+    )?;
     // Invalidated, the window refuses access; then it can be bound again.
     let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
     let w = Mw::alloc(pd.core(), MwType::Type2)?;
     let k = (w.rkey() & !0xff) | 0x33;
-    post1(&b, SendWr::new(7, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]))?;
+    post1(
+        &b,
+        SendWr::new(7, bind(&w, k, Access::REMOTE_WRITE, &mr, base), &[]),
+    )?;
     post1(&b, SendWr::new(8, SendOp::LocalInv(k), &[]))?;
     let wcs = poll_n(&cq, 2)?;
-    check(wcs.iter().all(|w| w.status == WcStatus::Success), "bind and invalidate")?;
+    check(
+        wcs.iter().all(|w| w.status == WcStatus::Success),
+        "bind and invalidate",
+    )?;
     check(!w.is_bound(), "invalidated")?;
-    post1(&a, SendWr::new(9, SendOp::Write { remote_addr: base, rkey: k }, &sg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 9, WcStatus::RemAccessErr, WcOpcode::RdmaWrite, None)?;
+    post1(
+        &a,
+        SendWr::new(
+            9,
+            SendOp::Write {
+                remote_addr: base,
+                rkey: k,
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        9,
+        WcStatus::RemAccessErr,
+        WcOpcode::RdmaWrite,
+        None,
+    )?;
     // A type 1 window serves any QP of its PD; binding needs MW_BIND on the MR.
     let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
     let k1 = (w1.rkey() & !0xff) | 0x44;
-    post1(&a, SendWr::new(10, bind(&w1, k1, Access::REMOTE_READ, &plain, base), &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 10, WcStatus::MwBindErr, WcOpcode::BindMw, None)?;
-    post1(&b, SendWr::new(11, bind(&w1, k1, Access::REMOTE_READ, &mr, base), &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 11, WcStatus::Success, WcOpcode::BindMw, None)?;
+    post1(
+        &a,
+        SendWr::new(10, bind(&w1, k1, Access::REMOTE_READ, &plain, base), &[]),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        10,
+        WcStatus::MwBindErr,
+        WcOpcode::BindMw,
+        None,
+    )?;
+    post1(
+        &b,
+        SendWr::new(11, bind(&w1, k1, Access::REMOTE_READ, &mr, base), &[]),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        11,
+        WcStatus::Success,
+        WcOpcode::BindMw,
+        None,
+    )?;
     let (c, _e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
     let rsg = [src.sge(200, 100, smr.lkey())?];
-    post1(&c, SendWr::new(12, SendOp::Read { remote_addr: base + 10, rkey: k1 }, &rsg))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 12, WcStatus::Success, WcOpcode::RdmaRead, Some(100))?;
+    post1(
+        &c,
+        SendWr::new(
+            12,
+            SendOp::Read {
+                remote_addr: base + 10,
+                rkey: k1,
+            },
+            &rsg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        12,
+        WcStatus::Success,
+        WcOpcode::RdmaRead,
+        Some(100),
+    )?;
     src.read(200, &mut got)?;
     check(got == msg, "read through a type 1 window from another QP")?;
     drop((a, b, c, w, w1, w2));
@@ -782,57 +1332,211 @@ fn extended_opcodes() -> Result {
     // ATOMIC_WRITE: 8 bytes from the SGE land at once.
     buf.write(0, &0xdead_beef_cafe_f00du64.to_ne_bytes())?;
     let eight = [buf.sge(0, 8, mr.lkey())?];
-    post1(&a, SendWr::new(1, SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() }, &eight))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 1, WcStatus::Success, WcOpcode::AtomicWrite, Some(8))?;
+    post1(
+        &a,
+        SendWr::new(
+            1,
+            SendOp::AtomicWrite {
+                remote_addr: buf.addr(512),
+                rkey: mr.rkey(),
+            },
+            &eight,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::AtomicWrite,
+        Some(8),
+    )?;
     let mut v = [0u8; 8];
     buf.read(512, &mut v)?;
-    check(u64::from_ne_bytes(v) == 0xdead_beef_cafe_f00d, "atomic write stored")?;
+    check(
+        u64::from_ne_bytes(v) == 0xdead_beef_cafe_f00d,
+        "atomic write stored",
+    )?;
     let seven = [buf.sge(0, 7, mr.lkey())?];
     check(
-        post1(&a, SendWr::new(2, SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() }, &seven)) == Err(EINVAL),
+        post1(
+            &a,
+            SendWr::new(
+                2,
+                SendOp::AtomicWrite {
+                    remote_addr: buf.addr(512),
+                    rkey: mr.rkey(),
+                },
+                &seven,
+            ),
+        ) == Err(EINVAL),
         "atomic write of 7 bytes refused",
     )?;
     check(
-        post1(&a, SendWr::new(3, SendOp::AtomicWrite { remote_addr: buf.addr(513), rkey: mr.rkey() }, &eight)) == Err(EINVAL),
+        post1(
+            &a,
+            SendWr::new(
+                3,
+                SendOp::AtomicWrite {
+                    remote_addr: buf.addr(513),
+                    rkey: mr.rkey(),
+                },
+                &eight,
+            ),
+        ) == Err(EINVAL),
         "unaligned atomic write refused",
     )?;
     // FLUSH needs the MR's flush right.
-    let global = FlushType { global: true, persistent: false };
-    post1(&a, SendWr::new(4, SendOp::Flush { remote_addr: buf.addr(0), rkey: mr.rkey(), length: 4096, flush: global, whole_mr: false }, &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 4, WcStatus::Success, WcOpcode::Flush, None)?;
+    let global = FlushType {
+        global: true,
+        persistent: false,
+    };
+    post1(
+        &a,
+        SendWr::new(
+            4,
+            SendOp::Flush {
+                remote_addr: buf.addr(0),
+                rkey: mr.rkey(),
+                length: 4096,
+                flush: global,
+                whole_mr: false,
+            },
+            &[],
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        4,
+        WcStatus::Success,
+        WcOpcode::Flush,
+        None,
+    )?;
     check(
-        post1(&a, SendWr::new(5, SendOp::Flush { remote_addr: buf.addr(0), rkey: mr.rkey(), length: 8, flush: FlushType::default(), whole_mr: false }, &[])) == Err(EINVAL),
+        post1(
+            &a,
+            SendWr::new(
+                5,
+                SendOp::Flush {
+                    remote_addr: buf.addr(0),
+                    rkey: mr.rkey(),
+                    length: 8,
+                    flush: FlushType::default(),
+                    whole_mr: false,
+                },
+                &[],
+            ),
+        ) == Err(EINVAL),
         "flush of no kind refused",
     )?;
-    post1(&a, SendWr::new(6, SendOp::Flush { remote_addr: buf.addr(4096), rkey: plain.rkey(), length: 64, flush: global, whole_mr: false }, &[]))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 6, WcStatus::RemAccessErr, WcOpcode::Flush, None)?;
+    post1(
+        &a,
+        SendWr::new(
+            6,
+            SendOp::Flush {
+                remote_addr: buf.addr(4096),
+                rkey: plain.rkey(),
+                length: 64,
+                flush: global,
+                whole_mr: false,
+            },
+            &[],
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        6,
+        WcStatus::RemAccessErr,
+        WcOpcode::Flush,
+        None,
+    )?;
     // READ with invalidate: the local fast-reg sink is invalid afterwards.
     let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
     let page = Buffer::new(4096)?;
     let fr = Mr::alloc_fast_reg(pd.core(), 1)?;
-    fr.map_mr_sg(&[BufSlice { buf: &page, offset: 0, len: 4096 }], 4096)?;
+    fr.map_mr_sg(
+        &[BufSlice {
+            buf: &page,
+            offset: 0,
+            len: 4096,
+        }],
+        4096,
+    )?;
     let key = (fr.lkey() & !0xff) | 0x07;
-    post1(&a, SendWr::new(7, SendOp::RegMr { mr: fr.core(), key, access: Access::LOCAL_WRITE }, &[]))?;
+    post1(
+        &a,
+        SendWr::new(
+            7,
+            SendOp::RegMr {
+                mr: fr.core(),
+                key,
+                access: Access::LOCAL_WRITE,
+            },
+            &[],
+        ),
+    )?;
     let mut msg = [0u8; 64];
     pattern(5, &mut msg);
     buf.write(1024, &msg)?;
-    let sink = [Sge { addr: fr.iova(), length: 64, lkey: key }];
-    post1(&a, SendWr::new(8, SendOp::ReadWithInv { remote_addr: buf.addr(1024), rkey: mr.rkey(), invalidate: key }, &sink))?;
+    let sink = [Sge {
+        addr: fr.iova(),
+        length: 64,
+        lkey: key,
+    }];
+    post1(
+        &a,
+        SendWr::new(
+            8,
+            SendOp::ReadWithInv {
+                remote_addr: buf.addr(1024),
+                rkey: mr.rkey(),
+                invalidate: key,
+            },
+            &sink,
+        ),
+    )?;
     let wcs = poll_n(&cq, 2)?;
     expect_wc(&wcs[1], 8, WcStatus::Success, WcOpcode::RdmaRead, Some(64))?;
     let mut got = [0u8; 64];
     page.read(0, &mut got)?;
-    check(got == msg && !fr.is_valid(), "read landed, sink invalidated")?;
+    check(
+        got == msg && !fr.is_valid(),
+        "read landed, sink invalidated",
+    )?;
     // UC takes WRITEs, not READs, atomics or local invalidation.
     let (u, w) = rc_pair(&pd, &cq, QpType::Uc, 8)?;
-    post1(&u, SendWr::new(9, SendOp::Write { remote_addr: buf.addr(2048), rkey: mr.rkey() }, &eight))?;
-    expect_wc(&poll_n(&cq, 1)?[0], 9, WcStatus::Success, WcOpcode::RdmaWrite, Some(8))?;
+    post1(
+        &u,
+        SendWr::new(
+            9,
+            SendOp::Write {
+                remote_addr: buf.addr(2048),
+                rkey: mr.rkey(),
+            },
+            &eight,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        9,
+        WcStatus::Success,
+        WcOpcode::RdmaWrite,
+        Some(8),
+    )?;
     for op in [
-        SendOp::Read { remote_addr: buf.addr(0), rkey: mr.rkey() },
-        SendOp::AtomicWrite { remote_addr: buf.addr(512), rkey: mr.rkey() },
+        SendOp::Read {
+            remote_addr: buf.addr(0),
+            rkey: mr.rkey(),
+        },
+        SendOp::AtomicWrite {
+            remote_addr: buf.addr(512),
+            rkey: mr.rkey(),
+        },
         SendOp::LocalInv(key),
     ] {
-        check(post1(&u, SendWr::new(10, op, &eight)) == Err(EINVAL), "refused on UC")?;
+        check(
+            post1(&u, SendWr::new(10, op, &eight)) == Err(EINVAL),
+            "refused on UC",
+        )?;
     }
     drop(w);
     Ok(())
@@ -843,14 +1547,26 @@ fn cq_pool() -> Result {
     let before = d.cq_pool_len();
     let c1 = d.arc().cq_pool_get(100, PollCtx::Workqueue)?;
     let c2 = d.arc().cq_pool_get(200, PollCtx::Workqueue)?;
-    check(Arc::ptr_eq(c1.core(), c2.core()), "small requests share a CQ")?;
+    check(
+        Arc::ptr_eq(c1.core(), c2.core()),
+        "small requests share a CQ",
+    )?;
     let c3 = d.arc().cq_pool_get(4000, PollCtx::Workqueue)?;
-    check(!Arc::ptr_eq(c1.core(), c3.core()), "a CQ without room is not shared")?;
+    check(
+        !Arc::ptr_eq(c1.core(), c3.core()),
+        "a CQ without room is not shared",
+    )?;
     let c4 = d.arc().cq_pool_get(10, PollCtx::Softirq)?;
     check(c4.poll_ctx() == Some(PollCtx::Softirq), "poll context kept")?;
     check(d.cq_pool_len() == before + 3, "three pooled CQs")?;
-    check(d.arc().cq_pool_get(10, PollCtx::Direct).err() == Some(EINVAL), "direct CQs are not pooled")?;
-    check(d.arc().cq_pool_get(0, PollCtx::Workqueue).err() == Some(EINVAL), "0 entries refused")?;
+    check(
+        d.arc().cq_pool_get(10, PollCtx::Direct).err() == Some(EINVAL),
+        "direct CQs are not pooled",
+    )?;
+    check(
+        d.arc().cq_pool_get(0, PollCtx::Workqueue).err() == Some(EINVAL),
+        "0 entries refused",
+    )?;
     // Data through a pooled CQ.
     let pd = Pd::alloc(d.arc())?;
     let qp = |pd: &Pd| {
@@ -874,19 +1590,34 @@ fn cq_pool() -> Result {
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
     let sg = [buf.sge(0, 64, mr.lkey())?];
     let done = Arc::new(
-        Done { count: AtomicU32::new(0), not_in_task: AtomicU32::new(0), failed: AtomicU32::new(0) },
+        Done {
+            count: AtomicU32::new(0),
+            not_in_task: AtomicU32::new(0),
+            failed: AtomicU32::new(0),
+        },
         GFP_KERNEL,
     )?;
     let cqe: Arc<dyn CqeDone> = done.clone();
-    b.post_recv(&[RecvWr { wr_id: 1, cqe: Some(cqe.clone()), sg: &sg }]).map_err(|(_, e)| e)?;
+    b.post_recv(&[RecvWr {
+        wr_id: 1,
+        cqe: Some(cqe.clone()),
+        sg: &sg,
+    }])
+    .map_err(|(_, e)| e)?;
     let mut wr = SendWr::new(2, SendOp::Send, &sg);
     wr.cqe = Some(cqe);
     post1(&a, wr)?;
-    check(wait_until(2000, || done.count.load(Ordering::Acquire) == 2), "completions through the pool")?;
+    check(
+        wait_until(2000, || done.count.load(Ordering::Acquire) == 2),
+        "completions through the pool",
+    )?;
     drop((a, b, c1, c2, c3, c4));
     // Reservations are back: a big one fits the first CQ again.
     let again = d.arc().cq_pool_get(4000, PollCtx::Workqueue)?;
-    check(d.cq_pool_len() == before + 3, "no new CQ once entries are returned")?;
+    check(
+        d.cq_pool_len() == before + 3,
+        "no new CQ once entries are returned",
+    )?;
     drop(again);
     Ok(())
 }
@@ -905,11 +1636,23 @@ impl EventHandler for SrqEvents {
 
 fn srq_shared_and_limit() -> Result {
     let d = dev(c_str!("swdev0"))?;
-    let events = Arc::new(SrqEvents { limit: AtomicU32::new(0) }, GFP_KERNEL)?;
+    let events = Arc::new(
+        SrqEvents {
+            limit: AtomicU32::new(0),
+        },
+        GFP_KERNEL,
+    )?;
     let _reg = d.arc().register_event_handler(events.clone())?;
     let pd = Pd::alloc(d.arc())?;
     let cq = Cq::create(d.arc(), 64, None)?;
-    let srq = Srq::create(pd.core(), &SrqAttr { max_wr: 4, max_sge: 2, srq_limit: 0 })?;
+    let srq = Srq::create(
+        pd.core(),
+        &SrqAttr {
+            max_wr: 4,
+            max_sge: 2,
+            srq_limit: 0,
+        },
+    )?;
     let with_srq = |pd: &Pd| {
         Qp::create(
             pd.core(),
@@ -918,7 +1661,10 @@ fn srq_shared_and_limit() -> Result {
                 send_cq: cq.core(),
                 recv_cq: cq.core(),
                 srq: Some(srq.core()),
-                cap: QpCap { max_recv_wr: 0, ..caps(4) },
+                cap: QpCap {
+                    max_recv_wr: 0,
+                    ..caps(4)
+                },
                 sq_sig_all: false,
                 port_num: 1,
             },
@@ -937,12 +1683,31 @@ fn srq_shared_and_limit() -> Result {
     let sg = [buf.sge(0, 16, mr.lkey())?];
     let rsg = [buf.sge(1024, 64, mr.lkey())?];
     srq.post_recv(&[
-        RecvWr { wr_id: 100, cqe: None, sg: &rsg },
-        RecvWr { wr_id: 101, cqe: None, sg: &rsg },
-        RecvWr { wr_id: 102, cqe: None, sg: &rsg },
+        RecvWr {
+            wr_id: 100,
+            cqe: None,
+            sg: &rsg,
+        },
+        RecvWr {
+            wr_id: 101,
+            cqe: None,
+            sg: &rsg,
+        },
+        RecvWr {
+            wr_id: 102,
+            cqe: None,
+            sg: &rsg,
+        },
     ])
     .map_err(|(_, e)| e)?;
-    check(r1.post_recv(&[RecvWr { wr_id: 1, cqe: None, sg: &rsg }]) == Err((0, EINVAL)), "QP with SRQ takes no receives")?;
+    check(
+        r1.post_recv(&[RecvWr {
+            wr_id: 1,
+            cqe: None,
+            sg: &rsg,
+        }]) == Err((0, EINVAL)),
+        "QP with SRQ takes no receives",
+    )?;
     srq.modify(None, Some(2))?;
     check(srq.query().srq_limit == 2, "limit armed")?;
     post1(&s1, SendWr::new(1, SendOp::Send, &sg))?;
@@ -955,13 +1720,25 @@ fn srq_shared_and_limit() -> Result {
         }
         v
     };
-    check(recvs.len() == 2 && recvs.iter().all(|w| w.status == WcStatus::Success), "both receives from the SRQ")?;
-    check(recvs.iter().any(|w| w.qp_num == r1.qpn()) && recvs.iter().any(|w| w.qp_num == r2.qpn()), "one per QP")?;
-    check(wait_until(2000, || events.limit.load(Ordering::Relaxed) == 1), "SRQ limit event once")?;
+    check(
+        recvs.len() == 2 && recvs.iter().all(|w| w.status == WcStatus::Success),
+        "both receives from the SRQ",
+    )?;
+    check(
+        recvs.iter().any(|w| w.qp_num == r1.qpn()) && recvs.iter().any(|w| w.qp_num == r2.qpn()),
+        "one per QP",
+    )?;
+    check(
+        wait_until(2000, || events.limit.load(Ordering::Relaxed) == 1),
+        "SRQ limit event once",
+    )?;
     check(srq.query().srq_limit == 0, "limit disarmed")?;
     srq.modify(Some(8), None)?;
     check(srq.query().max_wr == 8, "resized")?;
-    check(srq.modify(None, Some(9)) == Err(EINVAL), "limit above max_wr refused")?;
+    check(
+        srq.modify(None, Some(9)) == Err(EINVAL),
+        "limit above max_wr refused",
+    )?;
     Ok(())
 }
 
@@ -1017,7 +1794,8 @@ impl CompHandler for CountHandler {
                 let n = cq.poll(&mut wcs);
                 self.polled.fetch_add(n as u64, Ordering::Relaxed);
                 if n == 0 {
-                    match cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS) {
+                    match cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)
+                    {
                         Ok(true) => continue,
                         _ => break,
                     }
@@ -1037,18 +1815,42 @@ fn cq_notify_peek_resize_moderation() -> Result {
     let buf = Buffer::new(4096)?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
     let sg = [buf.sge(0, 8, mr.lkey())?];
-    let write = |id| SendWr::new(id, SendOp::Write { remote_addr: buf.addr(100), rkey: mr.rkey() }, &sg);
+    let write = |id| {
+        SendWr::new(
+            id,
+            SendOp::Write {
+                remote_addr: buf.addr(100),
+                rkey: mr.rkey(),
+            },
+            &sg,
+        )
+    };
     // Not armed: no call.
     post1(&a, write(1))?;
     check(wait_until(1000, || cq.peek(8) == 1), "completion arrives")?;
-    check(h.calls.load(Ordering::Relaxed) == 0, "no handler call unarmed")?;
-    check(cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)?, "missed events reported")?;
+    check(
+        h.calls.load(Ordering::Relaxed) == 0,
+        "no handler call unarmed",
+    )?;
+    check(
+        cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)?,
+        "missed events reported",
+    )?;
     let _ = poll_n(&cq, 1)?;
-    check(!cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)?, "nothing missed")?;
+    check(
+        !cq.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)?,
+        "nothing missed",
+    )?;
     post1(&a, write(2))?;
-    check(wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1), "armed: one call")?;
+    check(
+        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1),
+        "armed: one call",
+    )?;
     post1(&a, write(3))?;
-    check(wait_until(1000, || cq.peek(8) == 2), "second completion arrives")?;
+    check(
+        wait_until(1000, || cq.peek(8) == 2),
+        "second completion arrives",
+    )?;
     check(h.calls.load(Ordering::Relaxed) == 1, "one call per arm")?;
     let _ = poll_n(&cq, 2)?;
     // Solicited only: an unsolicited receive does not call, a solicited one does.
@@ -1056,17 +1858,29 @@ fn cq_notify_peek_resize_moderation() -> Result {
     recv1(&b, 10, &sg)?;
     recv1(&b, 11, &sg)?;
     post1(&a, SendWr::new(4, SendOp::Send, &sg))?;
-    check(wait_until(1000, || cq.peek(8) == 2), "send and receive complete")?;
+    check(
+        wait_until(1000, || cq.peek(8) == 2),
+        "send and receive complete",
+    )?;
     check(h.calls.load(Ordering::Relaxed) == 1, "unsolicited: no call")?;
     let mut wr = SendWr::new(5, SendOp::Send, &sg);
     wr.flags = SendFlags::SIGNALED | SendFlags::SOLICITED;
     post1(&a, wr)?;
-    check(wait_until(1000, || h.calls.load(Ordering::Relaxed) == 2), "solicited: a call")?;
+    check(
+        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 2),
+        "solicited: a call",
+    )?;
     check(wait_until(1000, || cq.peek(8) == 4), "four waiting")?;
     // Resize keeps the entries, in order.
-    check(cq.resize(3) == Err(EINVAL), "resize below the waiting entries refused")?;
+    check(
+        cq.resize(3) == Err(EINVAL),
+        "resize below the waiting entries refused",
+    )?;
     cq.resize(64)?;
-    check(cq.capacity() == 64 && cq.peek(8) == 4, "resized with entries kept")?;
+    check(
+        cq.capacity() == 64 && cq.peek(8) == 4,
+        "resized with entries kept",
+    )?;
     let wcs = poll_n(&cq, 4)?;
     check(wcs[3].wr_id == 5 || wcs[3].wr_id == 11, "order kept")?;
     // Moderation: 4 completions or 5 ms; a single one is reported by the timer.
@@ -1075,23 +1889,36 @@ fn cq_notify_peek_resize_moderation() -> Result {
     post1(&a, write(6))?;
     check(wait_until(1000, || cq.peek(8) == 1), "completion arrives")?;
     let early = h.calls.load(Ordering::Relaxed);
-    check(wait_until(2000, || h.calls.load(Ordering::Relaxed) == 3), "the period fires the handler")?;
+    check(
+        wait_until(2000, || h.calls.load(Ordering::Relaxed) == 3),
+        "the period fires the handler",
+    )?;
     check(early == 2 || early == 3, "held back or fired by the period")?;
     let _ = poll_n(&cq, 1)?;
     cq.req_notify(NotifyFlags::NEXT_COMP)?;
     for id in 7..11 {
         post1(&a, write(id))?;
     }
-    check(wait_until(1000, || h.calls.load(Ordering::Relaxed) == 4), "the count fires the handler")?;
+    check(
+        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 4),
+        "the count fires the handler",
+    )?;
     let _ = poll_n(&cq, 4)?;
     cq.modify(0, 0)?;
     check(cq.overflows() == 0, "no overflow")?;
     // Overflow: a CQ of 2 and three completions.
     let small = Cq::create(d.arc(), 2, None)?;
     let (c, _e) = rc_pair(&pd, &small, QpType::Rc, 8)?;
-    c.post_send(&[write(20), write(21), write(22)]).map_err(|(_, e)| e)?;
-    check(wait_until(1000, || small.overflows() == 1), "overflow counted")?;
-    check(wait_until(1000, || c.state() == QpState::Err), "QP in error after overflow")?;
+    c.post_send(&[write(20), write(21), write(22)])
+        .map_err(|(_, e)| e)?;
+    check(
+        wait_until(1000, || small.overflows() == 1),
+        "overflow counted",
+    )?;
+    check(
+        wait_until(1000, || c.state() == QpState::Err),
+        "QP in error after overflow",
+    )?;
     Ok(())
 }
 
@@ -1119,12 +1946,21 @@ fn poll_contexts_and_wr_cqe() -> Result {
     let buf = Buffer::new(4096)?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
     let sg = [buf.sge(0, 32, mr.lkey())?];
-    for ctx in [PollCtx::Softirq, PollCtx::Workqueue, PollCtx::UnboundWorkqueue, PollCtx::Direct] {
+    for ctx in [
+        PollCtx::Softirq,
+        PollCtx::Workqueue,
+        PollCtx::UnboundWorkqueue,
+        PollCtx::Direct,
+    ] {
         const N: u32 = 300;
         let cq = Cq::alloc(d.arc(), 1024, ctx)?;
         let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 64)?;
         let done = Arc::new(
-            Done { count: AtomicU32::new(0), not_in_task: AtomicU32::new(0), failed: AtomicU32::new(0) },
+            Done {
+                count: AtomicU32::new(0),
+                not_in_task: AtomicU32::new(0),
+                failed: AtomicU32::new(0),
+            },
             GFP_KERNEL,
         )?;
         let cqe: Arc<dyn CqeDone> = done.clone();
@@ -1132,7 +1968,12 @@ fn poll_contexts_and_wr_cqe() -> Result {
         while posted < N {
             let burst = core::cmp::min(32, N - posted);
             for _ in 0..burst {
-                b.post_recv(&[RecvWr { wr_id: 0, cqe: Some(cqe.clone()), sg: &sg }]).map_err(|(_, e)| e)?;
+                b.post_recv(&[RecvWr {
+                    wr_id: 0,
+                    cqe: Some(cqe.clone()),
+                    sg: &sg,
+                }])
+                .map_err(|(_, e)| e)?;
                 let mut wr = SendWr::new(0, SendOp::Send, &sg);
                 wr.cqe = Some(cqe.clone());
                 post1(&a, wr)?;
@@ -1147,14 +1988,20 @@ fn poll_contexts_and_wr_cqe() -> Result {
             });
             check(ok, "every completion dispatched")?;
         }
-        check(done.count.load(Ordering::Acquire) == 2 * N, "exactly once each")?;
+        check(
+            done.count.load(Ordering::Acquire) == 2 * N,
+            "exactly once each",
+        )?;
         check(done.failed.load(Ordering::Relaxed) == 0, "all succeeded")?;
         let nit = done.not_in_task.load(Ordering::Relaxed);
         match ctx {
             PollCtx::Softirq => check(nit == 2 * N, "softirq context")?,
             _ => check(nit == 0, "task context")?,
         }
-        check(cq.req_notify(NotifyFlags::NEXT_COMP).is_ok() != (ctx == PollCtx::Direct), "direct CQs cannot be armed")?;
+        check(
+            cq.req_notify(NotifyFlags::NEXT_COMP).is_ok() != (ctx == PollCtx::Direct),
+            "direct CQs cannot be armed",
+        )?;
         drop((a, b));
         check(cq.destroy().is_ok(), "CQ destroyed")?;
     }
@@ -1171,15 +2018,27 @@ fn drain_qp() -> Result {
         let cq = Cq::alloc(d.arc(), 64, ctx)?;
         let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 16)?;
         let done = Arc::new(
-            Done { count: AtomicU32::new(0), not_in_task: AtomicU32::new(0), failed: AtomicU32::new(0) },
+            Done {
+                count: AtomicU32::new(0),
+                not_in_task: AtomicU32::new(0),
+                failed: AtomicU32::new(0),
+            },
             GFP_KERNEL,
         )?;
         let cqe: Arc<dyn CqeDone> = done.clone();
         for _ in 0..10 {
-            a.post_recv(&[RecvWr { wr_id: 0, cqe: Some(cqe.clone()), sg: &sg }]).map_err(|(_, e)| e)?;
+            a.post_recv(&[RecvWr {
+                wr_id: 0,
+                cqe: Some(cqe.clone()),
+                sg: &sg,
+            }])
+            .map_err(|(_, e)| e)?;
         }
         a.drain()?;
-        check(done.count.load(Ordering::Acquire) == 10, "every receive handled before drain returns")?;
+        check(
+            done.count.load(Ordering::Acquire) == 10,
+            "every receive handled before drain returns",
+        )?;
         check(done.failed.load(Ordering::Relaxed) == 10, "flushed")?;
         check(a.state() == QpState::Err, "drained QP in ERR")?;
     }
@@ -1204,7 +2063,10 @@ fn one_handler_per_cq() -> Result {
         let (core, finished) = (core.clone(), finished.clone());
         workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
             for i in 0..EACH {
-                let wc = Wc { wr_id: u64::from(p * EACH + i), ..Wc::default() };
+                let wc = Wc {
+                    wr_id: u64::from(p * EACH + i),
+                    ..Wc::default()
+                };
                 while core.push(wc.clone(), false).is_err() {
                     testing::msleep(1);
                 }
@@ -1213,7 +2075,8 @@ fn one_handler_per_cq() -> Result {
         })?;
     }
     let ok = wait_until(60_000, || {
-        finished.load(Ordering::Acquire) == PUSHERS && h.polled.load(Ordering::Relaxed) == u64::from(PUSHERS * EACH)
+        finished.load(Ordering::Acquire) == PUSHERS
+            && h.polled.load(Ordering::Relaxed) == u64::from(PUSHERS * EACH)
     });
     pr_info!(
         "storm: {} handler calls, {} polled, {} overlaps, {} overflows\n",
@@ -1223,7 +2086,10 @@ fn one_handler_per_cq() -> Result {
         cq.overflows()
     );
     check(ok, "every completion polled by the handler")?;
-    check(h.overlaps.load(Ordering::Relaxed) == 0, "never two handlers at once")
+    check(
+        h.overlaps.load(Ordering::Relaxed) == 0,
+        "never two handlers at once",
+    )
 }
 
 fn verbs_in_atomic_context() -> Result {
@@ -1237,7 +2103,13 @@ fn verbs_in_atomic_context() -> Result {
     let failures = AtomicU32::new(0);
     let polled = AtomicU32::new(0);
     let mut verbs = || {
-        let mut ok = b.post_recv(&[RecvWr { wr_id: 1, cqe: None, sg: &sg }]).is_ok();
+        let mut ok = b
+            .post_recv(&[RecvWr {
+                wr_id: 1,
+                cqe: None,
+                sg: &sg,
+            }])
+            .is_ok();
         ok &= a.post_send(&[SendWr::new(2, SendOp::Send, &sg)]).is_ok();
         let mut wcs: [Wc; 4] = Default::default();
         polled.fetch_add(cq.poll(&mut wcs) as u32, Ordering::Relaxed);
@@ -1255,7 +2127,10 @@ fn verbs_in_atomic_context() -> Result {
             failures.fetch_add(1, Ordering::Relaxed);
         }
     };
-    let lock = Arc::pin_init(rdma::new_spinlock_irq!(0u32, "verbs_test::lock"), GFP_KERNEL)?;
+    let lock = Arc::pin_init(
+        rdma::new_spinlock_irq!(0u32, "verbs_test::lock"),
+        GFP_KERNEL,
+    )?;
     {
         let _held = lock.lock();
         verbs();
@@ -1263,13 +2138,19 @@ fn verbs_in_atomic_context() -> Result {
     testing::with_irqs_disabled(&mut verbs);
     testing::with_bh_disabled(&mut verbs);
     testing::in_hardirq(&mut verbs);
-    check(failures.load(Ordering::Relaxed) == 0, "every verb worked in every context")?;
+    check(
+        failures.load(Ordering::Relaxed) == 0,
+        "every verb worked in every context",
+    )?;
     // 4 rounds of one SEND each: 8 completions in all.
-    check(wait_until(2000, || {
-        let mut wcs: [Wc; 4] = Default::default();
-        polled.fetch_add(cq.poll(&mut wcs) as u32, Ordering::Relaxed);
-        polled.load(Ordering::Relaxed) == 8
-    }), "all completed")
+    check(
+        wait_until(2000, || {
+            let mut wcs: [Wc; 4] = Default::default();
+            polled.fetch_add(cq.poll(&mut wcs) as u32, Ordering::Relaxed);
+            polled.load(Ordering::Relaxed) == 8
+        }),
+        "all completed",
+    )
 }
 
 fn inline_completion_is_caught() -> Result {
@@ -1289,8 +2170,14 @@ fn inline_completion_is_caught() -> Result {
     h.posting.store(0, Ordering::Release);
     check(completed_inline, "the provider completed inline")?;
     check(cq.inline_signals() == 1, "the core caught it")?;
-    check(wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1), "the handler ran later")?;
-    check(h.during_post.load(Ordering::Relaxed) == 0, "not from within post_send")
+    check(
+        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1),
+        "the handler ran later",
+    )?;
+    check(
+        h.during_post.load(Ordering::Relaxed) == 0,
+        "not from within post_send",
+    )
 }
 
 /// A provider of the test's own, to unregister a device under live objects.
@@ -1346,7 +2233,14 @@ fn leaked_objects_are_torn_down() -> Result {
     let cq = Cq::alloc(&dev, 16, PollCtx::Softirq)?;
     let buf = Buffer::new(64)?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 64, Access::LOCAL_WRITE)?;
-    let srq = Srq::create(pd.core(), &SrqAttr { max_wr: 4, max_sge: 1, srq_limit: 0 })?;
+    let srq = Srq::create(
+        pd.core(),
+        &SrqAttr {
+            max_wr: 4,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )?;
     let qp = Qp::create(
         pd.core(),
         &QpInitAttr {
@@ -1354,19 +2248,41 @@ fn leaked_objects_are_torn_down() -> Result {
             send_cq: cq.core(),
             recv_cq: cq.core(),
             srq: None,
-            cap: QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
             sq_sig_all: false,
             port_num: 1,
         },
     )?;
-    check(dev.resource_counts() == [1, 1, 1, 1, 1, 0, 0], "objects live")?;
+    check(
+        dev.resource_counts() == [1, 1, 1, 1, 1, 0, 0],
+        "objects live",
+    )?;
     driver.unregister_device(&dev);
     check(dev.resource_counts() == [0; 7], "unregister tore them down")?;
     let sg = [buf.sge(0, 8, mr.lkey())?];
-    check(qp.post_recv(&[RecvWr { wr_id: 1, cqe: None, sg: &sg }]) == Err((0, ENODEV)), "verbs on a leaked QP: ENODEV")?;
-    check(qp.modify(&full_attr(QpState::Init, 0), AttrMask::STATE) == Err(ENODEV), "modify: ENODEV")?;
+    check(
+        qp.post_recv(&[RecvWr {
+            wr_id: 1,
+            cqe: None,
+            sg: &sg,
+        }]) == Err((0, ENODEV)),
+        "verbs on a leaked QP: ENODEV",
+    )?;
+    check(
+        qp.modify(&full_attr(QpState::Init, 0), AttrMask::STATE) == Err(ENODEV),
+        "modify: ENODEV",
+    )?;
     check(Pd::alloc(&dev).err() == Some(ENODEV), "no new objects")?;
-    check(cq.req_notify(NotifyFlags::NEXT_COMP).is_ok(), "CQ ring memory still safe to use")?;
+    check(
+        cq.req_notify(NotifyFlags::NEXT_COMP).is_ok(),
+        "CQ ring memory still safe to use",
+    )?;
     // Dropping the handles afterwards is harmless.
     drop((qp, srq, mr, cq, pd));
     Ok(())
@@ -1386,19 +2302,28 @@ impl kernel::Module for VerbsTest {
         t.case("memory_windows", memory_windows());
         t.case("extended_opcodes", extended_opcodes());
         t.case("srq_shared_and_limit", srq_shared_and_limit());
-        t.case("cq_notify_peek_resize_moderation", cq_notify_peek_resize_moderation());
+        t.case(
+            "cq_notify_peek_resize_moderation",
+            cq_notify_peek_resize_moderation(),
+        );
         t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());
         t.case("drain_qp", drain_qp());
         t.case("cq_pool", cq_pool());
         t.case("one_handler_per_cq", one_handler_per_cq());
         t.case("verbs_in_atomic_context", verbs_in_atomic_context());
         t.case("inline_completion_is_caught", inline_completion_is_caught());
-        t.case("leaked_objects_are_torn_down", leaked_objects_are_torn_down());
+        t.case(
+            "leaked_objects_are_torn_down",
+            leaked_objects_are_torn_down(),
+        );
         t.case(
             "nothing_left_behind",
             dev(c_str!("swdev0")).and_then(|d| {
                 let pooled = d.cq_pool_len() as u32;
-                check(d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0], "swdev0 has no objects but its CQ pool")
+                check(
+                    d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0],
+                    "swdev0 has no objects but its CQ pool",
+                )
             }),
         );
         t.finish()?;

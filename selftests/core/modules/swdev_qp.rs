@@ -188,11 +188,18 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     } else {
         (WcStatus::Success, len)
     };
-    let dst_qpn = if ud { w.remote_qpn } else { qp.attr().dest_qp_num };
+    let dst_qpn = if ud {
+        w.remote_qpn
+    } else {
+        qp.attr().dest_qp_num
+    };
     let Some(dst) = dev.qp_by_num(dst_qpn) else {
         return lost;
     };
-    if !matches!(dst.state(), QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+    if !matches!(
+        dst.state(),
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
         return lost;
     }
     if ud {
@@ -204,11 +211,16 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         }
     }
     if !w.inline {
-        if let Err(e) = mr::check_sges(dev, qp.pd(), w.sges(), if w.opcode.gathers() {
-            Access::NONE
-        } else {
-            Access::LOCAL_WRITE
-        }) {
+        if let Err(e) = mr::check_sges(
+            dev,
+            qp.pd(),
+            w.sges(),
+            if w.opcode.gathers() {
+                Access::NONE
+            } else {
+                Access::LOCAL_WRITE
+            },
+        ) {
             return (local_status(e), 0);
         }
     }
@@ -226,7 +238,13 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             if dev
-                .remote_check(w.rkey, &dst, w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
+                .remote_check(
+                    w.rkey,
+                    &dst,
+                    w.remote_addr,
+                    u64::from(len),
+                    Access::REMOTE_WRITE,
+                )
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
@@ -247,7 +265,10 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         WrOpcode::Flush => {
             let need = w.flush.access();
             let len = if w.flush_whole_mr { 0 } else { w.bind_length };
-            if dev.remote_check(w.rkey, &dst, w.remote_addr, len, need).is_err() {
+            if dev
+                .remote_check(w.rkey, &dst, w.remote_addr, len, need)
+                .is_err()
+            {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             // Memory is the persistence domain here: a full fence is the flush.
@@ -264,7 +285,8 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             } else if let Err(e) = mr::gather(dev, qp.pd(), w.sges(), 0, &mut v) {
                 return (local_status(e), 0);
             }
-            return match dev.remote_atomic_write(w.rkey, &dst, w.remote_addr, u64::from_ne_bytes(v)) {
+            return match dev.remote_atomic_write(w.rkey, &dst, w.remote_addr, u64::from_ne_bytes(v))
+            {
                 Ok(()) => (WcStatus::Success, 8),
                 Err(_) => remote_fail(&dst, WcStatus::RemAccessErr),
             };
@@ -274,7 +296,13 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             if dev
-                .remote_check(w.rkey, &dst, w.remote_addr, u64::from(len), Access::REMOTE_READ)
+                .remote_check(
+                    w.rkey,
+                    &dst,
+                    w.remote_addr,
+                    u64::from(len),
+                    Access::REMOTE_READ,
+                )
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
@@ -283,7 +311,10 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             while off < len as usize {
                 let n = core::cmp::min(CHUNK, len as usize - off);
                 let addr = w.remote_addr + off as u64;
-                if dev.remote_copy_out(w.rkey, &dst, addr, &mut chunk[..n], Access::REMOTE_READ).is_err() {
+                if dev
+                    .remote_copy_out(w.rkey, &dst, addr, &mut chunk[..n], Access::REMOTE_READ)
+                    .is_err()
+                {
                     return remote_fail(&dst, WcStatus::RemAccessErr);
                 }
                 if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), off as u64, &chunk[..n]) {
@@ -291,7 +322,9 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 }
                 off += n;
             }
-            if w.opcode == WrOpcode::RdmaReadWithInv && dev.invalidate_key(w.invalidate_rkey).is_err() {
+            if w.opcode == WrOpcode::RdmaReadWithInv
+                && dev.invalidate_key(w.invalidate_rkey).is_err()
+            {
                 return (WcStatus::LocProtErr, 0);
             }
             return (WcStatus::Success, len);
