@@ -18,6 +18,7 @@ use kernel::sync::Arc;
 
 use crate::attr::Gid;
 use crate::device::Device;
+use crate::errno::eopnotsupp;
 use crate::pd::PdCore;
 use crate::sync::SpinLockIrq;
 use crate::wc::Wc;
@@ -170,6 +171,9 @@ impl Ah {
     pub fn create(pd: &Arc<PdCore>, attr: &AhAttr) -> Result<Ah> {
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
+        if dev.attr().max_ah == 0 {
+            return Err(eopnotsupp());
+        }
         attr.check(dev)?;
         pd.get_use()?;
         let num = match dev.res.ah.reserve() {

@@ -2217,6 +2217,142 @@ impl DeviceOps for Leaky {
     }
 }
 
+/// A device that implements only the mandatory operations.
+struct Bare;
+
+impl DeviceOps for Bare {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(DeviceAttr {
+            max_qp: 4,
+            max_qp_wr: 16,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_cq: 4,
+            max_cqe: 64,
+            max_mr: 4,
+            max_pd: 4,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        Ok(PortAttr::down(Mtu::Mtu1024))
+    }
+}
+
+fn optional_verbs_report_eopnotsupp() -> Result {
+    let eopnotsupp = rdma::errno::eopnotsupp();
+    let driver = Driver::new(c_str!("bare"))?;
+    let desc = DeviceDesc {
+        name_template: c_str!("bare%d"),
+        node_type: NodeType::Ca,
+        node_guid: 2,
+        port_count: 1,
+        link_layer: LinkLayer::Ethernet,
+        gid_tbl_len: 1,
+        pkey_tbl_len: 1,
+    };
+    let dev = driver.register_device(&desc, Arc::new(Bare, GFP_KERNEL)?)?;
+    let pd = Pd::alloc(&dev)?;
+    let cq = Cq::create(&dev, 8, None)?;
+    let qp = Qp::create(
+        pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 1,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            port_num: 1,
+        },
+    );
+    check(qp.err() == Some(eopnotsupp), "no create_qp: EOPNOTSUPP")?;
+    check(
+        Mw::alloc(pd.core(), MwType::Type2).err() == Some(eopnotsupp),
+        "no MEM_WINDOW: EOPNOTSUPP",
+    )?;
+    check(
+        Mr::alloc_fast_reg(pd.core(), 1).err() == Some(eopnotsupp),
+        "no MEM_MGT_EXTENSIONS: EOPNOTSUPP",
+    )?;
+    let srq = Srq::create(
+        pd.core(),
+        &SrqAttr {
+            max_wr: 1,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    );
+    check(srq.err() == Some(eopnotsupp), "no SRQs: EOPNOTSUPP")?;
+    check(
+        Ah::create(
+            pd.core(),
+            &AhAttr {
+                port_num: 1,
+                ..AhAttr::default()
+            },
+        )
+        .err()
+            == Some(eopnotsupp),
+        "no AHs: EOPNOTSUPP",
+    )?;
+    // Limits: a fifth PD is refused.
+    let more = [Pd::alloc(&dev)?, Pd::alloc(&dev)?, Pd::alloc(&dev)?];
+    check(Pd::alloc(&dev).is_err(), "max_pd enforced")?;
+    drop((more, cq, pd));
+    driver.unregister_device(&dev);
+    Ok(())
+}
+
+/// A DMA MR lets the device reach any address: here a buffer's.
+fn dma_mr() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 8, None)?;
+    let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 4)?;
+    let buf = Buffer::new(4096)?;
+    // SAFETY: the only addresses posted with this MR's keys are inside `buf`,
+    // which lives until the end of this function, after the completion has
+    // been polled; nothing else touches those bytes meanwhile.
+    let dma = unsafe { Mr::get_dma(pd.core(), ALL_ACCESS)? };
+    let mut msg = [0u8; 32];
+    pattern(9, &mut msg);
+    buf.write(0, &msg)?;
+    let sg = [Sge {
+        addr: buf.addr(0),
+        length: 32,
+        lkey: dma.lkey(),
+    }];
+    post1(
+        &a,
+        SendWr::new(
+            1,
+            SendOp::Write {
+                remote_addr: buf.addr(2048),
+                rkey: dma.rkey(),
+            },
+            &sg,
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::RdmaWrite,
+        Some(32),
+    )?;
+    let mut got = [0u8; 32];
+    buf.read(2048, &mut got)?;
+    check(got == msg, "moved through the DMA MR")
+}
+
 fn leaked_objects_are_torn_down() -> Result {
     let driver = Driver::new(c_str!("leaky"))?;
     let desc = DeviceDesc {
@@ -2292,7 +2428,7 @@ struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(18);
+        let mut t = Ktap::new(20);
         t.case("resources_and_destroy_order", resources_and_destroy_order());
         t.case("qp_state_machine", qp_state_machine());
         t.case("rc_data_integrity", rc_data_integrity());
@@ -2316,6 +2452,11 @@ impl kernel::Module for VerbsTest {
             "leaked_objects_are_torn_down",
             leaked_objects_are_torn_down(),
         );
+        t.case(
+            "optional_verbs_report_eopnotsupp",
+            optional_verbs_report_eopnotsupp(),
+        );
+        t.case("dma_mr", dma_mr());
         t.case(
             "nothing_left_behind",
             dev(c_str!("swdev0")).and_then(|d| {
