@@ -1,6 +1,7 @@
 #!/bin/sh
-# `make run`: load our stack (rdma_core with a software test device) and the
-# kernel's C stack side by side and show their state. Prints KTAP so the host can judge the run.
+# `make run`: load our stack (rdma_core, a software test device, a ULP with
+# verbs objects on it) and the kernel's C stack side by side and show their
+# state. Prints KTAP so the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/ktap.sh
 
@@ -9,7 +10,7 @@ show() {
 	"$@" 2>&1 | sed 's/^/    /'
 }
 
-ktap_plan 5
+ktap_plan 6
 ktap_check "load_rdma_core" modprobe rdma_core
 ktap_check "load_software_device" modprobe rdma_swdev
 ktap_check "load_kernel_rdma_rxe" modprobe rdma_rxe
@@ -26,6 +27,10 @@ show sh -c 'for f in node_guid node_type fw_ver ports/1/state ports/1/phys_state
 	printf "%-40s %s\n" "/sys/class/rdma_rs/swdev0/$f" "$(cat /sys/class/rdma_rs/swdev0/$f)"
 done'
 ktap_module rdma_xmod_test
+# A ULP on our software device: a PD, a CQ, an MR and a QP, seen in sysfs.
+modprobe rdma_ulp_test
+show sh -c 'echo "/sys/class/rdma_rs/swdev0/resources:"; cat /sys/class/rdma_rs/swdev0/resources'
+ktap_check "ulp_unloads" rmmod rdma_ulp_test
 rdma link delete rxe_demo
 ip link del veth_d0
 ktap_finish
