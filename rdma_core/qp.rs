@@ -691,8 +691,21 @@ impl QpCore {
     pub fn set_error(self: &Arc<Self>) {
         let old = self.state.swap(QpState::Err.as_raw(), Ordering::AcqRel);
         self.attr.lock().qp_state = QpState::Err;
-        if old != QpState::Reset.as_raw() {
-            self.flush();
+        if old != QpState::Reset.as_raw() && old != QpState::Err.as_raw() {
+            self.entered_error();
+        }
+    }
+
+    /// The QP just entered the error state: flush, and for a QP of an SRQ
+    /// say that it will consume no more of the SRQ's WQEs (the IBTA's
+    /// "last WQE reached", which tells the ULP it may destroy the QP).
+    fn entered_error(self: &Arc<Self>) {
+        self.flush();
+        if self.srq.is_some() {
+            self.device().dispatch_event(Event {
+                kind: EventKind::QpLastWqeReached,
+                element: Element::Qp(self.qpn),
+            });
         }
     }
 
@@ -901,7 +914,7 @@ impl QpCore {
         };
         let old = self.state.swap(next.as_raw(), Ordering::AcqRel);
         match next {
-            QpState::Err if old != QpState::Err.as_raw() => self.flush(),
+            QpState::Err if old != QpState::Err.as_raw() => self.entered_error(),
             QpState::Reset => {
                 self.reset_queues();
                 let mut a = self.attr.lock();

@@ -25,7 +25,7 @@ use rdma::attr::{Gid, LinkLayer, Mtu, NodeType};
 use rdma::cq::{CompHandler, Cq, CqCore, PollCtx};
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, DeviceRef};
 use rdma::driver::Driver;
-use rdma::event::{Event, EventHandler, EventKind};
+use rdma::event::{Element, Event, EventHandler, EventKind};
 use rdma::mem::{Buffer, Sge};
 use rdma::mr::{BufSlice, Mr};
 use rdma::mw::{Mw, MwType};
@@ -1624,12 +1624,16 @@ fn cq_pool() -> Result {
 
 struct SrqEvents {
     limit: AtomicU32,
+    last_wqe: AtomicU32,
 }
 
 impl EventHandler for SrqEvents {
     fn handle(&self, _dev: &Device, event: &Event) {
         if event.kind == EventKind::SrqLimitReached {
             self.limit.fetch_add(1, Ordering::Relaxed);
+        }
+        if let (EventKind::QpLastWqeReached, Element::Qp(n)) = (event.kind, event.element) {
+            self.last_wqe.store(n, Ordering::Relaxed);
         }
     }
 }
@@ -1639,6 +1643,7 @@ fn srq_shared_and_limit() -> Result {
     let events = Arc::new(
         SrqEvents {
             limit: AtomicU32::new(0),
+            last_wqe: AtomicU32::new(0),
         },
         GFP_KERNEL,
     )?;
@@ -1733,6 +1738,12 @@ fn srq_shared_and_limit() -> Result {
         "SRQ limit event once",
     )?;
     check(srq.query().srq_limit == 0, "limit disarmed")?;
+    // A QP of an SRQ entering the error state: "last WQE reached".
+    r1.modify(&full_attr(QpState::Err, 0), AttrMask::STATE)?;
+    check(
+        wait_until(2000, || events.last_wqe.load(Ordering::Relaxed) == r1.qpn()),
+        "last WQE reached for the QP in error",
+    )?;
     srq.modify(Some(8), None)?;
     check(srq.query().max_wr == 8, "resized")?;
     check(
