@@ -40,7 +40,7 @@ test-host:
 initramfs: modules
 	@scripts/initramfs.sh $(TOP)/.build/initramfs.cpio
 
-GUEST_SUITES ?= foundation,core
+GUEST_SUITES ?= foundation,core,rxe
 guest-test: initramfs
 	@scripts/vm.sh --name check --tests $(GUEST_SUITES)
 

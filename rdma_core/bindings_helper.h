@@ -7,9 +7,12 @@
 #include <linux/irq_poll.h>
 #include <linux/irq_work.h>
 #include <linux/timer.h>
+#include <linux/in6.h>
 #include <linux/netdevice.h>
 #include <linux/workqueue.h>
 #include <net/net_namespace.h>
 
 #include "helpers.h"
+#include "configfs_glue.h"
+#include "net_glue.h"
 #include "sysfs_glue.h"

@@ -27,6 +27,7 @@ pub mod ah;
 pub mod attr;
 mod bindings;
 pub mod client;
+pub mod configfs;
 pub mod cq;
 pub mod cq_pool;
 pub mod device;
@@ -48,9 +49,9 @@ mod registry;
 mod res;
 pub mod srq;
 pub mod sync;
-mod sysfs;
+pub mod sysfs;
 pub mod testing;
-mod vec;
+pub mod vec;
 mod verb;
 /// Work request and completion vocabulary: kernel-independent, host-tested
 /// in `proto/`.
@@ -91,6 +92,11 @@ impl kernel::Module for RdmaCore {
         // SAFETY: the registry is pinned in a box owned by the module struct,
         // which lives until `drop` below unpublishes it.
         unsafe { registry.publish() };
+        if let Err(e) = net::init() {
+            registry.unpublish();
+            sysfs::exit();
+            return Err(e);
+        }
         pr_info!("loaded\n");
         Ok(RdmaCore { registry })
     }
@@ -98,6 +104,7 @@ impl kernel::Module for RdmaCore {
 
 impl Drop for RdmaCore {
     fn drop(&mut self) {
+        net::exit();
         self.registry.unpublish();
         sysfs::exit();
         pr_info!("unloaded\n");

@@ -18,7 +18,7 @@
 //! a `remove` it is responsible for is still running.
 
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use kernel::error::code::{EEXIST, ENFILE};
 use kernel::prelude::*;
@@ -26,6 +26,8 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use crate::client::{AnyData, ClientOps};
 use crate::device::{self, Device, DeviceDesc, DeviceOps, DeviceRef};
+use crate::net::NetListener;
+use crate::sync::SpinLockIrq;
 use crate::sysfs::Sysfs;
 use crate::vec;
 
@@ -78,6 +80,11 @@ struct State {
 pub(crate) struct Registry {
     #[pin]
     state: Mutex<State>,
+    /// Network event listeners (`rdma::net`), called under this lock from
+    /// the notifiers.
+    #[pin]
+    pub(crate) net_listeners: SpinLockIrq<KVec<(u64, Arc<dyn NetListener>)>>,
+    next_listener: AtomicU64,
 }
 
 /// The registry of the loaded module; set while `rdma_core` is loaded.
@@ -95,6 +102,14 @@ pub(crate) fn get() -> &'static Registry {
     // SAFETY: per the above, `p` points at the pinned registry owned by the
     // module struct, which outlives every caller.
     unsafe { &*p }
+}
+
+/// The registry, or `None` outside the module's lifetime (a notifier racing
+/// with init or exit).
+pub(crate) fn try_get() -> Option<&'static Registry> {
+    let p = REGISTRY.load(Ordering::Acquire);
+    // SAFETY: as in `get`, when not null.
+    (!p.is_null()).then(|| unsafe { &*p })
 }
 
 fn is_closing(state: &State, dev: &Arc<Device>) -> bool {
@@ -188,7 +203,13 @@ impl Registry {
                 clients: KVec::new(),
                 next_client_id: 0,
             }, "Registry::state"),
+            net_listeners <- crate::new_spinlock_irq!(KVec::new(), "Registry::net_listeners"),
+            next_listener: AtomicU64::new(0),
         })
+    }
+
+    pub(crate) fn next_listener_id(&self) -> u64 {
+        self.next_listener.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Makes `self` the registry that [`get`] returns.

@@ -77,10 +77,32 @@ impl Drop for Sysfs {
     }
 }
 
-/// Writes into the page sysfs gave a `show` callback.
-struct Page {
+/// Writes into the page sysfs or configfs gave a `show` callback.
+pub struct Page {
     buf: *mut u8,
     len: usize,
+}
+
+impl Page {
+    /// Wraps a page buffer.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for writes of PAGE_SIZE bytes while the `Page`
+    /// lives.
+    pub(crate) unsafe fn new(buf: *mut u8) -> Page {
+        Page { buf, len: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl Write for Page {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Small `KVec` helpers that the 6.12 kernel crate does not have yet.
+//! Small `KVec` helpers that the 6.12 kernel crate does not have yet
+//! (`remove`, `pop`), for this crate and the modules that use it.
 
 use kernel::prelude::*;
 
 /// Removes and returns the element at `index`, shifting the rest down, as
 /// `Vec::remove` does. Returns `None` when `index` is out of bounds.
-pub(crate) fn remove<T>(v: &mut KVec<T>, index: usize) -> Option<T> {
+pub fn remove<T>(v: &mut KVec<T>, index: usize) -> Option<T> {
     let len = v.len();
     if index >= len {
         return None;
@@ -23,13 +24,13 @@ pub(crate) fn remove<T>(v: &mut KVec<T>, index: usize) -> Option<T> {
 }
 
 /// Removes the first element for which `pred` holds and returns it.
-pub(crate) fn remove_first<T>(v: &mut KVec<T>, pred: impl Fn(&T) -> bool) -> Option<T> {
+pub fn remove_first<T>(v: &mut KVec<T>, pred: impl Fn(&T) -> bool) -> Option<T> {
     let index = v.iter().position(pred)?;
     remove(v, index)
 }
 
 /// Removes and returns the last element, as `Vec::pop` does.
-pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
+pub fn pop<T>(v: &mut KVec<T>) -> Option<T> {
     let len = v.len();
     if len == 0 {
         return None;

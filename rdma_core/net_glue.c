@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Network device plumbing for net.rs: lookups in the caller's namespace,
+ * link state, addresses, and one set of notifiers (netdevice, IPv4 and
+ * IPv6 address) whose events go to rdma_rs_net_event() in Rust.
+ */
+#include <linux/if_arp.h>
+#include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
+#include <linux/netdevice.h>
+#include <linux/nsproxy.h>
+#include <linux/rcupdate.h>
+#include <linux/rtnetlink.h>
+#include <linux/sched.h>
+#include <net/addrconf.h>
+#include <net/if_inet6.h>
+#include <net/net_namespace.h>
+
+#include "net_glue.h"
+
+/* Implemented in Rust (net.rs). May be called in atomic context. */
+void rdma_rs_net_event(u32 event, struct net_device *dev);
+
+struct net_device *rdma_rs_dev_get_by_name_current(const char *name)
+{
+	return dev_get_by_name(current->nsproxy->net_ns, name);
+}
+
+bool rdma_rs_netdev_running(const struct net_device *dev)
+{
+	return netif_running(dev);
+}
+
+bool rdma_rs_netdev_carrier(const struct net_device *dev)
+{
+	return netif_carrier_ok(dev);
+}
+
+bool rdma_rs_netdev_is_vlan(const struct net_device *dev)
+{
+	return is_vlan_dev(dev);
+}
+
+bool rdma_rs_netdev_is_loopback(const struct net_device *dev)
+{
+	return dev->flags & IFF_LOOPBACK;
+}
+
+bool rdma_rs_netdev_is_ether(const struct net_device *dev)
+{
+	return dev->type == ARPHRD_ETHER && dev->addr_len == ETH_ALEN;
+}
+
+void rdma_rs_netdev_mac(const struct net_device *dev, u8 *out)
+{
+	memcpy(out, dev->dev_addr, ETH_ALEN);
+}
+
+u32 rdma_rs_netdev_ipv4_addrs(struct net_device *dev, __be32 *out, u32 max)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+	u32 n = 0;
+
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(dev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			if (n == max)
+				break;
+			out[n++] = ifa->ifa_address;
+		}
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+u32 rdma_rs_netdev_ipv6_addrs(struct net_device *dev, struct in6_addr *out, u32 max)
+{
+	struct inet6_ifaddr *ifa;
+	struct inet6_dev *idev;
+	u32 n = 0;
+
+	idev = in6_dev_get(dev);
+	if (!idev)
+		return 0;
+	read_lock_bh(&idev->lock);
+	list_for_each_entry(ifa, &idev->addr_list, if_list) {
+		if (n == max)
+			break;
+		if (ifa->flags & IFA_F_TENTATIVE)
+			continue;
+		out[n++] = ifa->addr;
+	}
+	read_unlock_bh(&idev->lock);
+	in6_dev_put(idev);
+	return n;
+}
+
+static int rdma_rs_netdev_cb(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	rdma_rs_net_event(event, netdev_notifier_info_to_dev(ptr));
+	return NOTIFY_DONE;
+}
+
+static int rdma_rs_inetaddr_cb(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct in_ifaddr *ifa = ptr;
+
+	rdma_rs_net_event(RDMA_RS_NET_ADDR_CHANGE, ifa->ifa_dev->dev);
+	return NOTIFY_DONE;
+}
+
+static int rdma_rs_inet6addr_cb(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct inet6_ifaddr *ifa = ptr;
+
+	rdma_rs_net_event(RDMA_RS_NET_ADDR_CHANGE, ifa->idev->dev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block rdma_rs_netdev_nb = { .notifier_call = rdma_rs_netdev_cb };
+static struct notifier_block rdma_rs_inetaddr_nb = { .notifier_call = rdma_rs_inetaddr_cb };
+static struct notifier_block rdma_rs_inet6addr_nb = { .notifier_call = rdma_rs_inet6addr_cb };
+
+int rdma_rs_net_notifiers_register(void)
+{
+	int ret;
+
+	ret = register_netdevice_notifier(&rdma_rs_netdev_nb);
+	if (ret)
+		return ret;
+	ret = register_inetaddr_notifier(&rdma_rs_inetaddr_nb);
+	if (ret)
+		goto err_inet;
+	ret = register_inet6addr_notifier(&rdma_rs_inet6addr_nb);
+	if (ret)
+		goto err_inet6;
+	return 0;
+err_inet6:
+	unregister_inetaddr_notifier(&rdma_rs_inetaddr_nb);
+err_inet:
+	unregister_netdevice_notifier(&rdma_rs_netdev_nb);
+	return ret;
+}
+
+void rdma_rs_net_notifiers_unregister(void)
+{
+	unregister_inet6addr_notifier(&rdma_rs_inet6addr_nb);
+	unregister_inetaddr_notifier(&rdma_rs_inetaddr_nb);
+	unregister_netdevice_notifier(&rdma_rs_netdev_nb);
+}

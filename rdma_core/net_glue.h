@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Network device plumbing of net_glue.c, bound for net.rs. */
+#ifndef RDMA_RS_NET_GLUE_H
+#define RDMA_RS_NET_GLUE_H
+
+#include <linux/types.h>
+
+struct net_device;
+struct in6_addr;
+
+/* Our own event number for "an address of the device changed". */
+#define RDMA_RS_NET_ADDR_CHANGE 0x10000
+
+struct net_device *rdma_rs_dev_get_by_name_current(const char *name);
+bool rdma_rs_netdev_running(const struct net_device *dev);
+bool rdma_rs_netdev_carrier(const struct net_device *dev);
+bool rdma_rs_netdev_is_vlan(const struct net_device *dev);
+bool rdma_rs_netdev_is_loopback(const struct net_device *dev);
+bool rdma_rs_netdev_is_ether(const struct net_device *dev);
+void rdma_rs_netdev_mac(const struct net_device *dev, u8 *out);
+u32 rdma_rs_netdev_ipv4_addrs(struct net_device *dev, __be32 *out, u32 max);
+u32 rdma_rs_netdev_ipv6_addrs(struct net_device *dev, struct in6_addr *out, u32 max);
+int rdma_rs_net_notifiers_register(void);
+void rdma_rs_net_notifiers_unregister(void);
+
+#endif

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One rxe device: its attributes, its port, and how it follows its netdev.
+//!
+//! The port is active while the netdev is up with carrier; the active MTU
+//! is the largest IB MTU that fits the netdev's MTU after the largest
+//! RoCE v2 headers, as rxe computes it; the GID table holds the link-local
+//! GID of the netdev's MAC, then a RoCE v2 GID per IPv4 and IPv6 address.
+//! Netdev events arrive in atomic context (`config.rs`'s listener) and only
+//! set a flag and queue this device's work item, which does the rest in
+//! process context: port events, GID table, or unregistration when the
+//! netdev goes away.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use kernel::prelude::*;
+use kernel::sync::{new_spinlock, Arc, SpinLock};
+use kernel::types::ARef;
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+use rdma::attr::{Gid, GidType, Mtu, PhysState, PortState};
+use rdma::device::{Device, DeviceAttr, DeviceCaps, DeviceOps};
+use rdma::event::{Element, Event, EventKind};
+use rdma::net::NetDevice;
+use rdma::port::{GidEntry, PortAttr};
+
+use crate::config::Rxe;
+
+/// GID table entries of the port.
+pub(crate) const GID_TBL_LEN: u32 = 64;
+
+/// The largest RoCE v2 headers in front of the payload (IPv6, UDP, BTH and
+/// the largest extension headers), as rxe's `RXE_MAX_HDR_LENGTH`.
+const MAX_HDR_LENGTH: u32 = 80;
+
+/// The IB MTU a netdev MTU allows.
+pub(crate) fn ib_mtu(netdev_mtu: u32) -> Mtu {
+    Mtu::largest_within(netdev_mtu.saturating_sub(MAX_HDR_LENGTH)).unwrap_or(Mtu::Mtu256)
+}
+
+/// A device bound to a netdev.
+#[pin_data]
+pub(crate) struct RxeDev {
+    pub(crate) netdev: ARef<NetDevice>,
+    rxe: Arc<Rxe>,
+    /// The registered device; taken when it is unregistered.
+    #[pin]
+    dev: SpinLock<Option<Arc<Device>>>,
+    /// The port state last announced.
+    active: AtomicBool,
+    /// Netdev state or addresses changed.
+    refresh: AtomicBool,
+    /// The netdev is being unregistered.
+    gone: AtomicBool,
+    #[pin]
+    work: Work<RxeDev>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for RxeDev { self.work }
+}
+
+impl WorkItem for RxeDev {
+    type Pointer = Arc<RxeDev>;
+
+    fn run(this: Arc<RxeDev>) {
+        if this.gone.load(Ordering::Acquire) {
+            this.rxe.netdev_gone(&this);
+            return;
+        }
+        if this.refresh.swap(false, Ordering::AcqRel) {
+            this.sync_port();
+        }
+    }
+}
+
+impl RxeDev {
+    pub(crate) fn new(rxe: Arc<Rxe>, netdev: ARef<NetDevice>) -> Result<Arc<RxeDev>> {
+        Arc::pin_init(
+            pin_init!(RxeDev {
+                netdev,
+                rxe,
+                dev <- new_spinlock!(None, "RxeDev::dev"),
+                active: AtomicBool::new(false),
+                refresh: AtomicBool::new(false),
+                gone: AtomicBool::new(false),
+                work <- new_work!("RxeDev::work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn set_device(&self, dev: Arc<Device>) {
+        *self.dev.lock() = Some(dev);
+    }
+
+    pub(crate) fn take_device(&self) -> Option<Arc<Device>> {
+        self.dev.lock().take()
+    }
+
+    pub(crate) fn device(&self) -> Option<Arc<Device>> {
+        self.dev.lock().clone()
+    }
+
+    /// From the netdev listener (atomic context): something changed.
+    pub(crate) fn changed(self: &Arc<Self>) {
+        self.refresh.store(true, Ordering::Release);
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
+    /// From the netdev listener (atomic context): the netdev goes away.
+    pub(crate) fn netdev_unregistering(self: &Arc<Self>) {
+        self.gone.store(true, Ordering::Release);
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
+    /// Whether the port is active now.
+    fn link_up(&self) -> bool {
+        self.netdev.is_running() && self.netdev.has_carrier()
+    }
+
+    /// Brings the port state and the GID table in line with the netdev,
+    /// announcing a port state change. Process context.
+    pub(crate) fn sync_port(&self) {
+        let Some(dev) = self.device() else {
+            return;
+        };
+        self.sync_gids(&dev);
+        let up = self.link_up();
+        if self.active.swap(up, Ordering::AcqRel) != up {
+            dev.dispatch_event(Event {
+                kind: if up {
+                    EventKind::PortActive
+                } else {
+                    EventKind::PortErr
+                },
+                element: Element::Port(1),
+            });
+        }
+    }
+
+    /// Rewrites the GID table: the link-local GID of the MAC, then one per
+    /// IPv4 and IPv6 address (an IPv6 link-local address equal to the first
+    /// entry is not repeated). Entries that did not change raise no event.
+    fn sync_gids(&self, dev: &Arc<Device>) {
+        let mut gids: KVec<Gid> = KVec::new();
+        let ll = Gid::link_local(Gid::eui64_of_mac(self.netdev.mac()));
+        let _ = gids.push(ll, GFP_KERNEL);
+        let mut v4 = [[0u8; 4]; 16];
+        let n4 = self.netdev.ipv4_addrs(&mut v4);
+        for a in v4.iter().take(n4) {
+            let _ = gids.push(Gid::from_ipv4(*a), GFP_KERNEL);
+        }
+        let mut v6 = [[0u8; 16]; 16];
+        let n6 = self.netdev.ipv6_addrs(&mut v6);
+        for a in v6.iter().take(n6) {
+            let g = Gid(*a);
+            if !gids.contains(&g) {
+                let _ = gids.push(g, GFP_KERNEL);
+            }
+        }
+        let ifindex = self.netdev.ifindex();
+        for i in 0..GID_TBL_LEN {
+            let entry = gids.get(i as usize).map(|g| GidEntry {
+                gid: *g,
+                gid_type: GidType::RoceV2,
+                ifindex,
+            });
+            let _ = dev.set_gid(1, i, entry);
+        }
+    }
+}
+
+/// The provider operations of one device.
+pub(crate) struct RxeOps {
+    pub(crate) rd: Arc<RxeDev>,
+}
+
+impl DeviceOps for RxeOps {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        let guid = node_guid(&self.rd.netdev.mac());
+        Ok(DeviceAttr {
+            cap_flags: DeviceCaps::MEM_MGT_EXTENSIONS
+                | DeviceCaps::MEM_WINDOW
+                | DeviceCaps::SRQ_RESIZE
+                | DeviceCaps::RC_RNR_NAK_GEN
+                | DeviceCaps::PORT_ACTIVE_EVENT
+                | DeviceCaps::SYS_IMAGE_GUID,
+            node_guid: guid,
+            sys_image_guid: guid,
+            fw_ver: 0,
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
+            vendor_id: 0xffffff,
+            max_qp: 0x1_0000,
+            max_qp_wr: 0x4000,
+            max_send_sge: 8,
+            max_recv_sge: 8,
+            max_cq: 0x1_0000,
+            max_cqe: (1 << 15) - 1,
+            max_mr: 0x1_0000,
+            max_pd: 0x1_0000,
+            max_qp_rd_atom: 128,
+            max_qp_init_rd_atom: 128,
+            max_srq: 0x1_0000,
+            max_srq_wr: 0x4000,
+            max_srq_sge: 8,
+            max_ah: (1 << 15) - 1,
+            max_mw: 0x1_0000,
+            max_fast_reg_page_list_len: 512,
+            max_mcast_qp_attach: 56,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        let up = self.rd.link_up();
+        Ok(PortAttr {
+            state: if up {
+                PortState::Active
+            } else {
+                PortState::Down
+            },
+            phys_state: if up {
+                PhysState::LinkUp
+            } else {
+                PhysState::Disabled
+            },
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: ib_mtu(self.rd.netdev.mtu()),
+            // IB_PORT_CM_SUP, as rxe.
+            port_cap_flags: 1 << 16,
+            max_msg_sz: 1 << 31,
+            ..PortAttr::down(Mtu::Mtu4096)
+        })
+    }
+}
+
+/// The node GUID of a device on a netdev: the EUI-64 of its MAC, as rxe.
+pub(crate) fn node_guid(mac: &[u8; 6]) -> u64 {
+    u64::from_be_bytes(Gid::eui64_of_mac(*mac))
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rdma_rs_rxe: a software RoCE v2 provider over an Ethernet netdev.
+//!
+//! Devices are made and removed through configfs
+//! (`/sys/kernel/config/rdma_rs_rxe/<name>/{netdev,enable,ibdev}`, see
+//! `config.rs`); each is bound to one netdev and follows it: port state
+//! with the carrier, MTU with the netdev's, the GID table with its IPv4 and
+//! IPv6 addresses (`device.rs`), and the device goes away by itself when the
+//! netdev is unregistered. The wire format is the host-tested codec of
+//! `proto/`; the transport comes with the data path.
+
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::configfs::{Attr, Subsystem};
+use rdma::net::{self, NetListenerRegistration};
+
+mod config;
+mod device;
+
+module! {
+    type: RxeModule,
+    name: "rdma_rs_rxe",
+    author: "rdma-rs developers",
+    description: "Software RoCE v2 provider (Rust)",
+    license: "GPL",
+}
+
+struct RxeModule {
+    // Field order is drop order: no new configuration, no more netdev
+    // events, then the devices go.
+    _cfs: Subsystem,
+    _listener: NetListenerRegistration,
+    rxe: Arc<config::Rxe>,
+}
+
+impl kernel::Module for RxeModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let rxe = config::Rxe::new()?;
+        let listener = net::register_listener(rxe.clone())?;
+        let attrs = [
+            Attr {
+                name: c_str!("netdev"),
+                writable: true,
+            },
+            Attr {
+                name: c_str!("enable"),
+                writable: true,
+            },
+            Attr {
+                name: c_str!("ibdev"),
+                writable: false,
+            },
+        ];
+        let group = Arc::new(config::RxeGroup(rxe.clone()), GFP_KERNEL)?;
+        let cfs = Subsystem::register(module, c_str!("rdma_rs_rxe"), &attrs, group)?;
+        pr_info!("loaded\n");
+        Ok(RxeModule {
+            _cfs: cfs,
+            _listener: listener,
+            rxe,
+        })
+    }
+}
+
+impl Drop for RxeModule {
+    fn drop(&mut self) {
+        self.rxe.shutdown();
+        pr_info!("unloaded\n");
+    }
+}
