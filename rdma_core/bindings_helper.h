@@ -15,4 +15,5 @@
 #include "helpers.h"
 #include "configfs_glue.h"
 #include "net_glue.h"
+#include "udp_glue.h"
 #include "sysfs_glue.h"

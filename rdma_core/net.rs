@@ -99,6 +99,17 @@ impl NetDevice {
         Ok(unsafe { ARef::from_raw(dev.cast::<NetDevice>()) })
     }
 
+    /// The raw pointer, for the crate's glue.
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    /// An identity of the device's network namespace (its address).
+    pub fn net_id(&self) -> usize {
+        // SAFETY: by the type invariant the device is live.
+        unsafe { bindings::rdma_rs_netdev_net(self.0.get()) as usize }
+    }
+
     /// Whether two handles name the same device.
     pub fn same(&self, other: &NetDevice) -> bool {
         core::ptr::eq(self, other)

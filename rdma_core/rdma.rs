@@ -51,6 +51,7 @@ pub mod srq;
 pub mod sync;
 pub mod sysfs;
 pub mod testing;
+pub mod udp;
 pub mod vec;
 mod verb;
 /// Work request and completion vocabulary: kernel-independent, host-tested

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * UDP tunnel sockets for RoCE v2 and the IPv4 transmit path, for udp.rs.
+ *
+ * A socket lives in the network namespace of a given netdev (the kernel's
+ * rdma_rxe only uses the initial namespace). Its encap_rcv hands every
+ * datagram, linearised, to rdma_rs_udp_recv() in Rust with the context
+ * given at open. Transmit takes a complete IPv4 packet (IP and UDP headers
+ * included, ICRC computed by the caller), routes it out of the netdev and
+ * sends it with ip_local_out().
+ */
+#include <linux/crc32.h>
+#include <linux/ip.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+#include <net/net_namespace.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+
+#include "udp_glue.h"
+
+/* Implemented in Rust (udp.rs); takes ownership of the skb. */
+void rdma_rs_udp_recv(void *ctx, struct sk_buff *skb);
+
+static int rdma_rs_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	void *ctx = rcu_dereference_sk_user_data(sk);
+
+	if (!ctx || skb_linearize(skb)) {
+		kfree_skb(skb);
+		return 0;
+	}
+	rdma_rs_udp_recv(ctx, skb);
+	return 0;
+}
+
+struct socket *rdma_rs_udp4_open(struct net_device *dev, u16 port, void *ctx)
+{
+	struct udp_port_cfg udp_cfg = { };
+	struct udp_tunnel_sock_cfg tnl_cfg = { };
+	struct socket *sock;
+	int err;
+
+	udp_cfg.family = AF_INET;
+	udp_cfg.local_udp_port = htons(port);
+	err = udp_sock_create(dev_net(dev), &udp_cfg, &sock);
+	if (err < 0)
+		return ERR_PTR(err);
+	tnl_cfg.sk_user_data = ctx;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = rdma_rs_encap_recv;
+	setup_udp_tunnel_sock(dev_net(dev), sock, &tnl_cfg);
+	return sock;
+}
+
+void rdma_rs_udp_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock);
+	/* encap_rcv runs under RCU: wait for the last one. */
+	synchronize_rcu();
+}
+
+const u8 *rdma_rs_skb_l3(struct sk_buff *skb, u32 *len)
+{
+	*len = skb_tail_pointer(skb) - skb_network_header(skb);
+	return skb_network_header(skb);
+}
+
+int rdma_rs_skb_ifindex(const struct sk_buff *skb)
+{
+	return skb->dev ? skb->dev->ifindex : 0;
+}
+
+void rdma_rs_skb_free(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len)
+{
+	const struct iphdr *iph = (const struct iphdr *)pkt;
+	struct flowi4 fl = { };
+	struct sk_buff *skb;
+	struct rtable *rt;
+	int hlen = LL_RESERVED_SPACE(dev);
+
+	if (len < sizeof(*iph))
+		return -EINVAL;
+	fl.flowi4_oif = dev->ifindex;
+	fl.saddr = iph->saddr;
+	fl.daddr = iph->daddr;
+	fl.flowi4_proto = IPPROTO_UDP;
+	rt = ip_route_output_key(dev_net(dev), &fl);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
+	if (!skb) {
+		ip_rt_put(rt);
+		return -ENOMEM;
+	}
+	skb_reserve(skb, hlen);
+	skb_put_data(skb, pkt, len);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(*iph));
+	skb->protocol = htons(ETH_P_IP);
+	skb->dev = rt->dst.dev;
+	skb_dst_set(skb, &rt->dst);
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	return ip_local_out(dev_net(dev), NULL, skb);
+}
+
+u32 rdma_rs_crc32_le(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+
+unsigned long rdma_rs_netdev_net(const struct net_device *dev)
+{
+	return (unsigned long)dev_net(dev);
+}
