@@ -18,7 +18,7 @@
 //! name. When the netdev is unregistered, the device is too, and the item
 //! goes back to unbound.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use kernel::c_str;
 use kernel::error::code::{EBUSY, EINVAL};
@@ -27,7 +27,7 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::types::ARef;
 
-use rdma::attr::{LinkLayer, NodeType};
+use rdma::attr::{Gid, LinkLayer, NodeType};
 use rdma::configfs::{Group, Item};
 use rdma::device::DeviceDesc;
 use rdma::driver::Driver;
@@ -37,6 +37,7 @@ use rdma::sync::SpinLockIrq;
 use rdma::sysfs::Page;
 
 use crate::device::{self, RxeDev, RxeOps, GID_TBL_LEN};
+use crate::sockets::Sockets;
 
 /// The module's state: the driver, the items, the bound devices.
 #[pin_data]
@@ -51,7 +52,12 @@ pub(crate) struct Rxe {
     /// Netdevs claimed by an item: (item id, netdev address).
     #[pin]
     claims: SpinLockIrq<KVec<(usize, usize)>>,
+    /// The UDP sockets, one per namespace in use.
+    #[pin]
+    pub(crate) sockets: Sockets,
     next_item: AtomicUsize,
+    rx_delivered: AtomicU64,
+    rx_dropped: AtomicU64,
 }
 
 impl Rxe {
@@ -63,7 +69,10 @@ impl Rxe {
                 items <- new_mutex!(KVec::new(), "Rxe::items"),
                 bound <- rdma::new_spinlock_irq!(KVec::new(), "Rxe::bound"),
                 claims <- rdma::new_spinlock_irq!(KVec::new(), "Rxe::claims"),
+                sockets <- Sockets::new(),
                 next_item: AtomicUsize::new(1),
+                rx_delivered: AtomicU64::new(0),
+                rx_dropped: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )
@@ -77,6 +86,31 @@ impl Rxe {
                 self.driver.unregister_device(&dev);
             }
         }
+        self.sockets.close_all();
+    }
+
+    /// The bound device of namespace `net` whose GID table holds `gid`
+    /// (the destination of a received packet). Any context.
+    pub(crate) fn device_for(&self, net: usize, gid: &Gid) -> Option<Arc<RxeDev>> {
+        let bound = self.bound.lock();
+        bound
+            .iter()
+            .find(|rd| {
+                rd.netdev.net_id() == net
+                    && rd
+                        .device()
+                        .is_some_and(|d| d.find_gid_on_port(1, gid).is_some())
+            })
+            .cloned()
+    }
+
+    pub(crate) fn count_rx(&self, delivered: bool) {
+        let c = if delivered {
+            &self.rx_delivered
+        } else {
+            &self.rx_dropped
+        };
+        c.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Claims `netdev` for item `id`: `EBUSY` if another item has it.
@@ -98,7 +132,22 @@ impl Rxe {
 
     /// Registers a device for `item` on `netdev`.
     fn enable(self: &Arc<Self>, name: &CStr, netdev: &ARef<NetDevice>) -> Result<Arc<RxeDev>> {
-        let rd = RxeDev::new(self.clone(), netdev.clone())?;
+        self.sockets.get(self, netdev)?;
+        let rd = match RxeDev::new(self.clone(), netdev.clone()) {
+            Ok(rd) => rd,
+            Err(e) => {
+                self.sockets.put(netdev);
+                return Err(e);
+            }
+        };
+        let r = self.register(name, netdev, &rd);
+        if r.is_err() {
+            self.sockets.put(netdev);
+        }
+        r.map(|()| rd)
+    }
+
+    fn register(&self, name: &CStr, netdev: &ARef<NetDevice>, rd: &Arc<RxeDev>) -> Result {
         let desc = DeviceDesc {
             name_template: name,
             node_type: NodeType::Ca,
@@ -118,7 +167,7 @@ impl Rxe {
         rd.set_device(dev);
         rd.sync_port();
         let _ = self.bound.lock().push(rd.clone(), GFP_ATOMIC);
-        Ok(rd)
+        Ok(())
     }
 
     /// Unregisters the device of `rd`.
@@ -126,6 +175,7 @@ impl Rxe {
         rdma::vec::remove_first(&mut self.bound.lock(), |b| Arc::ptr_eq(b, rd));
         if let Some(dev) = rd.take_device() {
             self.driver.unregister_device(&dev);
+            self.sockets.put(&rd.netdev);
         }
     }
 

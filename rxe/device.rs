@@ -14,7 +14,7 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, Arc, SpinLock};
+use kernel::sync::Arc;
 use kernel::types::ARef;
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
@@ -23,6 +23,9 @@ use rdma::device::{Device, DeviceAttr, DeviceCaps, DeviceOps};
 use rdma::event::{Element, Event, EventKind};
 use rdma::net::NetDevice;
 use rdma::port::{GidEntry, PortAttr};
+use rdma::qp::{QpInfo, QpOps};
+use rdma::qp_state::QpType;
+use rdma::sync::SpinLockIrq;
 
 use crate::config::Rxe;
 
@@ -43,9 +46,10 @@ pub(crate) fn ib_mtu(netdev_mtu: u32) -> Mtu {
 pub(crate) struct RxeDev {
     pub(crate) netdev: ARef<NetDevice>,
     rxe: Arc<Rxe>,
-    /// The registered device; taken when it is unregistered.
+    /// The registered device; taken when it is unregistered. Read from
+    /// the receive path (softirq).
     #[pin]
-    dev: SpinLock<Option<Arc<Device>>>,
+    dev: SpinLockIrq<Option<Arc<Device>>>,
     /// The port state last announced.
     active: AtomicBool,
     /// Netdev state or addresses changed.
@@ -80,7 +84,7 @@ impl RxeDev {
             pin_init!(RxeDev {
                 netdev,
                 rxe,
-                dev <- new_spinlock!(None, "RxeDev::dev"),
+                dev <- rdma::new_spinlock_irq!(None, "RxeDev::dev"),
                 active: AtomicBool::new(false),
                 refresh: AtomicBool::new(false),
                 gone: AtomicBool::new(false),
@@ -211,6 +215,14 @@ impl DeviceOps for RxeOps {
             max_mcast_qp_attach: 56,
             ..DeviceAttr::default()
         })
+    }
+
+    fn create_qp(&self, qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
+        match qp.qp_type {
+            QpType::Ud => Ok(crate::ud::UdQp::new(self.rd.clone())?),
+            // RC and UC come with the reliable transport.
+            _ => Err(rdma::errno::eopnotsupp()),
+        }
     }
 
     fn query_port(&self, _port: u32) -> Result<PortAttr> {

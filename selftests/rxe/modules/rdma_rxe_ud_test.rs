@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: UD SENDs between two `rdma_rs_rxe` devices on the wire.
+//!
+//! `ud.sh` makes `rxa` on 10.78.0.1 and `rxb` on 10.78.0.2, each in its own
+//! network namespace, joined by a veth pair; this module sends UD messages
+//! both ways through the verbs of `rdma_core` and checks every byte, the
+//! GRH, the source QP, immediate data, an address handle made from the
+//! completion, and what must not arrive.
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+use rdma::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::attr::Gid;
+use rdma::cq::{Cq, CqCore};
+use rdma::device::{self, Device, DeviceRef};
+use rdma::mem::Buffer;
+use rdma::mr::Mr;
+use rdma::pd::Pd;
+use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::testing;
+use rdma::verbs::{Access, WcFlags, WcOpcode, WcStatus};
+use rdma::wc::Wc;
+use rdma::wr::{RecvWr, SendOp, SendWr, UdDest};
+
+#[path = "../../lib/ktap.rs"]
+mod ktap;
+use ktap::{check, Ktap};
+
+module! {
+    type: RxeUdTest,
+    name: "rdma_rxe_ud_test",
+    author: "rdma-rs developers",
+    description: "Selftest: UD between two rdma_rs_rxe devices",
+    license: "GPL",
+}
+
+const QKEY: u32 = 0x1234_5678;
+const BUF: usize = 64 * 1024;
+const SLOT: usize = 4096 + 64;
+
+/// One side: device, PD, CQ, UD QP and a registered buffer.
+struct Side {
+    dev: DeviceRef,
+    ip: [u8; 4],
+    qp: Qp,
+    cq: Cq,
+    mr: Mr,
+    buf: Arc<Buffer>,
+    pd: Pd,
+}
+
+impl Side {
+    fn new(name: &CStr, ip: [u8; 4]) -> Result<Side> {
+        let dev = device::get_by_name(name).ok_or(ENODEV)?;
+        let pd = Pd::alloc(dev.arc())?;
+        let cq = Cq::create(dev.arc(), 256, None)?;
+        let qp = Qp::create(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: QpType::Ud,
+                send_cq: cq.core(),
+                recv_cq: cq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: 64,
+                    max_recv_wr: 64,
+                    max_send_sge: 2,
+                    max_recv_sge: 2,
+                    max_inline_data: 64,
+                },
+                sq_sig_all: true,
+                port_num: 1,
+            },
+        )?;
+        for (cur, next) in [
+            (QpState::Reset, QpState::Init),
+            (QpState::Init, QpState::Rtr),
+            (QpState::Rtr, QpState::Rts),
+        ] {
+            let mask = required_attrs(cur, next, QpType::Ud).ok_or(EINVAL)? | AttrMask::STATE;
+            let attr = QpAttr {
+                qp_state: next,
+                qkey: QKEY,
+                port_num: 1,
+                pkey_index: 0,
+                ..QpAttr::default()
+            };
+            qp.modify(&attr, mask)?;
+        }
+        let buf = Buffer::new(BUF)?;
+        let mr = Mr::reg_buffer(pd.core(), &buf, 0, BUF, Access::LOCAL_WRITE)?;
+        Ok(Side {
+            dev,
+            ip,
+            qp,
+            cq,
+            mr,
+            buf,
+            pd,
+        })
+    }
+
+    /// The index of this side's IPv4 GID.
+    fn gid_index(&self) -> Result<u8> {
+        let (_, i) = self
+            .dev
+            .find_gid_on_port(1, &Gid::from_ipv4(self.ip))
+            .ok_or(ENODEV)?;
+        Ok(i as u8)
+    }
+
+    fn ah_to(&self, peer: &Side) -> Result<Ah> {
+        Ah::create(
+            self.pd.core(),
+            &AhAttr {
+                port_num: 1,
+                grh: GlobalRoute {
+                    dgid: Gid::from_ipv4(peer.ip),
+                    sgid_index: self.gid_index()?,
+                    hop_limit: 64,
+                    ..GlobalRoute::default()
+                },
+                ..AhAttr::default()
+            },
+        )
+    }
+
+    fn post_recvs(&self, n: usize) -> Result {
+        for i in 0..n {
+            let sg = [self.buf.sge(i * SLOT, SLOT as u32, self.mr.lkey())?];
+            self.qp
+                .post_recv(&[RecvWr {
+                    wr_id: i as u64,
+                    cqe: None,
+                    sg: &sg,
+                }])
+                .map_err(|(_, e)| e)?;
+        }
+        Ok(())
+    }
+}
+
+fn poll(cq: &CqCore, n: usize, ms: u32) -> Result<KVec<Wc>> {
+    let mut got = KVec::new();
+    let mut wcs: [Wc; 8] = Default::default();
+    for _ in 0..ms / 2 {
+        let k = cq.poll(&mut wcs);
+        for wc in wcs.iter_mut().take(k) {
+            got.push(core::mem::take(wc), GFP_KERNEL)?;
+        }
+        if got.len() >= n {
+            return Ok(got);
+        }
+        testing::msleep(2);
+    }
+    pr_err!("polled {} of {} completions\n", got.len(), n);
+    Err(EAGAIN)
+}
+
+fn pattern(seed: u32, out: &mut [u8]) {
+    let mut x = seed | 1;
+    for b in out.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+}
+
+/// Sends messages of several sizes from `a` to `b` and checks them.
+fn one_way(a: &Side, b: &Side) -> Result {
+    let sizes = [0usize, 1, 7, 64, 513, 1000, 1024];
+    b.post_recvs(sizes.len())?;
+    let ah = a.ah_to(b)?;
+    let mut want = KVec::from_elem(0u8, 1024, GFP_KERNEL)?;
+    for (i, &len) in sizes.iter().enumerate() {
+        pattern(i as u32 + 3, &mut want[..len]);
+        a.buf.write(i * SLOT, &want[..len])?;
+        let sg = [a.buf.sge(i * SLOT, len as u32, a.mr.lkey())?];
+        let op = if i % 2 == 1 {
+            SendOp::SendWithImm(0xabc0_0000 + i as u32)
+        } else {
+            SendOp::Send
+        };
+        let mut wr = SendWr::new(100 + i as u64, op, &sg);
+        wr.ud = Some(UdDest {
+            ah: ah.core(),
+            remote_qpn: b.qp.qpn(),
+            remote_qkey: QKEY,
+        });
+        a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+        let s = poll(&a.cq, 1, 2000)?;
+        if s[0].status != WcStatus::Success || s[0].opcode != WcOpcode::Send {
+            pr_err!(
+                "send {}: status {:?} opcode {:?}\n",
+                len,
+                s[0].status,
+                s[0].opcode
+            );
+            return Err(EINVAL);
+        }
+        let r = poll(&b.cq, 1, 2000)?;
+        let wc = &r[0];
+        if wc.status != WcStatus::Success
+            || wc.byte_len as usize != len + 40
+            || wc.wr_id != i as u64
+        {
+            pr_err!(
+                "recv {}: status {:?} len {} wr_id {}\n",
+                len,
+                wc.status,
+                wc.byte_len,
+                wc.wr_id
+            );
+            return Err(EINVAL);
+        }
+        check(
+            wc.src_qp == a.qp.qpn() && wc.wc_flags.contains(WcFlags::GRH),
+            "source QP and GRH",
+        )?;
+        check(wc.network_hdr_type == 2, "IPv4 header type")?;
+        let imm = wc.wc_flags.contains(WcFlags::WITH_IMM);
+        check(
+            imm == (i % 2 == 1) && (!imm || wc.imm_data == 0xabc0_0000 + i as u32),
+            "immediate data",
+        )?;
+        let mut got = KVec::from_elem(0u8, len + 40, GFP_KERNEL)?;
+        b.buf.read(i * SLOT, &mut got)?;
+        check(got[40..] == want[..len], "payload byte for byte")?;
+        // An address back to the sender, from the completion and its GRH.
+        let mut grh = [0u8; 40];
+        grh.copy_from_slice(&got[..40]);
+        let back = AhAttr::from_wc(&b.dev, 1, wc, &grh)?;
+        check(
+            back.grh.dgid == Gid::from_ipv4(a.ip),
+            "reply address is the sender",
+        )?;
+    }
+    Ok(())
+}
+
+fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
+    let ah = a.ah_to(b)?;
+    // 1025 bytes: more than the 1024-byte IB MTU of a 1500-byte veth.
+    let sg = [a.buf.sge(0, 1025, a.mr.lkey())?];
+    let mut wr = SendWr::new(1, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: b.qp.qpn(),
+        remote_qkey: QKEY,
+    });
+    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    let s = poll(&a.cq, 1, 2000)?;
+    if s[0].status != WcStatus::LocLenErr {
+        pr_err!("over the MTU: status {:?}\n", s[0].status);
+        return Err(EINVAL);
+    }
+    // The QP is in error now: a fresh one for the Q_Key case.
+    let c = Side::new(a.dev.name(), a.ip)?;
+    b.post_recvs(1)?;
+    let sg = [c.buf.sge(0, 16, c.mr.lkey())?];
+    let ah = c.ah_to(b)?;
+    let mut wr = SendWr::new(2, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: b.qp.qpn(),
+        remote_qkey: QKEY ^ 1,
+    });
+    c.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    check(
+        poll(&c.cq, 1, 2000)?[0].status == WcStatus::Success,
+        "sender completes",
+    )?;
+    testing::msleep(200);
+    let mut wcs: [Wc; 1] = Default::default();
+    check(
+        b.cq.poll(&mut wcs) == 0,
+        "nothing arrives with a wrong Q_Key",
+    )
+}
+
+fn devices_listed(names: &[&CStr]) -> Result {
+    for n in names {
+        let d: DeviceRef = device::get_by_name(n).ok_or(ENODEV)?;
+        let dev: &Device = &d;
+        check(
+            dev.query_port(1)?.state == rdma::attr::PortState::Active,
+            "port active",
+        )?;
+    }
+    Ok(())
+}
+
+struct RxeUdTest;
+
+impl kernel::Module for RxeUdTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let mut t = Ktap::new(4);
+        t.case(
+            "devices_active",
+            devices_listed(&[c_str!("rxa"), c_str!("rxb")]),
+        );
+        let sides = Side::new(c_str!("rxa"), [10, 78, 0, 1])
+            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), [10, 78, 0, 2])?)));
+        match sides {
+            Ok((a, b)) => {
+                t.case("ud_a_to_b", one_way(&a, &b));
+                t.case("ud_b_to_a", one_way(&b, &a));
+                t.case("too_long_and_wrong_qkey", too_long_and_wrong_qkey(&a, &b));
+            }
+            Err(e) => {
+                for name in ["ud_a_to_b", "ud_b_to_a", "too_long_and_wrong_qkey"] {
+                    t.case(name, Err(e));
+                }
+            }
+        }
+        t.finish()?;
+        Ok(RxeUdTest)
+    }
+}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# UD between two rdma_rs_rxe devices on the wire: rxa (10.78.0.1) and rxb
+# (10.78.0.2), each bound in its own network namespace to one end of a veth
+# pair; the traffic is run by modules/rdma_rxe_ud_test.rs.
+. ../lib/ktap.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+
+bind() { # ns netdev item
+	mkdir $cfs/$3 &&
+		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
+			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
+}
+
+setup() {
+	modprobe rdma_rs_rxe && ip netns add uda && ip netns add udb &&
+		ip link add ua type veth peer name ub &&
+		ip link set ua netns uda && ip link set ub netns udb &&
+		ip -n uda addr add 10.78.0.1/24 dev ua && ip -n udb addr add 10.78.0.2/24 dev ub &&
+		ip -n uda link set ua up && ip -n udb link set ub up &&
+		bind uda ua rxa && bind udb ub rxb
+}
+
+teardown() {
+	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
+		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
+}
+
+ktap_plan 3
+ktap_check "setup" setup
+ktap_module rdma_rxe_ud_test
+rmmod rdma_rxe_ud_test 2>/dev/null
+ktap_check "teardown" teardown
+ktap_finish
