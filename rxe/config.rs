@@ -56,8 +56,7 @@ pub(crate) struct Rxe {
     #[pin]
     pub(crate) sockets: Sockets,
     next_item: AtomicUsize,
-    rx_delivered: AtomicU64,
-    rx_dropped: AtomicU64,
+    rx_unclaimed: AtomicU64,
 }
 
 impl Rxe {
@@ -71,8 +70,7 @@ impl Rxe {
                 claims <- rdma::new_spinlock_irq!(KVec::new(), "Rxe::claims"),
                 sockets <- Sockets::new(),
                 next_item: AtomicUsize::new(1),
-                rx_delivered: AtomicU64::new(0),
-                rx_dropped: AtomicU64::new(0),
+                rx_unclaimed: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )
@@ -104,13 +102,10 @@ impl Rxe {
             .cloned()
     }
 
-    pub(crate) fn count_rx(&self, delivered: bool) {
-        let c = if delivered {
-            &self.rx_delivered
-        } else {
-            &self.rx_dropped
-        };
-        c.fetch_add(1, Ordering::Relaxed);
+    /// Counts a received packet that no device of ours took (malformed,
+    /// bad ICRC, not for one of our addresses).
+    pub(crate) fn count_unclaimed(&self) {
+        self.rx_unclaimed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Claims `netdev` for item `id`: `EBUSY` if another item has it.
@@ -231,6 +226,7 @@ pub(crate) struct RxeItem {
 const ATTR_NETDEV: usize = 0;
 const ATTR_ENABLE: usize = 1;
 const ATTR_IBDEV: usize = 2;
+const ATTR_COUNTERS: usize = 3;
 
 /// The text written to an attribute, without surrounding white space.
 fn trimmed(data: &[u8]) -> &[u8] {
@@ -257,6 +253,10 @@ impl Item for RxeItem {
             ATTR_ENABLE => writeln!(out, "{}", u8::from(st.rd.is_some())),
             ATTR_IBDEV => match st.rd.as_ref().and_then(|r| r.device()) {
                 Some(d) => writeln!(out, "{}", d.name().to_str().unwrap_or("?")),
+                None => Ok(()),
+            },
+            ATTR_COUNTERS => match &st.rd {
+                Some(rd) => rd.write_counters(out),
                 None => Ok(()),
             },
             _ => return Err(EINVAL),
@@ -314,7 +314,7 @@ impl Item for RxeItem {
                     (false, None) => Ok(()),
                 }
             }
-            ATTR_IBDEV => Err(EINVAL),
+            ATTR_IBDEV | ATTR_COUNTERS => Err(EINVAL),
             _ => Err(EINVAL),
         }
     }

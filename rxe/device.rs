@@ -11,7 +11,7 @@
 //! process context: port events, GID table, or unregistration when the
 //! netdev goes away.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -41,9 +41,24 @@ pub(crate) fn ib_mtu(netdev_mtu: u32) -> Mtu {
     Mtu::largest_within(netdev_mtu.saturating_sub(MAX_HDR_LENGTH)).unwrap_or(Mtu::Mtu256)
 }
 
+/// Packet counters of a device.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Packets handed to the network stack.
+    pub(crate) tx: AtomicU64,
+    /// Packets to a device of ours, delivered without the network stack.
+    pub(crate) loopback: AtomicU64,
+    /// Packets delivered to a QP.
+    pub(crate) rx: AtomicU64,
+    /// Packets for this device that no QP took (bad QPN, state, Q_Key, no
+    /// receive posted, bad memory).
+    pub(crate) rx_dropped: AtomicU64,
+}
+
 /// A device bound to a netdev.
 #[pin_data]
 pub(crate) struct RxeDev {
+    pub(crate) counters: Counters,
     pub(crate) netdev: ARef<NetDevice>,
     rxe: Arc<Rxe>,
     /// The registered device; taken when it is unregistered. Read from
@@ -82,6 +97,7 @@ impl RxeDev {
     pub(crate) fn new(rxe: Arc<Rxe>, netdev: ARef<NetDevice>) -> Result<Arc<RxeDev>> {
         Arc::pin_init(
             pin_init!(RxeDev {
+                counters: Counters::default(),
                 netdev,
                 rxe,
                 dev <- rdma::new_spinlock_irq!(None, "RxeDev::dev"),
@@ -92,6 +108,24 @@ impl RxeDev {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The module state.
+    pub(crate) fn rxe(&self) -> &Arc<Rxe> {
+        &self.rxe
+    }
+
+    /// The counters as text (the item's `counters` file).
+    pub(crate) fn write_counters(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let c = &self.counters;
+        writeln!(out, "tx_packets {}", c.tx.load(Ordering::Relaxed))?;
+        writeln!(
+            out,
+            "loopback_packets {}",
+            c.loopback.load(Ordering::Relaxed)
+        )?;
+        writeln!(out, "rx_packets {}", c.rx.load(Ordering::Relaxed))?;
+        writeln!(out, "rx_dropped {}", c.rx_dropped.load(Ordering::Relaxed))
     }
 
     pub(crate) fn set_device(&self, dev: Arc<Device>) {

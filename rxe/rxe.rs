@@ -71,6 +71,10 @@ impl kernel::Module for RxeModule {
                 name: c_str!("ibdev"),
                 writable: false,
             },
+            Attr {
+                name: c_str!("counters"),
+                writable: false,
+            },
         ];
         let group = Arc::new(config::RxeGroup(rxe.clone()), GFP_KERNEL)?;
         let cfs = Subsystem::register(module, c_str!("rdma_rs_rxe"), &attrs, group)?;

@@ -99,7 +99,8 @@ struct Receiver {
 impl UdpHandler for Receiver {
     fn recv(&self, skb: SkBuff) {
         let net = self.net;
-        let delivered = ud::receive(skb.l3(), |gid: &Gid| self.rxe.device_for(net, gid));
-        self.rxe.count_rx(delivered);
+        if !ud::receive(skb.l3(), |gid: &Gid| self.rxe.device_for(net, gid)) {
+            self.rxe.count_unclaimed();
+        }
     }
 }

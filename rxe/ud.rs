@@ -154,9 +154,25 @@ impl UdQp {
             Ok(n) => n,
             Err(_) => return WcStatus::LocLenErr,
         };
-        // A packet the network drops is lost, as UD allows; the request
-        // still completes.
-        let _ = rdma::udp::ip4_xmit(&self.rd.netdev, &front[..n]);
+        // To a device of ours in this namespace (the same one included):
+        // straight to its receive path, without the network stack.
+        let local = self
+            .rd
+            .rxe()
+            .device_for(self.rd.netdev.net_id(), &Gid::from_ipv4(dst));
+        match local {
+            Some(target) => {
+                self.rd.counters.loopback.fetch_add(1, Ordering::Relaxed);
+                receive_on(&target, &front[..n]);
+            }
+            None => {
+                // A packet the network drops is lost, as UD allows; the
+                // request still completes.
+                if rdma::udp::ip4_xmit(&self.rd.netdev, &front[..n]).is_ok() {
+                    self.rd.counters.tx.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         WcStatus::Success
     }
 }
@@ -178,8 +194,9 @@ fn source_port(qpn: u32) -> u16 {
     0xc000 | (qpn.wrapping_mul(0x9e37_79b9) >> 18) as u16
 }
 
-/// Delivers one received frame (softirq context). Returns whether it was
-/// delivered.
+/// Delivers one received frame (softirq context) to the device `find`
+/// gives for its destination address. Returns whether a device took it;
+/// the device counts what it delivered and dropped.
 pub(crate) fn receive(frame: &[u8], find: impl Fn(&Gid) -> Option<Arc<RxeDev>>) -> bool {
     let Ok(pkt) = packet::parse(frame, MAX_PAYLOAD, &crc) else {
         return false;
@@ -190,17 +207,35 @@ pub(crate) fn receive(frame: &[u8], find: impl Fn(&Gid) -> Option<Arc<RxeDev>>) 
     let Some(rd) = find(&Gid::from_ipv4(ip.dst)) else {
         return false;
     };
-    let Some(dev) = rd.device() else {
-        return false;
-    };
-    match pkt.opcode {
-        Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate => {}
-        _ => return false,
+    deliver(&rd, &pkt, frame);
+    true
+}
+
+/// Delivers a frame built here to a device of ours (the loopback path).
+fn receive_on(rd: &RxeDev, frame: &[u8]) {
+    match packet::parse(frame, MAX_PAYLOAD, &crc) {
+        Ok(pkt) => deliver(rd, &pkt, frame),
+        Err(_) => {
+            rd.counters.rx_dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
-    let Some(qp) = dev.qp_by_num(pkt.dest_qpn()) else {
-        return false;
+}
+
+fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
+    let ok = rd.device().is_some_and(|dev| {
+        matches!(
+            pkt.opcode,
+            Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
+        ) && dev
+            .qp_by_num(pkt.dest_qpn())
+            .is_some_and(|qp| deliver_ud(&dev, &qp, pkt, frame))
+    });
+    let c = if ok {
+        &rd.counters.rx
+    } else {
+        &rd.counters.rx_dropped
     };
-    deliver_ud(&dev, &qp, &pkt, frame)
+    c.fetch_add(1, Ordering::Relaxed);
 }
 
 fn deliver_ud(

@@ -21,14 +21,27 @@ setup() {
 		bind uda ua rxa && bind udb ub rxb
 }
 
+counter() { # item name
+	sed -n "s/^$2 //p" $cfs/$1/counters
+}
+
+counters_add_up() {
+	# rxa sent 7 + 1 (the last with a wrong Q_Key, which rxb dropped); rxb
+	# received those 7 and 1 from itself by the loopback path.
+	[ "$(counter rxb loopback_packets)" = 1 ] && [ "$(counter rxa tx_packets)" -ge 8 ] &&
+		[ "$(counter rxb rx_packets)" -ge 8 ] && [ "$(counter rxb rx_dropped)" -ge 1 ] ||
+		{ echo "rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"; echo "rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"; return 1; }
+}
+
 teardown() {
 	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
 		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 3
+ktap_plan 4
 ktap_check "setup" setup
 ktap_module rdma_rxe_ud_test
 rmmod rdma_rxe_ud_test 2>/dev/null
+ktap_check "counters_add_up" counters_add_up
 ktap_check "teardown" teardown
 ktap_finish

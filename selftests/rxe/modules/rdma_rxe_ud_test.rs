@@ -285,6 +285,33 @@ fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
     )
 }
 
+/// To the device's own address: the loopback path, no network stack.
+fn loopback(a: &Side) -> Result {
+    let c = Side::new(a.dev.name(), a.ip)?;
+    c.post_recvs(1)?;
+    let mut msg = [0u8; 300];
+    pattern(77, &mut msg);
+    a.buf.write(0, &msg)?;
+    let sg = [a.buf.sge(0, 300, a.mr.lkey())?];
+    let ah = a.ah_to(&c)?;
+    let mut wr = SendWr::new(9, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: c.qp.qpn(),
+        remote_qkey: QKEY,
+    });
+    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    check(poll(&a.cq, 1, 2000)?[0].status == WcStatus::Success, "sent")?;
+    let r = poll(&c.cq, 1, 2000)?;
+    check(
+        r[0].status == WcStatus::Success && r[0].byte_len == 340,
+        "received",
+    )?;
+    let mut got = [0u8; 300];
+    c.buf.read(40, &mut got)?;
+    check(got == msg, "payload byte for byte")
+}
+
 fn devices_listed(names: &[&CStr]) -> Result {
     for n in names {
         let d: DeviceRef = device::get_by_name(n).ok_or(ENODEV)?;
@@ -301,7 +328,7 @@ struct RxeUdTest;
 
 impl kernel::Module for RxeUdTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(4);
+        let mut t = Ktap::new(5);
         t.case(
             "devices_active",
             devices_listed(&[c_str!("rxa"), c_str!("rxb")]),
@@ -313,9 +340,15 @@ impl kernel::Module for RxeUdTest {
                 t.case("ud_a_to_b", one_way(&a, &b));
                 t.case("ud_b_to_a", one_way(&b, &a));
                 t.case("too_long_and_wrong_qkey", too_long_and_wrong_qkey(&a, &b));
+                t.case("loopback", loopback(&b));
             }
             Err(e) => {
-                for name in ["ud_a_to_b", "ud_b_to_a", "too_long_and_wrong_qkey"] {
+                for name in [
+                    "ud_a_to_b",
+                    "ud_b_to_a",
+                    "too_long_and_wrong_qkey",
+                    "loopback",
+                ] {
                     t.case(name, Err(e));
                 }
             }
