@@ -74,8 +74,9 @@ boot_guests() {
 	pkill -P $$ tail 2>/dev/null || true
 	kill "${tails[@]}" 2>/dev/null || true
 	wait "${tails[@]}" 2>/dev/null || true
-	[ $rc -eq 124 ] && echo "vm.sh: guest timed out after ${timeout_s}s"
-	[ $rc -ne 0 ] && [ -s "$out/qemu0.log" ] && cat "$out"/qemu*.log
+	if [ $rc -eq 124 ]; then echo "vm.sh: guest timed out after ${timeout_s}s"; fi
+	if [ $rc -ne 0 ] && [ -s "$out/qemu0.log" ]; then cat "$out"/qemu*.log; fi
+	return 0
 }
 
 # judge: guestlog's verdict on every guest. Sets boot_splat_only when every
