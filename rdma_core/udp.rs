@@ -4,8 +4,9 @@
 //!
 //! [`UdpSocket::open_v4`] binds a UDP port in the network namespace of a
 //! netdev and hands every datagram, as an owned [`SkBuff`], to a
-//! [`UdpHandler`] in softirq context. [`ip4_xmit`] sends a complete IPv4
-//! packet (headers included: a RoCE v2 ICRC covers them) out of a netdev.
+//! [`UdpHandler`] in softirq context ([`UdpSocket::open_v6`] for IPv6).
+//! [`ip4_xmit`] and [`ip6_xmit`] send a complete packet (headers included:
+//! a RoCE v2 ICRC covers them) out of a netdev.
 //! The plumbing is C (`udp_glue.c`); the 6.12 kernel crate has no
 //! networking.
 
@@ -74,12 +75,31 @@ unsafe impl Sync for UdpSocket {}
 impl UdpSocket {
     /// Binds IPv4 UDP `port` in the namespace of `dev`. Process context.
     pub fn open_v4(dev: &NetDevice, port: u16, handler: Arc<dyn UdpHandler>) -> Result<UdpSocket> {
+        Self::open(dev, port, handler, false)
+    }
+
+    /// Binds IPv6 UDP `port` (IPv6 only, zero checksums accepted) in the
+    /// namespace of `dev`. Process context.
+    pub fn open_v6(dev: &NetDevice, port: u16, handler: Arc<dyn UdpHandler>) -> Result<UdpSocket> {
+        Self::open(dev, port, handler, true)
+    }
+
+    fn open(
+        dev: &NetDevice,
+        port: u16,
+        handler: Arc<dyn UdpHandler>,
+        v6: bool,
+    ) -> Result<UdpSocket> {
         crate::might_sleep();
         let ctx = KBox::into_raw(KBox::new(handler, GFP_KERNEL)?);
         // SAFETY: `dev` is live; `ctx` stays valid until `drop` frees it,
         // after the socket is closed and the last receive has returned.
         let sock = from_err_ptr(unsafe {
-            bindings::rdma_rs_udp4_open(dev.as_raw(), port, ctx.cast::<c_void>())
+            if v6 {
+                bindings::rdma_rs_udp6_open(dev.as_raw(), port, ctx.cast::<c_void>())
+            } else {
+                bindings::rdma_rs_udp4_open(dev.as_raw(), port, ctx.cast::<c_void>())
+            }
         });
         match sock.and_then(|p| NonNull::new(p).ok_or(kernel::error::code::EINVAL)) {
             Ok(sock) => Ok(UdpSocket { sock, handler: ctx }),
@@ -124,6 +144,13 @@ pub(crate) unsafe extern "C" fn rdma_rs_udp_recv(ctx: *mut c_void, skb: *mut bin
 pub fn ip4_xmit(dev: &NetDevice, pkt: &[u8]) -> Result {
     // SAFETY: `dev` is live; `pkt` is valid for its length and copied.
     to_result(unsafe { bindings::rdma_rs_ip4_xmit(dev.as_raw(), pkt.as_ptr(), pkt.len() as u32) })
+}
+
+/// Sends a complete IPv6 packet (`pkt` starts with the IPv6 header) out of
+/// `dev`, routed in its namespace. Any context.
+pub fn ip6_xmit(dev: &NetDevice, pkt: &[u8]) -> Result {
+    // SAFETY: `dev` is live; `pkt` is valid for its length and copied.
+    to_result(unsafe { bindings::rdma_rs_ip6_xmit(dev.as_raw(), pkt.as_ptr(), pkt.len() as u32) })
 }
 
 /// The kernel's CRC32 (`crc32_le`, accelerated where the CPU can).

@@ -14,7 +14,10 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <linux/ipv6.h>
 #include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
@@ -44,6 +47,27 @@ struct socket *rdma_rs_udp4_open(struct net_device *dev, u16 port, void *ctx)
 	int err;
 
 	udp_cfg.family = AF_INET;
+	udp_cfg.local_udp_port = htons(port);
+	err = udp_sock_create(dev_net(dev), &udp_cfg, &sock);
+	if (err < 0)
+		return ERR_PTR(err);
+	tnl_cfg.sk_user_data = ctx;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = rdma_rs_encap_recv;
+	setup_udp_tunnel_sock(dev_net(dev), sock, &tnl_cfg);
+	return sock;
+}
+
+struct socket *rdma_rs_udp6_open(struct net_device *dev, u16 port, void *ctx)
+{
+	struct udp_port_cfg udp_cfg = { };
+	struct udp_tunnel_sock_cfg tnl_cfg = { };
+	struct socket *sock;
+	int err;
+
+	/* Zero UDP checksums are accepted (RoCE v2 sends 0, with the ICRC). */
+	udp_cfg.family = AF_INET6;
+	udp_cfg.ipv6_v6only = 1;
 	udp_cfg.local_udp_port = htons(port);
 	err = udp_sock_create(dev_net(dev), &udp_cfg, &sock);
 	if (err < 0)
@@ -109,6 +133,43 @@ int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len)
 	skb_dst_set(skb, &rt->dst);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(dev_net(dev), NULL, skb);
+}
+
+int rdma_rs_ip6_xmit(struct net_device *dev, const u8 *pkt, u32 len)
+{
+	const struct ipv6hdr *ip6h = (const struct ipv6hdr *)pkt;
+	struct flowi6 fl6 = { };
+	struct dst_entry *dst;
+	struct sk_buff *skb;
+	int hlen = LL_RESERVED_SPACE(dev);
+	int err;
+
+	if (len < sizeof(*ip6h))
+		return -EINVAL;
+	fl6.flowi6_oif = dev->ifindex;
+	fl6.saddr = ip6h->saddr;
+	fl6.daddr = ip6h->daddr;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	dst = ip6_route_output(dev_net(dev), NULL, &fl6);
+	if (dst->error) {
+		err = dst->error;
+		dst_release(dst);
+		return err;
+	}
+	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
+	if (!skb) {
+		dst_release(dst);
+		return -ENOMEM;
+	}
+	skb_reserve(skb, hlen);
+	skb_put_data(skb, pkt, len);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(*ip6h));
+	skb->protocol = htons(ETH_P_IPV6);
+	skb->dev = dst->dev;
+	skb_dst_set(skb, dst);
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	return ip6_local_out(dev_net(dev), NULL, skb);
 }
 
 u32 rdma_rs_crc32_le(u32 crc, const u8 *p, size_t len)

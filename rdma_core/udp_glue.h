@@ -10,11 +10,13 @@ struct sk_buff;
 struct socket;
 
 struct socket *rdma_rs_udp4_open(struct net_device *dev, u16 port, void *ctx);
+struct socket *rdma_rs_udp6_open(struct net_device *dev, u16 port, void *ctx);
 void rdma_rs_udp_close(struct socket *sock);
 const u8 *rdma_rs_skb_l3(struct sk_buff *skb, u32 *len);
 int rdma_rs_skb_ifindex(const struct sk_buff *skb);
 void rdma_rs_skb_free(struct sk_buff *skb);
 int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len);
+int rdma_rs_ip6_xmit(struct net_device *dev, const u8 *pkt, u32 len);
 u32 rdma_rs_crc32_le(u32 crc, const u8 *p, size_t len);
 unsigned long rdma_rs_netdev_net(const struct net_device *dev);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One RoCE v2 UDP socket (port 4791) per network namespace that has an
-//! rxe device, shared by those devices and closed with the last of them.
+//! The RoCE v2 UDP sockets (port 4791, IPv4 and IPv6) of every network
+//! namespace that has an rxe device, shared by those devices and closed
+//! with the last of them.
 //!
 //! The socket binds in the netdev's own namespace, which is what lets our
 //! rxe run beside the kernel's `rdma_rxe`: that one binds port 4791 in the
@@ -22,7 +23,9 @@ use crate::ud;
 struct NsSocket {
     net: usize,
     users: u32,
-    _sock: UdpSocket,
+    _v4: UdpSocket,
+    /// None where the namespace has no IPv6.
+    _v6: Option<UdpSocket>,
 }
 
 /// The sockets of every namespace in use.
@@ -53,12 +56,14 @@ impl Sockets {
             },
             GFP_KERNEL,
         )?;
-        let sock = UdpSocket::open_v4(dev, ROCE_V2_UDP_PORT, handler)?;
+        let v4 = UdpSocket::open_v4(dev, ROCE_V2_UDP_PORT, handler.clone())?;
+        let v6 = UdpSocket::open_v6(dev, ROCE_V2_UDP_PORT, handler).ok();
         list.push(
             NsSocket {
                 net,
                 users: 1,
-                _sock: sock,
+                _v4: v4,
+                _v6: v6,
             },
             GFP_KERNEL,
         )?;

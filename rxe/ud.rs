@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The UD transport over RoCE v2 / IPv4: SEND (with immediate) out through
-//! the netdev, and received UD packets delivered to their QP.
+//! The UD transport over RoCE v2 (IPv4 and IPv6): SEND (with immediate)
+//! out through the netdev, and received UD packets delivered to their QP.
 //!
 //! Sending runs in the core's per-QP work (`QpOps::run`): each send queue
 //! entry becomes one packet (UD messages fit one MTU), built with the
@@ -29,7 +29,7 @@ use rdma::wr::SendWqe;
 use crate::device::RxeDev;
 use crate::proto::headers::{Bth, Deth, ExtHeaders, ImmDt};
 use crate::proto::opcode::Opcode;
-use crate::proto::packet::{self, Headers, IpHeader, Ipv4, Packet, Udp};
+use crate::proto::packet::{self, Headers, IpHeader, Ipv4, Ipv6, Packet, Udp};
 
 /// The largest UD payload: the largest IB MTU.
 pub(crate) const MAX_PAYLOAD: usize = 4096;
@@ -83,14 +83,36 @@ impl UdQp {
             return WcStatus::LocQpOpErr;
         };
         let av = ah.query();
-        let sgid = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index));
-        let (Some(src), Some(dst)) = (
-            sgid.ok().and_then(|e| e.gid.to_ipv4()),
-            av.grh.dgid.to_ipv4(),
-        ) else {
-            // IPv6 comes later.
+        let Ok(sgid) = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index)) else {
             return WcStatus::LocQpOpErr;
         };
+        let (sgid, dgid) = (sgid.gid, av.grh.dgid);
+        let hop_limit = if av.grh.hop_limit == 0 {
+            64
+        } else {
+            av.grh.hop_limit
+        };
+        let ip = match (sgid.to_ipv4(), dgid.to_ipv4()) {
+            (Some(src), Some(dst)) => IpHeader::V4(Ipv4 {
+                tos: av.grh.traffic_class,
+                id: self.ip_id.fetch_add(1, Ordering::Relaxed),
+                dont_fragment: true,
+                ttl: hop_limit,
+                src,
+                dst,
+            }),
+            (None, None) => IpHeader::V6(Ipv6 {
+                traffic_class: av.grh.traffic_class,
+                // rxe sends flow label 0.
+                flow_label: 0,
+                hop_limit,
+                src: sgid.0,
+                dst: dgid.0,
+            }),
+            // An IPv4 source with an IPv6 destination, or the reverse.
+            _ => return WcStatus::LocQpOpErr,
+        };
+
         let mtu = dev
             .query_port(1)
             .map(|p| p.active_mtu.bytes() as usize)
@@ -116,18 +138,7 @@ impl UdQp {
         };
         let psn = self.psn.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
         let headers = Headers {
-            ip: IpHeader::V4(Ipv4 {
-                tos: av.grh.traffic_class,
-                id: self.ip_id.fetch_add(1, Ordering::Relaxed),
-                dont_fragment: true,
-                ttl: if av.grh.hop_limit == 0 {
-                    64
-                } else {
-                    av.grh.hop_limit
-                },
-                src,
-                dst,
-            }),
+            ip,
             udp: Udp {
                 src_port: source_port(qp.qpn()),
                 checksum: 0,
@@ -156,10 +167,7 @@ impl UdQp {
         };
         // To a device of ours in this namespace (the same one included):
         // straight to its receive path, without the network stack.
-        let local = self
-            .rd
-            .rxe()
-            .device_for(self.rd.netdev.net_id(), &Gid::from_ipv4(dst));
+        let local = self.rd.rxe().device_for(self.rd.netdev.net_id(), &dgid);
         match local {
             Some(target) => {
                 self.rd.counters.loopback.fetch_add(1, Ordering::Relaxed);
@@ -168,7 +176,11 @@ impl UdQp {
             None => {
                 // A packet the network drops is lost, as UD allows; the
                 // request still completes.
-                if rdma::udp::ip4_xmit(&self.rd.netdev, &front[..n]).is_ok() {
+                let sent = match headers.ip {
+                    IpHeader::V4(_) => rdma::udp::ip4_xmit(&self.rd.netdev, &front[..n]),
+                    IpHeader::V6(_) => rdma::udp::ip6_xmit(&self.rd.netdev, &front[..n]),
+                };
+                if sent.is_ok() {
                     self.rd.counters.tx.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -201,10 +213,11 @@ pub(crate) fn receive(frame: &[u8], find: impl Fn(&Gid) -> Option<Arc<RxeDev>>) 
     let Ok(pkt) = packet::parse(frame, MAX_PAYLOAD, &crc) else {
         return false;
     };
-    let IpHeader::V4(ip) = pkt.headers.ip else {
-        return false;
+    let dst = match pkt.headers.ip {
+        IpHeader::V4(ip) => Gid::from_ipv4(ip.dst),
+        IpHeader::V6(ip) => Gid(ip.dst),
     };
-    let Some(rd) = find(&Gid::from_ipv4(ip.dst)) else {
+    let Some(rd) = find(&dst) else {
         return false;
     };
     deliver(&rd, &pkt, frame);
@@ -271,7 +284,11 @@ fn deliver_ud(
         byte_len: (payload.len() + GRH_LEN) as u32,
         src_qp: deth.src_qpn,
         wc_flags: WcFlags::GRH | WcFlags::WITH_NETWORK_HDR_TYPE,
-        network_hdr_type: 2,
+        network_hdr_type: if matches!(pkt.headers.ip, IpHeader::V4(_)) {
+            2
+        } else {
+            3
+        },
         port_num: 1,
         ..Wc::default()
     };
@@ -284,9 +301,13 @@ fn deliver_ud(
         qp.complete_recv(rwqe, wc, false);
         return false;
     }
-    // RoCE v2 over IPv4: 20 unused bytes, then the IPv4 header.
+    // RoCE v2 over IPv4: 20 unused bytes, then the IPv4 header; over
+    // IPv6 the GRH is the IPv6 header.
     let mut grh = [0u8; GRH_LEN];
-    grh[20..].copy_from_slice(&frame[..20]);
+    match pkt.headers.ip {
+        IpHeader::V4(_) => grh[20..].copy_from_slice(&frame[..20]),
+        IpHeader::V6(_) => grh.copy_from_slice(&frame[..GRH_LEN]),
+    }
     let ok = mr::scatter(dev, qp.pd(), rwqe.sges(), 0, &grh).is_ok()
         && mr::scatter(dev, qp.pd(), rwqe.sges(), GRH_LEN as u64, payload).is_ok();
     if !ok {

@@ -1,7 +1,8 @@
 #!/bin/sh
-# UD between two rdma_rs_rxe devices on the wire: rxa (10.78.0.1) and rxb
-# (10.78.0.2), each bound in its own network namespace to one end of a veth
-# pair; the traffic is run by modules/rdma_rxe_ud_test.rs.
+# UD between two rdma_rs_rxe devices on the wire, over IPv4 and IPv6: rxa
+# (10.78.0.1, fd00:78::1) and rxb (10.78.0.2, fd00:78::2), each bound in its
+# own network namespace to one end of a veth pair; the traffic is run by
+# modules/rdma_rxe_ud_test.rs.
 . ../lib/ktap.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
@@ -17,6 +18,8 @@ setup() {
 		ip link add ua type veth peer name ub &&
 		ip link set ua netns uda && ip link set ub netns udb &&
 		ip -n uda addr add 10.78.0.1/24 dev ua && ip -n udb addr add 10.78.0.2/24 dev ub &&
+		ip -n uda addr add fd00:78::1/64 dev ua nodad &&
+		ip -n udb addr add fd00:78::2/64 dev ub nodad &&
 		ip -n uda link set ua up && ip -n udb link set ub up &&
 		bind uda ua rxa && bind udb ub rxb
 }

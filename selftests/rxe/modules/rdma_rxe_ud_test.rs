@@ -2,11 +2,12 @@
 
 //! Selftest: UD SENDs between two `rdma_rs_rxe` devices on the wire.
 //!
-//! `ud.sh` makes `rxa` on 10.78.0.1 and `rxb` on 10.78.0.2, each in its own
-//! network namespace, joined by a veth pair; this module sends UD messages
-//! both ways through the verbs of `rdma_core` and checks every byte, the
-//! GRH, the source QP, immediate data, an address handle made from the
-//! completion, and what must not arrive.
+//! `ud.sh` makes `rxa` on 10.78.0.1 / fd00:78::1 and `rxb` on 10.78.0.2 /
+//! fd00:78::2, each in its own network namespace, joined by a veth pair;
+//! this module sends UD messages both ways, over IPv4 and IPv6, through the
+//! verbs of `rdma_core` and checks every byte, the GRH, the source QP,
+//! immediate data, an address handle made from the completion, and what
+//! must not arrive.
 
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
@@ -47,7 +48,7 @@ const SLOT: usize = 4096 + 64;
 /// One side: device, PD, CQ, UD QP and a registered buffer.
 struct Side {
     dev: DeviceRef,
-    ip: [u8; 4],
+    gid: Gid,
     qp: Qp,
     cq: Cq,
     mr: Mr,
@@ -56,7 +57,7 @@ struct Side {
 }
 
 impl Side {
-    fn new(name: &CStr, ip: [u8; 4]) -> Result<Side> {
+    fn new(name: &CStr, gid: Gid) -> Result<Side> {
         let dev = device::get_by_name(name).ok_or(ENODEV)?;
         let pd = Pd::alloc(dev.arc())?;
         let cq = Cq::create(dev.arc(), 256, None)?;
@@ -97,7 +98,7 @@ impl Side {
         let mr = Mr::reg_buffer(pd.core(), &buf, 0, BUF, Access::LOCAL_WRITE)?;
         Ok(Side {
             dev,
-            ip,
+            gid,
             qp,
             cq,
             mr,
@@ -106,12 +107,9 @@ impl Side {
         })
     }
 
-    /// The index of this side's IPv4 GID.
+    /// The index of this side's GID.
     fn gid_index(&self) -> Result<u8> {
-        let (_, i) = self
-            .dev
-            .find_gid_on_port(1, &Gid::from_ipv4(self.ip))
-            .ok_or(ENODEV)?;
+        let (_, i) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
         Ok(i as u8)
     }
 
@@ -121,7 +119,7 @@ impl Side {
             &AhAttr {
                 port_num: 1,
                 grh: GlobalRoute {
-                    dgid: Gid::from_ipv4(peer.ip),
+                    dgid: peer.gid,
                     sgid_index: self.gid_index()?,
                     hop_limit: 64,
                     ..GlobalRoute::default()
@@ -224,7 +222,11 @@ fn one_way(a: &Side, b: &Side) -> Result {
             wc.src_qp == a.qp.qpn() && wc.wc_flags.contains(WcFlags::GRH),
             "source QP and GRH",
         )?;
-        check(wc.network_hdr_type == 2, "IPv4 header type")?;
+        let v4 = a.gid.to_ipv4().is_some();
+        check(
+            wc.network_hdr_type == if v4 { 2 } else { 3 },
+            "network header type",
+        )?;
         let imm = wc.wc_flags.contains(WcFlags::WITH_IMM);
         check(
             imm == (i % 2 == 1) && (!imm || wc.imm_data == 0xabc0_0000 + i as u32),
@@ -237,10 +239,7 @@ fn one_way(a: &Side, b: &Side) -> Result {
         let mut grh = [0u8; 40];
         grh.copy_from_slice(&got[..40]);
         let back = AhAttr::from_wc(&b.dev, 1, wc, &grh)?;
-        check(
-            back.grh.dgid == Gid::from_ipv4(a.ip),
-            "reply address is the sender",
-        )?;
+        check(back.grh.dgid == a.gid, "reply address is the sender")?;
     }
     Ok(())
 }
@@ -262,7 +261,7 @@ fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
         return Err(EINVAL);
     }
     // The QP is in error now: a fresh one for the Q_Key case.
-    let c = Side::new(a.dev.name(), a.ip)?;
+    let c = Side::new(a.dev.name(), a.gid)?;
     b.post_recvs(1)?;
     let sg = [c.buf.sge(0, 16, c.mr.lkey())?];
     let ah = c.ah_to(b)?;
@@ -287,7 +286,7 @@ fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
 
 /// To the device's own address: the loopback path, no network stack.
 fn loopback(a: &Side) -> Result {
-    let c = Side::new(a.dev.name(), a.ip)?;
+    let c = Side::new(a.dev.name(), a.gid)?;
     c.post_recvs(1)?;
     let mut msg = [0u8; 300];
     pattern(77, &mut msg);
@@ -328,13 +327,13 @@ struct RxeUdTest;
 
 impl kernel::Module for RxeUdTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(5);
+        let mut t = Ktap::new(7);
         t.case(
             "devices_active",
             devices_listed(&[c_str!("rxa"), c_str!("rxb")]),
         );
-        let sides = Side::new(c_str!("rxa"), [10, 78, 0, 1])
-            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), [10, 78, 0, 2])?)));
+        let sides = Side::new(c_str!("rxa"), Gid::from_ipv4([10, 78, 0, 1]))
+            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), Gid::from_ipv4([10, 78, 0, 2]))?)));
         match sides {
             Ok((a, b)) => {
                 t.case("ud_a_to_b", one_way(&a, &b));
@@ -351,6 +350,26 @@ impl kernel::Module for RxeUdTest {
                 ] {
                     t.case(name, Err(e));
                 }
+            }
+        }
+        // The same over IPv6 (fd00:78::1 and fd00:78::2).
+        let v6 = |last: u8| {
+            let mut g = [0u8; 16];
+            g[0] = 0xfd;
+            g[3] = 0x78;
+            g[15] = last;
+            Gid(g)
+        };
+        match Side::new(c_str!("rxa"), v6(1))
+            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), v6(2))?)))
+        {
+            Ok((a, b)) => {
+                t.case("ud_ipv6_a_to_b", one_way(&a, &b));
+                t.case("ud_ipv6_b_to_a", one_way(&b, &a));
+            }
+            Err(e) => {
+                t.case("ud_ipv6_a_to_b", Err(e));
+                t.case("ud_ipv6_b_to_a", Err(e));
             }
         }
         t.finish()?;
