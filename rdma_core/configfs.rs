@@ -88,11 +88,12 @@ impl Subsystem {
         }
         let group = KBox::new(group, GFP_KERNEL)?;
         let ctx = core::ptr::from_ref::<Arc<dyn Group>>(&group).cast::<c_void>();
-        // SAFETY: the strings are NUL-terminated and copied by the glue;
         // `ctx` points to a box this handle keeps until after
-        // `rdma_rs_cfs_unregister`; `owner` is the module the items belong
-        // to and outlives the registration (it is unregistered at its exit).
-        let raw = from_err_ptr(unsafe {
+        // `rdma_rs_cfs_unregister`; `owner`, the module the items belong to,
+        // unregisters the subsystem at its exit, so it outlives it.
+        // SAFETY: the strings are NUL-terminated and copied by the glue;
+        // `ctx` and `owner` stay valid as long as the glue uses them (above).
+        let ret = unsafe {
             bindings::rdma_rs_cfs_register(
                 owner.as_ptr().cast(),
                 name.as_char_ptr(),
@@ -101,7 +102,8 @@ impl Subsystem {
                 writable.as_ptr(),
                 attrs.len() as u32,
             )
-        })?;
+        };
+        let raw = from_err_ptr(ret)?;
         let raw = NonNull::new(raw).ok_or(EINVAL)?;
         Ok(Subsystem { raw, _group: group })
     }

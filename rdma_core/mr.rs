@@ -330,10 +330,11 @@ impl MrCore {
     ) -> core::result::Result<(), AccessError> {
         let mut done = 0;
         self.access_with(key, pd, iova, data.len() as u64, need, |p, n| {
-            // SAFETY: `access_with` passes pieces of memory the region
-            // covers: a live buffer the MR holds a reference to, or, for a
-            // DMA MR, memory whose validity the creator of the MR promised
-            // (`Mr::get_dma`). The pieces add up to `data.len()`.
+            // `access_with` passes pieces of memory the region covers: a
+            // live buffer the MR holds a reference to, or, for a DMA MR,
+            // memory the MR's creator vouched for (`Mr::get_dma`).
+            // SAFETY: `p` is valid for `n` bytes (above), the pieces add up
+            // to `data.len()`, and `data` is a separate Rust slice.
             unsafe { ptr::copy_nonoverlapping(data.as_ptr().add(done), p, n) };
             done += n;
         })

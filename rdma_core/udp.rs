@@ -95,11 +95,7 @@ impl UdpSocket {
         // SAFETY: `dev` is live; `ctx` stays valid until `drop` frees it,
         // after the socket is closed and the last receive has returned.
         let sock = from_err_ptr(unsafe {
-            if v6 {
-                bindings::rdma_rs_udp6_open(dev.as_raw(), port, ctx.cast::<c_void>())
-            } else {
-                bindings::rdma_rs_udp4_open(dev.as_raw(), port, ctx.cast::<c_void>())
-            }
+            bindings::rdma_rs_udp_open(dev.as_raw(), port, ctx.cast::<c_void>(), v6)
         });
         match sock.and_then(|p| NonNull::new(p).ok_or(kernel::error::code::EINVAL)) {
             Ok(sock) => Ok(UdpSocket { sock, handler: ctx }),

@@ -39,35 +39,17 @@ static int rdma_rs_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
-struct socket *rdma_rs_udp4_open(struct net_device *dev, u16 port, void *ctx)
+struct socket *rdma_rs_udp_open(struct net_device *dev, u16 port, void *ctx, bool ipv6)
 {
 	struct udp_port_cfg udp_cfg = { };
 	struct udp_tunnel_sock_cfg tnl_cfg = { };
 	struct socket *sock;
 	int err;
 
-	udp_cfg.family = AF_INET;
-	udp_cfg.local_udp_port = htons(port);
-	err = udp_sock_create(dev_net(dev), &udp_cfg, &sock);
-	if (err < 0)
-		return ERR_PTR(err);
-	tnl_cfg.sk_user_data = ctx;
-	tnl_cfg.encap_type = 1;
-	tnl_cfg.encap_rcv = rdma_rs_encap_recv;
-	setup_udp_tunnel_sock(dev_net(dev), sock, &tnl_cfg);
-	return sock;
-}
-
-struct socket *rdma_rs_udp6_open(struct net_device *dev, u16 port, void *ctx)
-{
-	struct udp_port_cfg udp_cfg = { };
-	struct udp_tunnel_sock_cfg tnl_cfg = { };
-	struct socket *sock;
-	int err;
-
-	/* Zero UDP checksums are accepted (RoCE v2 sends 0, with the ICRC). */
-	udp_cfg.family = AF_INET6;
-	udp_cfg.ipv6_v6only = 1;
+	/* IPv6: v6 only, and zero UDP checksums accepted (RoCE v2 sends 0,
+	 * with the ICRC), the default of udp_port_cfg. */
+	udp_cfg.family = ipv6 ? AF_INET6 : AF_INET;
+	udp_cfg.ipv6_v6only = ipv6;
 	udp_cfg.local_udp_port = htons(port);
 	err = udp_sock_create(dev_net(dev), &udp_cfg, &sock);
 	if (err < 0)

@@ -9,8 +9,7 @@ struct net_device;
 struct sk_buff;
 struct socket;
 
-struct socket *rdma_rs_udp4_open(struct net_device *dev, u16 port, void *ctx);
-struct socket *rdma_rs_udp6_open(struct net_device *dev, u16 port, void *ctx);
+struct socket *rdma_rs_udp_open(struct net_device *dev, u16 port, void *ctx, bool ipv6);
 void rdma_rs_udp_close(struct socket *sock);
 const u8 *rdma_rs_skb_l3(struct sk_buff *skb, u32 *len);
 int rdma_rs_skb_ifindex(const struct sk_buff *skb);
