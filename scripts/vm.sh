@@ -86,13 +86,14 @@ boot_guests() {
 judge() {
 	verdict=0
 	boot_splat_only=1
+	report=
 	for g in $(seq 0 $((guests - 1))); do
-		echo "vm.sh: verdict for $name guest $g:"
+		report+="vm.sh: verdict for $name guest $g:"$'\n'
 		if res=$("$guestlog" check --ktap "$out/ktap$g.log" --console "$out/console$g.log" $expect 2>&1); then
-			echo "$res"
+			report+="$res"$'\n'
 			continue
 		fi
-		echo "$res"
+		report+="$res"$'\n'
 		verdict=1
 		init=$(grep -n "Run /init as init process" "$out/console$g.log" | head -1 | cut -d: -f1)
 		lines=$(echo "$res" | sed -n 's/.*splat .* at console line \([0-9]*\).*/\1/p')
@@ -106,8 +107,12 @@ judge() {
 boot_guests
 judge
 if [ $verdict -ne 0 ] && [ $boot_splat_only -eq 1 ] && [ -z "$expect" ]; then
+	# The discarded boot's verdict is shown, marked, so that summaries that
+	# count "guest:" lines count the kept boot only.
+	printf '%s' "$report" | sed 's/^/vm.sh: discarded boot: /'
 	echo "vm.sh: $name: the only failure is a splat during kernel boot, before /init; booting once more"
 	boot_guests
 	judge
 fi
+printf '%s' "$report"
 exit $verdict
