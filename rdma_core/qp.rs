@@ -21,11 +21,13 @@
 
 use core::any::Any;
 use core::ops::Deref;
+use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::error::code::{EINVAL, ENODEV, ENOMEM};
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::sync::{new_condvar, new_mutex, Arc, ArcBorrow, CondVar, Mutex};
+use kernel::types::Opaque;
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use crate::ah::AhAttr;
@@ -245,7 +247,36 @@ pub struct QpCore {
     /// Runs [`QpOps::run`].
     #[pin]
     work: Work<QpCore>,
+    /// Schedules `work` later ([`QpCore::schedule_in`]).
+    #[pin]
+    timer: Opaque<bindings::timer_list>,
     released: AtomicBool,
+}
+
+// SAFETY: the `Opaque` timer is only touched through the kernel's timer
+// API, which does its own locking; everything else is `Send`.
+unsafe impl Send for QpCore {}
+// SAFETY: as for `Send`: shared use of the timer goes through the timer
+// API, which is safe from any context.
+unsafe impl Sync for QpCore {}
+
+/// The timer of [`QpCore::schedule_in`] fired (softirq context).
+///
+/// # Safety
+///
+/// `t` must be the `timer` field of a `QpCore` inside an `Arc`.
+unsafe extern "C" fn qp_timer_fired(t: *mut bindings::timer_list) {
+    // SAFETY: `t` is the `timer` field of a `QpCore` inside an `Arc`; the
+    // timer is shut down in `release` (which every QP goes through before
+    // its last reference can go: the `Qp` handle holds one until then), so
+    // the QP is alive while this runs.
+    let qp = unsafe { &*kernel::container_of!(t, QpCore, timer) };
+    // SAFETY: `qp` is inside an `Arc` (QPs are only created by
+    // `Arc::pin_init`) and alive as argued above, so borrowing it as an
+    // `ArcBorrow` for the duration of this call is valid.
+    let qp = unsafe { ArcBorrow::from_raw(ptr::from_ref(qp)) };
+    let arc: Arc<QpCore> = qp.into();
+    arc.schedule();
 }
 
 impl_has_work! {
@@ -318,6 +349,16 @@ impl QpCore {
     pub fn schedule(self: &Arc<Self>) {
         // Already queued is fine: that run sees the new work.
         let _ = workqueue::system().enqueue(self.clone());
+    }
+
+    /// Schedules the provider's [`QpOps::run`] in `usecs` microseconds (for
+    /// providers: retransmission and RNR timers). A later call replaces an
+    /// earlier one that has not fired; after the QP is destroyed it does
+    /// nothing. Any context.
+    pub fn schedule_in(&self, usecs: u32) {
+        // SAFETY: the timer was set up when the QP was made and is shut
+        // down in `release`; arming a shut-down timer is a no-op.
+        unsafe { bindings::rdma_rs_timer_arm_us(self.timer.get(), usecs) };
     }
 
     /// The provider's object of this QP, if it is of type `T`: lets a
@@ -607,6 +648,47 @@ impl QpCore {
             }
             None => false,
         }
+    }
+
+    /// Copies the `i`-th send entry from the oldest (taken or not) into
+    /// `out` (for providers: to look before taking, or to send a taken
+    /// one again). False when there is none or the queue is flushed. Any
+    /// context.
+    pub fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
+        let sq = self.sq.lock();
+        if sq.err {
+            return false;
+        }
+        match sq.ring.get(i) {
+            Some(w) => {
+                out.clone_from(w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Calls `f` on the `i`-th send entry from the oldest, under the send
+    /// queue's lock (for providers reading a field or two without copying
+    /// the entry). None when there is none or the queue is flushed. Any
+    /// context; `f` must not call back into the QP.
+    pub fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+        let sq = self.sq.lock();
+        if sq.err {
+            return None;
+        }
+        sq.ring.get(i).map(f)
+    }
+
+    /// Takes the oldest entry not taken yet without copying it (for
+    /// providers that looked at it with [`QpCore::sq_peek`]). Any context.
+    pub fn sq_start(&self) -> bool {
+        let mut sq = self.sq.lock();
+        if sq.err || sq.started >= sq.ring.len() {
+            return false;
+        }
+        sq.started += 1;
+        true
     }
 
     /// Send entries the provider took and has not completed.
@@ -983,6 +1065,9 @@ impl QpCore {
             ops.destroy(self);
             drop(ops);
         }
+        // SAFETY: the timer was set up when the QP was made; after this no
+        // `schedule_in` re-arms it.
+        unsafe { bindings::rdma_rs_timer_shutdown(self.timer.get()) };
         // A queued run finds no provider any more; wait for it anyway so
         // nothing of the QP's work is left behind.
         // SAFETY: `work` is an initialised work item of this live QP; both
@@ -1140,6 +1225,10 @@ impl Qp {
                 mcast <- new_mutex!(KVec::new(), "QpCore::mcast"),
                 ops <- Revocable::new(ops),
                 work <- new_work!("QpCore::work"),
+                // SAFETY: `rdma_rs_timer_setup` initialises the whole timer.
+                timer <- Opaque::ffi_init(|p| unsafe {
+                    bindings::rdma_rs_timer_setup(p, Some(qp_timer_fired))
+                }),
                 released: AtomicBool::new(false),
             }),
             GFP_KERNEL,

@@ -11,7 +11,7 @@
 //! process context: port events, GID table, or unregistration when the
 //! netdev goes away.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -53,12 +53,28 @@ pub(crate) struct Counters {
     /// Packets for this device that no QP took (bad QPN, state, Q_Key, no
     /// receive posted, bad memory).
     pub(crate) rx_dropped: AtomicU64,
+    /// Packets the network stack refused.
+    pub(crate) tx_errors: AtomicU64,
+    /// RC packets sent again (after a timeout, a NAK or an RNR NAK).
+    pub(crate) retransmits: AtomicU64,
+    /// Local ACK timeouts of RC requesters.
+    pub(crate) timeouts: AtomicU64,
+    /// RNR NAKs received by RC requesters.
+    pub(crate) rnr_naks_rx: AtomicU64,
+    /// RNR NAKs sent by RC responders (no receive posted).
+    pub(crate) rnr_naks_tx: AtomicU64,
+    /// PSN sequence NAKs sent by RC responders (a packet was missing).
+    pub(crate) seq_naks_tx: AtomicU64,
+    /// Duplicate requests RC responders answered again.
+    pub(crate) duplicates: AtomicU64,
 }
 
 /// A device bound to a netdev.
 #[pin_data]
 pub(crate) struct RxeDev {
     pub(crate) counters: Counters,
+    /// The identification of the next IPv4 packet.
+    ip_id: AtomicU16,
     pub(crate) netdev: ARef<NetDevice>,
     rxe: Arc<Rxe>,
     /// The registered device; taken when it is unregistered. Read from
@@ -98,6 +114,7 @@ impl RxeDev {
         Arc::pin_init(
             pin_init!(RxeDev {
                 counters: Counters::default(),
+                ip_id: AtomicU16::new(0),
                 netdev,
                 rxe,
                 dev <- rdma::new_spinlock_irq!(None, "RxeDev::dev"),
@@ -115,6 +132,11 @@ impl RxeDev {
         &self.rxe
     }
 
+    /// The identification field of the next IPv4 packet sent.
+    pub(crate) fn next_ip_id(&self) -> u16 {
+        self.ip_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// The counters as text (the item's `counters` file).
     pub(crate) fn write_counters(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
         let c = &self.counters;
@@ -125,7 +147,20 @@ impl RxeDev {
             c.loopback.load(Ordering::Relaxed)
         )?;
         writeln!(out, "rx_packets {}", c.rx.load(Ordering::Relaxed))?;
-        writeln!(out, "rx_dropped {}", c.rx_dropped.load(Ordering::Relaxed))
+        writeln!(out, "rx_dropped {}", c.rx_dropped.load(Ordering::Relaxed))?;
+        let more = [
+            ("tx_errors", &c.tx_errors),
+            ("retransmits", &c.retransmits),
+            ("timeouts", &c.timeouts),
+            ("rnr_naks_rx", &c.rnr_naks_rx),
+            ("rnr_naks_tx", &c.rnr_naks_tx),
+            ("seq_naks_tx", &c.seq_naks_tx),
+            ("duplicates", &c.duplicates),
+        ];
+        for (name, v) in more {
+            writeln!(out, "{} {}", name, v.load(Ordering::Relaxed))?;
+        }
+        Ok(())
     }
 
     pub(crate) fn set_device(&self, dev: Arc<Device>) {
@@ -254,7 +289,12 @@ impl DeviceOps for RxeOps {
     fn create_qp(&self, qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
         match qp.qp_type {
             QpType::Ud => Ok(crate::ud::UdQp::new(self.rd.clone())?),
-            // RC and UC come with the reliable transport.
+            QpType::Rc | QpType::Uc => Ok(crate::rc::RcQp::new(
+                self.rd.clone(),
+                qp.qp_type == QpType::Uc,
+                qp.cap.max_send_wr,
+            )?),
+            // GSI (QP1) has no MAD users here yet.
             _ => Err(rdma::errno::eopnotsupp()),
         }
     }

@@ -19,8 +19,13 @@ use rdma::net::{self, NetListenerRegistration};
 
 mod config;
 mod device;
+mod rc;
+mod recv;
+mod req;
+mod resp;
 mod sockets;
 mod ud;
+mod xmit;
 
 /// The wire codec, host-tested in `proto/` (its files refer to each other
 /// as siblings, so they are compiled together here). Its items are `pub`
@@ -38,6 +43,8 @@ mod proto {
     pub(crate) mod packet;
     #[path = "src/psn.rs"]
     pub(crate) mod psn;
+    #[path = "src/segment.rs"]
+    pub(crate) mod segment;
 }
 
 module! {

@@ -18,7 +18,6 @@ use rdma::udp::{SkBuff, UdpHandler, UdpSocket};
 
 use crate::config::Rxe;
 use crate::proto::packet::ROCE_V2_UDP_PORT;
-use crate::ud;
 
 struct NsSocket {
     net: usize,
@@ -104,7 +103,7 @@ struct Receiver {
 impl UdpHandler for Receiver {
     fn recv(&self, skb: SkBuff) {
         let net = self.net;
-        if !ud::receive(skb.l3(), |gid: &Gid| self.rxe.device_for(net, gid)) {
+        if !crate::recv::receive(skb.l3(), |gid: &Gid| self.rxe.device_for(net, gid)) {
             self.rxe.count_unclaimed();
         }
     }

@@ -5,20 +5,15 @@
 //!
 //! Sending runs in the core's per-QP work (`QpOps::run`): each send queue
 //! entry becomes one packet (UD messages fit one MTU), built with the
-//! host-tested codec and handed to the IP stack of the netdev's namespace.
-//! Receiving runs in softirq context from the namespace's UDP socket
-//! (`sockets.rs`): the packet is parsed as hostile input (bad ICRC,
-//! truncation, unknown opcode: dropped and counted), matched to a device by
-//! its destination address and to a QP by its BTH, checked against the
-//! QP's state and Q_Key, and its GRH and payload scattered into the next
-//! receive WQE.
+//! host-tested codec and sent through `xmit.rs`. A received UD packet
+//! (from `recv.rs`, softirq or loopback) is checked against the QP's state
+//! and Q_Key, and its GRH and payload scattered into the next receive WQE.
 
-use core::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::attr::Gid;
 use rdma::mr;
 use rdma::qp::{QpCore, QpOps};
 use rdma::qp_state::{QpState, QpType};
@@ -29,14 +24,8 @@ use rdma::wr::SendWqe;
 use crate::device::RxeDev;
 use crate::proto::headers::{Bth, Deth, ExtHeaders, ImmDt};
 use crate::proto::opcode::Opcode;
-use crate::proto::packet::{self, Headers, IpHeader, Ipv4, Ipv6, Packet, Udp};
-
-/// The largest UD payload: the largest IB MTU.
-pub(crate) const MAX_PAYLOAD: usize = 4096;
-
-/// Room for the largest packet: IPv6 + UDP + BTH + DETH + ImmDt + payload
-/// + pad + ICRC, rounded up.
-const PACKET_ROOM: usize = MAX_PAYLOAD + 128;
+use crate::proto::packet::{Headers, IpHeader, Packet, Udp};
+use crate::xmit::{self, MAX_PAYLOAD, PACKET_ROOM};
 
 /// Bytes of the GRH in front of UD receive data.
 const GRH_LEN: usize = 40;
@@ -44,16 +33,11 @@ const GRH_LEN: usize = 40;
 /// The QP1 Q_Key (GSI), which a UD QP can never be given.
 const GSI_QKEY: u32 = 0x8001_0000;
 
-fn crc(seed: u32, data: &[u8]) -> u32 {
-    rdma::udp::crc32_le(seed, data)
-}
-
 /// A UD QP's transport.
 #[pin_data]
 pub(crate) struct UdQp {
     rd: Arc<RxeDev>,
     psn: AtomicU32,
-    ip_id: AtomicU16,
     /// The packet under construction, then the payload it is built from
     /// (the work runs one at a time per QP).
     #[pin]
@@ -67,7 +51,6 @@ impl UdQp {
             pin_init!(UdQp {
                 rd,
                 psn: AtomicU32::new(0),
-                ip_id: AtomicU16::new(0),
                 buf <- new_mutex!(buf, "UdQp::buf"),
             }),
             GFP_KERNEL,
@@ -86,33 +69,18 @@ impl UdQp {
         let Ok(sgid) = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index)) else {
             return WcStatus::LocQpOpErr;
         };
-        let (sgid, dgid) = (sgid.gid, av.grh.dgid);
-        let hop_limit = if av.grh.hop_limit == 0 {
-            64
-        } else {
-            av.grh.hop_limit
-        };
-        let ip = match (sgid.to_ipv4(), dgid.to_ipv4()) {
-            (Some(src), Some(dst)) => IpHeader::V4(Ipv4 {
-                tos: av.grh.traffic_class,
-                id: self.ip_id.fetch_add(1, Ordering::Relaxed),
-                dont_fragment: true,
-                ttl: hop_limit,
-                src,
-                dst,
-            }),
-            (None, None) => IpHeader::V6(Ipv6 {
-                traffic_class: av.grh.traffic_class,
-                // rxe sends flow label 0.
-                flow_label: 0,
-                hop_limit,
-                src: sgid.0,
-                dst: dgid.0,
-            }),
+        let Some(mut ip) = xmit::ip_header(
+            &sgid.gid,
+            &av.grh.dgid,
+            av.grh.traffic_class,
+            av.grh.hop_limit,
+        ) else {
             // An IPv4 source with an IPv6 destination, or the reverse.
-            _ => return WcStatus::LocQpOpErr,
+            return WcStatus::LocQpOpErr;
         };
-
+        if let IpHeader::V4(v4) = &mut ip {
+            v4.id = self.rd.next_ip_id();
+        }
         let mtu = dev
             .query_port(1)
             .map(|p| p.active_mtu.bytes() as usize)
@@ -140,7 +108,7 @@ impl UdQp {
         let headers = Headers {
             ip,
             udp: Udp {
-                src_port: source_port(qp.qpn()),
+                src_port: xmit::source_port(qp.qpn()),
                 checksum: 0,
             },
             bth: Bth {
@@ -161,31 +129,12 @@ impl UdQp {
                 ..ExtHeaders::default()
             },
         };
-        let n = match packet::build(&headers, payload, &crc, front) {
-            Ok(n) => n,
-            Err(_) => return WcStatus::LocLenErr,
-        };
-        // To a device of ours in this namespace (the same one included):
-        // straight to its receive path, without the network stack.
-        let local = self.rd.rxe().device_for(self.rd.netdev.net_id(), &dgid);
-        match local {
-            Some(target) => {
-                self.rd.counters.loopback.fetch_add(1, Ordering::Relaxed);
-                receive_on(&target, &front[..n]);
-            }
-            None => {
-                // A packet the network drops is lost, as UD allows; the
-                // request still completes.
-                let sent = match headers.ip {
-                    IpHeader::V4(_) => rdma::udp::ip4_xmit(&self.rd.netdev, &front[..n]),
-                    IpHeader::V6(_) => rdma::udp::ip6_xmit(&self.rd.netdev, &front[..n]),
-                };
-                if sent.is_ok() {
-                    self.rd.counters.tx.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+        // A packet the network drops is lost, as UD allows: the request
+        // still completes, unless it could not be built at all.
+        match xmit::send(&self.rd, &headers, payload, front) {
+            Err(xmit::SendError::Build) => WcStatus::LocLenErr,
+            _ => WcStatus::Success,
         }
-        WcStatus::Success
     }
 }
 
@@ -200,64 +149,17 @@ impl QpOps for UdQp {
     }
 }
 
-/// The UDP source port of a QP's packets, spread over 0xc000..0xffff by
-/// QPN as rxe does, so flows hash apart.
-fn source_port(qpn: u32) -> u16 {
-    0xc000 | (qpn.wrapping_mul(0x9e37_79b9) >> 18) as u16
-}
-
-/// Delivers one received frame (softirq context) to the device `find`
-/// gives for its destination address. Returns whether a device took it;
-/// the device counts what it delivered and dropped.
-pub(crate) fn receive(frame: &[u8], find: impl Fn(&Gid) -> Option<Arc<RxeDev>>) -> bool {
-    let Ok(pkt) = packet::parse(frame, MAX_PAYLOAD, &crc) else {
-        return false;
-    };
-    let dst = match pkt.headers.ip {
-        IpHeader::V4(ip) => Gid::from_ipv4(ip.dst),
-        IpHeader::V6(ip) => Gid(ip.dst),
-    };
-    let Some(rd) = find(&dst) else {
-        return false;
-    };
-    deliver(&rd, &pkt, frame);
-    true
-}
-
-/// Delivers a frame built here to a device of ours (the loopback path).
-fn receive_on(rd: &RxeDev, frame: &[u8]) {
-    match packet::parse(frame, MAX_PAYLOAD, &crc) {
-        Ok(pkt) => deliver(rd, &pkt, frame),
-        Err(_) => {
-            rd.counters.rx_dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
-    let ok = rd.device().is_some_and(|dev| {
-        matches!(
-            pkt.opcode,
-            Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
-        ) && dev
-            .qp_by_num(pkt.dest_qpn())
-            .is_some_and(|qp| deliver_ud(&dev, &qp, pkt, frame))
-    });
-    let c = if ok {
-        &rd.counters.rx
-    } else {
-        &rd.counters.rx_dropped
-    };
-    c.fetch_add(1, Ordering::Relaxed);
-}
-
-fn deliver_ud(
+/// Delivers a UD packet to `qp`: whether it was taken.
+pub(crate) fn deliver(
     dev: &rdma::device::Device,
     qp: &Arc<QpCore>,
     pkt: &Packet<'_>,
     frame: &[u8],
 ) -> bool {
-    if !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi)
+    if !matches!(
+        pkt.opcode,
+        Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
+    ) || !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi)
         || !matches!(qp.state(), QpState::Rtr | QpState::Rts | QpState::Sqd)
     {
         return false;

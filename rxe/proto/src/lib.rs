@@ -13,6 +13,8 @@
 //! - [`psn`]: 24-bit PSN arithmetic (no dependencies);
 //! - [`headers`]: BTH and extension headers (uses `opcode`);
 //! - [`icrc`]: the invariant CRC, with a pluggable CRC-32 (uses `opcode`);
+//! - [`segment`]: cutting messages into packets, per-packet opcodes and
+//!   the ACK timeout (uses `opcode`);
 //! - [`packet`]: parsing and building whole IPv4/IPv6 + UDP packets (uses
 //!   `opcode`, `headers` and `icrc`).
 //!
@@ -27,6 +29,7 @@ pub mod icrc;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
+pub mod segment;
 
 pub use headers::{
     Aeth, AtomicAckEth, AtomicEth, Bth, Deth, ExtHeaders, Feth, Ieth, ImmDt, NakCode, Rdeth, Reth,

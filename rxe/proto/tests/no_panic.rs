@@ -25,6 +25,8 @@ pub mod icrc;
 pub mod psn;
 #[path = "SRC/packet.rs"]
 pub mod packet;
+#[path = "SRC/segment.rs"]
+pub mod segment;
 
 /// Parse with a CRC the optimizer cannot see into.
 #[inline(never)]
@@ -61,6 +63,13 @@ pub fn probe_misc(buf: &mut [u8], x: u32) -> u32 {
     acc ^= headers::rnr_timer_usec(x as u8);
     acc ^= headers::Syndrome::from_u8(x as u8).to_u8() as u32;
     acc ^= psn::psn_diff(x, acc) as u32;
+    let count = segment::packet_count(x, acc);
+    let (off, len) = segment::slice(acc, x, count);
+    acc ^= off ^ len ^ count;
+    let msg = segment::Message::Send { imm: x & 1 != 0, inv: x & 2 != 0 };
+    acc ^= segment::request_opcode(x & 4 != 0, msg, acc, count).map_or(0, |o| o as u32);
+    acc ^= segment::read_response_opcode(acc, x) as u32;
+    acc ^= segment::ack_timeout_usec(x as u8).unwrap_or(0) as u32;
     acc ^ icrc::compute(&icrc::crc32_le, buf).unwrap_or(0)
 }
 "#;

@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: RC and UC between `rdma_rs_rxe` devices, on the wire and in
+//! loopback.
+//!
+//! `rc.sh` makes `rxa` (10.78.1.1, fd00:79::1) and `rxb` (10.78.1.2,
+//! fd00:79::2), each in its own network namespace, joined by a veth pair.
+//! Every case runs through the verbs of `rdma_core`: each operation with
+//! sizes from 0 bytes to 1 MiB, unaligned and over several SGEs, checked
+//! byte for byte with its completions on both sides; atomics; UC; many QPs
+//! at once; access violations (bad rkey, out of bounds, missing
+//! permission) with the right status and both QPs in error; RNR retries
+//! and their exhaustion; local ACK timeouts with retransmission; flushes;
+//! and QPs destroyed with traffic in flight. Send PSNs start just below
+//! the 24-bit wrap so every transfer crosses it.
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+use kernel::time::{ktime_ms_delta, Ktime};
+
+use rdma::ah::{AhAttr, GlobalRoute};
+use rdma::attr::{Gid, Mtu};
+use rdma::cq::{Cq, CqCore};
+use rdma::device::{self, DeviceRef};
+use rdma::mem::{Buffer, Sge};
+use rdma::mr::Mr;
+use rdma::pd::Pd;
+use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::testing;
+use rdma::verbs::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
+use rdma::wc::Wc;
+use rdma::wr::{RecvWr, SendOp, SendWr};
+
+#[path = "../../lib/ktap.rs"]
+mod ktap;
+use ktap::{check, Ktap};
+
+module! {
+    type: RxeRcTest,
+    name: "rdma_rxe_rc_test",
+    author: "rdma-rs developers",
+    description: "Selftest: RC and UC on rdma_rs_rxe devices",
+    license: "GPL",
+}
+
+/// The largest message.
+const MIB: usize = 1 << 20;
+/// Each end's buffer: a largest message at an unaligned offset, and room.
+const BUF: usize = 2 * MIB + 4096;
+/// The first send PSN: 16 below the 24-bit wrap.
+const PSN: u32 = 0xff_fff0;
+/// How long a completion may take (ms): a TCG guest is slow.
+const WAIT_MS: u32 = 20_000;
+
+/// A device and the address a test uses on it.
+#[derive(Clone, Copy)]
+struct Port<'a> {
+    name: &'a CStr,
+    gid: Gid,
+}
+
+/// One end of a connection: PD, CQ, QP, a registered buffer (fields in
+/// destruction order).
+struct End {
+    qp: Qp,
+    mr: Mr,
+    cq: Cq,
+    _pd: Pd,
+    buf: Arc<Buffer>,
+    dev: DeviceRef,
+    gid: Gid,
+}
+
+/// How a connection is set up.
+#[derive(Clone, Copy)]
+struct Opts {
+    qp_type: QpType,
+    /// Rights the QP grants its peer.
+    access: Access,
+    /// Rights of the buffer's MR.
+    mr_access: Access,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    min_rnr_timer: u8,
+    wr: u32,
+}
+
+fn all_remote() -> Access {
+    Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            qp_type: QpType::Rc,
+            access: all_remote(),
+            mr_access: all_remote(),
+            // About a quarter of a second.
+            timeout: 16,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            // 0.01 ms.
+            min_rnr_timer: 1,
+            wr: 64,
+        }
+    }
+}
+
+impl End {
+    fn new(port: Port<'_>, o: &Opts) -> Result<End> {
+        let dev = device::get_by_name(port.name).ok_or(ENODEV)?;
+        let pd = Pd::alloc(dev.arc())?;
+        let cq = Cq::create(dev.arc(), 1024, None)?;
+        let qp = Qp::create(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: o.qp_type,
+                send_cq: cq.core(),
+                recv_cq: cq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: o.wr,
+                    max_recv_wr: o.wr,
+                    max_send_sge: 4,
+                    max_recv_sge: 4,
+                    max_inline_data: 128,
+                },
+                sq_sig_all: false,
+                port_num: 1,
+            },
+        )?;
+        let buf = Buffer::new(BUF)?;
+        let mr = Mr::reg_buffer(pd.core(), &buf, 0, BUF, o.mr_access)?;
+        Ok(End {
+            dev,
+            gid: port.gid,
+            _pd: pd,
+            cq,
+            qp,
+            buf,
+            mr,
+        })
+    }
+
+    fn gid_index(&self) -> Result<u8> {
+        let (_, i) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
+        Ok(i as u8)
+    }
+
+    /// Moves the QP to `upto` (INIT, RTR or RTS) towards `peer`.
+    fn connect(&self, peer: &End, o: &Opts, upto: QpState) -> Result {
+        let t = o.qp_type;
+        let attr = |next: QpState| -> Result<QpAttr> {
+            Ok(QpAttr {
+                qp_state: next,
+                qp_access_flags: o.access,
+                port_num: 1,
+                pkey_index: 0,
+                path_mtu: Mtu::Mtu1024,
+                dest_qp_num: peer.qp.qpn(),
+                rq_psn: PSN,
+                sq_psn: PSN,
+                max_rd_atomic: 16,
+                max_dest_rd_atomic: 16,
+                min_rnr_timer: o.min_rnr_timer,
+                timeout: o.timeout,
+                retry_cnt: o.retry_cnt,
+                rnr_retry: o.rnr_retry,
+                ah_attr: AhAttr {
+                    port_num: 1,
+                    grh: GlobalRoute {
+                        dgid: peer.gid,
+                        sgid_index: self.gid_index()?,
+                        hop_limit: 64,
+                        ..GlobalRoute::default()
+                    },
+                    ..AhAttr::default()
+                },
+                ..QpAttr::default()
+            })
+        };
+        let mut cur = self.qp.query()?.qp_state;
+        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            if next as u32 <= cur as u32 {
+                continue;
+            }
+            let mask = required_attrs(cur, next, t).ok_or(EINVAL)? | AttrMask::STATE;
+            self.qp.modify(&attr(next)?, mask)?;
+            cur = next;
+            if next == upto {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn sge(&self, off: usize, len: usize) -> Result<Sge> {
+        self.buf.sge(off, len as u32, self.mr.lkey())
+    }
+
+    fn state(&self) -> Result<QpState> {
+        Ok(self.qp.query()?.qp_state)
+    }
+}
+
+/// A connected pair.
+fn pair(a: Port<'_>, b: Port<'_>, o: &Opts) -> Result<(End, End)> {
+    let x = End::new(a, o)?;
+    let y = End::new(b, o)?;
+    x.connect(&y, o, QpState::Rts)?;
+    y.connect(&x, o, QpState::Rts)?;
+    Ok((x, y))
+}
+
+fn poll(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
+    let mut got = KVec::new();
+    let mut wcs: [Wc; 16] = Default::default();
+    let start = Ktime::ktime_get();
+    while got.len() < n {
+        let want = (n - got.len()).min(wcs.len());
+        let k = cq.poll(&mut wcs[..want]);
+        for wc in wcs.iter_mut().take(k) {
+            got.push(core::mem::take(wc), GFP_KERNEL)?;
+        }
+        if k == 0 {
+            if ktime_ms_delta(Ktime::ktime_get(), start) > i64::from(WAIT_MS) {
+                pr_err!("polled {} of {} completions\n", got.len(), n);
+                return Err(EAGAIN);
+            }
+            testing::msleep(1);
+        }
+    }
+    Ok(got)
+}
+
+/// Polls one completion and checks it.
+fn expect(cq: &CqCore, wr_id: u64, status: WcStatus, opcode: Option<WcOpcode>) -> Result<Wc> {
+    let wc = rdma::vec::pop(&mut poll(cq, 1)?).ok_or(EAGAIN)?;
+    if wc.wr_id != wr_id || wc.status != status || opcode.is_some_and(|o| o != wc.opcode) {
+        testing::msleep(100);
+        let mut rest: [Wc; 8] = Default::default();
+        let n = cq.poll(&mut rest);
+        for w in &rest[..n] {
+            pr_err!(
+                "  then: wr_id {} status {:?} opcode {:?}\n",
+                w.wr_id,
+                w.status,
+                w.opcode
+            );
+        }
+        pr_err!(
+            "completion: wr_id {} status {:?} opcode {:?}, wanted {} {:?} {:?}\n",
+            wc.wr_id,
+            wc.status,
+            wc.opcode,
+            wr_id,
+            status,
+            opcode
+        );
+        return Err(EINVAL);
+    }
+    Ok(wc)
+}
+
+/// No completion arrives within `ms`.
+fn quiet(cq: &CqCore, ms: u32) -> Result {
+    testing::msleep(ms);
+    let mut wcs: [Wc; 1] = Default::default();
+    check(cq.poll(&mut wcs) == 0, "no completion")
+}
+
+/// xorshift32.
+struct Rng(u32);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: u32) -> u32 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+fn fill_pattern(buf: &Buffer, off: usize, len: usize, seed: u32) -> Result {
+    let mut rng = Rng(seed | 1);
+    let mut chunk = [0u8; 512];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        for b in chunk[..n].iter_mut() {
+            *b = rng.next() as u8;
+        }
+        buf.write(off + done, &chunk[..n])?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// Compares `len` bytes of two buffers.
+fn same(a: &Buffer, a_off: usize, b: &Buffer, b_off: usize, len: usize) -> Result<bool> {
+    let mut x = [0u8; 512];
+    let mut y = [0u8; 512];
+    let mut done = 0;
+    while done < len {
+        let n = x.len().min(len - done);
+        a.read(a_off + done, &mut x[..n])?;
+        b.read(b_off + done, &mut y[..n])?;
+        if x[..n] != y[..n] {
+            pr_err!("bytes differ at offset {}\n", done);
+            return Ok(false);
+        }
+        done += n;
+    }
+    Ok(true)
+}
+
+/// Up to three SGEs covering `len` bytes from `off` of `e`'s buffer.
+fn split(e: &End, off: usize, len: usize, rng: &mut Rng) -> Result<KVec<Sge>> {
+    let mut v = KVec::new();
+    if len == 0 {
+        return Ok(v);
+    }
+    let a = rng.below(len as u32 + 1) as usize;
+    let b = rng.below((len - a) as u32 + 1) as usize;
+    let mut at = off;
+    for part in [a, b, len - a - b] {
+        if part > 0 {
+            v.push(e.sge(at, part)?, GFP_KERNEL)?;
+            at += part;
+        }
+    }
+    Ok(v)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Send,
+    SendImm,
+    Write,
+    WriteImm,
+    Read,
+}
+
+/// One message of `op` and `len` bytes from `x` to `y`, checked byte for
+/// byte with its completions.
+fn transfer(x: &End, y: &End, op: Op, len: usize, seed: u32) -> Result {
+    let mut rng = Rng(seed.wrapping_mul(2_654_435_761) | 1);
+    let src_off = 1 + rng.below(7) as usize;
+    let dst_off = 1 + rng.below(7) as usize;
+    // Data starts where it is read from: READ reads y's memory into x's.
+    let (from, from_off, to, to_off) = if op == Op::Read {
+        (y, dst_off, x, src_off)
+    } else {
+        (x, src_off, y, dst_off)
+    };
+    fill_pattern(&from.buf, from_off, len, seed)?;
+    to.buf.fill(to_off, len + 1, 0x5a)?;
+    let imm = 0x1000_0000 | seed;
+    let remote_addr = y.buf.addr(dst_off);
+    let rkey = y.mr.rkey();
+    let sg = split(x, src_off, len, &mut rng)?;
+    let recv_sg = split(y, dst_off, len, &mut rng)?;
+    let gets_recv = matches!(op, Op::Send | Op::SendImm | Op::WriteImm);
+    if gets_recv {
+        // A SEND lands in the receive SGEs; a WRITE with immediate only
+        // needs a receive WQE.
+        let sg: &[Sge] = if op == Op::WriteImm { &[] } else { &recv_sg };
+        y.qp.post_recv(&[RecvWr {
+            wr_id: 7,
+            cqe: None,
+            sg,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    let sop = match op {
+        Op::Send => SendOp::Send,
+        Op::SendImm => SendOp::SendWithImm(imm),
+        Op::Write => SendOp::Write { remote_addr, rkey },
+        Op::WriteImm => SendOp::WriteWithImm {
+            remote_addr,
+            rkey,
+            imm,
+        },
+        Op::Read => SendOp::Read { remote_addr, rkey },
+    };
+    x.qp.post_send(&[SendWr::new(11, sop, &sg)])
+        .map_err(|(_, e)| e)?;
+    let want = match op {
+        Op::Send | Op::SendImm => WcOpcode::Send,
+        Op::Write | Op::WriteImm => WcOpcode::RdmaWrite,
+        Op::Read => WcOpcode::RdmaRead,
+    };
+    expect(&x.cq, 11, WcStatus::Success, Some(want))?;
+    if gets_recv {
+        let want = if op == Op::WriteImm {
+            WcOpcode::RecvRdmaWithImm
+        } else {
+            WcOpcode::Recv
+        };
+        let wc = expect(&y.cq, 7, WcStatus::Success, Some(want))?;
+        check(wc.byte_len as usize == len, "receive byte count")?;
+        let has_imm = op != Op::Send;
+        check(
+            wc.wc_flags.contains(WcFlags::WITH_IMM) == has_imm && (!has_imm || wc.imm_data == imm),
+            "immediate data",
+        )?;
+        check(wc.qp_num == y.qp.qpn(), "receive QP number")?;
+    }
+    if !same(&from.buf, from_off, &to.buf, to_off, len)? {
+        pr_err!("{:?} of {} bytes: data differs\n", op, len);
+        return Err(EINVAL);
+    }
+    // Nothing written beyond the message.
+    let mut edge = [0u8; 1];
+    to.buf.read(to_off + len, &mut edge)?;
+    check(edge[0] == 0x5a || len == 0, "nothing written past the end")?;
+    Ok(())
+}
+
+/// Every operation, sizes from 0 to 1 MiB.
+fn all_ops(a: Port<'_>, b: Port<'_>, seed: u32) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    let mut rng = Rng(seed);
+    let fixed = [0usize, 1, 1023, 1024, 1025, 3 * 1024 + 5, MIB];
+    for op in [Op::Send, Op::SendImm, Op::Write, Op::WriteImm, Op::Read] {
+        for (i, &len) in fixed.iter().enumerate() {
+            transfer(&x, &y, op, len, seed + i as u32)?;
+        }
+        for i in 0..3 {
+            let len = rng.below(MIB as u32 + 1) as usize;
+            transfer(&x, &y, op, len, seed + 100 + i)?;
+        }
+    }
+    // And the other way.
+    for op in [Op::Send, Op::Write, Op::Read] {
+        transfer(&y, &x, op, 70_000, seed + 200)?;
+    }
+    Ok(())
+}
+
+/// Compare-and-swap and fetch-and-add, both outcomes.
+fn atomics(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    let target = 4096usize;
+    y.buf.write(target, &100u64.to_ne_bytes())?;
+    let remote_addr = y.buf.addr(target);
+    let rkey = y.mr.rkey();
+    let mut out = [0u8; 8];
+    let cases: [(SendOp<'_>, u64, u64); 3] = [
+        (
+            SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: 100,
+                swap: 555,
+            },
+            100,
+            555,
+        ),
+        (
+            SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: 1,
+                swap: 9,
+            },
+            555,
+            555,
+        ),
+        (
+            SendOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add: 45,
+            },
+            555,
+            600,
+        ),
+    ];
+    for (i, (op, orig, after)) in cases.into_iter().enumerate() {
+        let sg = [x.sge(64, 8)?];
+        x.qp.post_send(&[SendWr::new(i as u64, op, &sg)])
+            .map_err(|(_, e)| e)?;
+        let wc = expect(&x.cq, i as u64, WcStatus::Success, None)?;
+        check(
+            matches!(wc.opcode, WcOpcode::CompSwap | WcOpcode::FetchAdd),
+            "atomic opcode",
+        )?;
+        x.buf.read(64, &mut out)?;
+        check(u64::from_ne_bytes(out) == orig, "original value returned")?;
+        y.buf.read(target, &mut out)?;
+        check(u64::from_ne_bytes(out) == after, "remote value")?;
+    }
+    Ok(())
+}
+
+/// UC: SEND and WRITE with immediate, multi-packet.
+fn uc(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts {
+        qp_type: QpType::Uc,
+        ..Opts::default()
+    };
+    let (x, y) = pair(a, b, &o)?;
+    for (i, len) in [0usize, 1, 1024, 5000, 65_536].into_iter().enumerate() {
+        transfer(&x, &y, Op::Send, len, 300 + i as u32)?;
+        transfer(&x, &y, Op::WriteImm, len, 400 + i as u32)?;
+        transfer(&y, &x, Op::Write, len, 500 + i as u32)?;
+    }
+    Ok(())
+}
+
+/// Inline data, unsignaled requests, solicited events, zero-length SEND.
+fn inline_unsignaled(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    fill_pattern(&x.buf, 0, 100, 9)?;
+    y.buf.fill(0, 4096, 0)?;
+    let rs = [y.sge(0, 4096)?];
+    for id in 0..2 {
+        y.qp.post_recv(&[RecvWr {
+            wr_id: id,
+            cqe: None,
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    let sg = [x.sge(0, 100)?];
+    let mut w = SendWr::new(1, SendOp::Send, &sg);
+    w.flags = SendFlags::SIGNALED | SendFlags::INLINE | SendFlags::SOLICITED;
+    // Unsignaled WRITE first: only the SEND after it completes.
+    let wsg = [x.sge(0, 100)?];
+    let mut u = SendWr::new(
+        2,
+        SendOp::Write {
+            remote_addr: y.buf.addr(8192),
+            rkey: y.mr.rkey(),
+        },
+        &wsg,
+    );
+    u.flags = SendFlags::NONE;
+    x.qp.post_send(&[u, w]).map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::Success, Some(WcOpcode::Send))?;
+    let r = expect(&y.cq, 0, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(r.byte_len == 100, "inline length")?;
+    check(same(&x.buf, 0, &y.buf, 0, 100)?, "inline bytes")?;
+    check(
+        same(&x.buf, 0, &y.buf, 8192, 100)?,
+        "unsignaled write bytes",
+    )?;
+    quiet(&x.cq, 20)?;
+    // Zero-length SEND with immediate.
+    x.qp.post_send(&[SendWr::new(3, SendOp::SendWithImm(77), &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::Success, None)?;
+    let r = expect(&y.cq, 1, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(
+        r.byte_len == 0 && r.imm_data == 77,
+        "zero-length SEND with immediate",
+    )
+}
+
+/// Many QP pairs with traffic at the same time.
+fn many_qps(a: Port<'_>, b: Port<'_>) -> Result {
+    const N: usize = 8;
+    const LEN: usize = 64 * 1024;
+    let mut pairs = KVec::new();
+    for _ in 0..N {
+        pairs.push(pair(a, b, &Opts::default())?, GFP_KERNEL)?;
+    }
+    for (i, (x, y)) in pairs.iter().enumerate() {
+        for k in 0..4 {
+            fill_pattern(&x.buf, k * LEN, LEN, (i * 10 + k) as u32)?;
+            let sg = [x.sge(k * LEN, LEN)?];
+            let wr = SendWr::new(
+                k as u64,
+                SendOp::Write {
+                    remote_addr: y.buf.addr(k * LEN),
+                    rkey: y.mr.rkey(),
+                },
+                &sg,
+            );
+            x.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+        }
+    }
+    for (x, y) in pairs.iter() {
+        let wcs = poll(&x.cq, 4)?;
+        for (k, wc) in wcs.iter().enumerate() {
+            if wc.status != WcStatus::Success || wc.wr_id != k as u64 {
+                pr_err!(
+                    "QP {}: completion {}: wr_id {} status {:?}\n",
+                    x.qp.qpn(),
+                    k,
+                    wc.wr_id,
+                    wc.status
+                );
+                return Err(EINVAL);
+            }
+        }
+        check(same(&x.buf, 0, &y.buf, 0, 4 * LEN)?, "data of every QP")?;
+    }
+    Ok(())
+}
+
+/// A request that must fail at the responder: the requester's status, and
+/// both QPs in the error state with the next request flushed.
+fn remote_failure(x: &End, y: &End, op: SendOp<'_>, len: usize) -> Result {
+    let sg = [x.sge(0, len)?];
+    let next = [x.sge(0, 8)?];
+    x.qp.post_send(&[SendWr::new(1, op, &sg), SendWr::new(2, SendOp::Send, &next)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::RemAccessErr, None)?;
+    expect(&x.cq, 2, WcStatus::WrFlushErr, None)?;
+    check(x.state()? == QpState::Err, "requester in error")?;
+    // The responder went to the error state when it sent the NAK.
+    for _ in 0..100 {
+        if y.state()? == QpState::Err {
+            return Ok(());
+        }
+        testing::msleep(10);
+    }
+    check(false, "responder in error")
+}
+
+fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts::default();
+    // A bad rkey.
+    let (x, y) = pair(a, b, &o)?;
+    let bad = SendOp::Write {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey() ^ 0x80,
+    };
+    remote_failure(&x, &y, bad, 64)?;
+    // Out of bounds.
+    let (x, y) = pair(a, b, &o)?;
+    let oob = SendOp::Read {
+        remote_addr: y.buf.addr(BUF - 100),
+        rkey: y.mr.rkey(),
+    };
+    remote_failure(&x, &y, oob, 200)?;
+    // An MR without remote write.
+    let ro = Opts {
+        mr_access: Access::LOCAL_WRITE | Access::REMOTE_READ,
+        ..o
+    };
+    let (x, y) = pair(a, b, &ro)?;
+    let no_write = SendOp::Write {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+    };
+    remote_failure(&x, &y, no_write, 64)?;
+    // A QP that grants no remote read.
+    let nr = Opts {
+        access: Access::REMOTE_WRITE,
+        ..o
+    };
+    let (x, y) = pair(a, b, &nr)?;
+    let no_read = SendOp::Read {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+    };
+    remote_failure(&x, &y, no_read, 64)?;
+    // A receive too small for the SEND: the receiver's WQE completes with
+    // a length error, the sender gets a remote invalid request.
+    let (x, y) = pair(a, b, &o)?;
+    let rs = [y.sge(0, 10)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 5,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    let sg = [x.sge(0, 100)?];
+    x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::RemInvReqErr, None)?;
+    expect(&y.cq, 5, WcStatus::LocLenErr, None)?;
+    Ok(())
+}
+
+/// RNR: retried until a receive is posted; with a limit, exhausted.
+fn rnr(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    let sg = [x.sge(0, 3000)?];
+    fill_pattern(&x.buf, 0, 3000, 5)?;
+    x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
+        .map_err(|(_, e)| e)?;
+    testing::msleep(50);
+    quiet(&x.cq, 1)?;
+    let rs = [y.sge(0, 4096)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 2,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::Success, None)?;
+    expect(&y.cq, 2, WcStatus::Success, None)?;
+    check(same(&x.buf, 0, &y.buf, 0, 3000)?, "data after RNR")?;
+    let limited = Opts {
+        rnr_retry: 2,
+        ..Opts::default()
+    };
+    let (x, _y) = pair(a, b, &limited)?;
+    x.qp.post_send(&[SendWr::new(3, SendOp::Send, &sg[..0])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::RnrRetryExcErr, None)?;
+    Ok(())
+}
+
+/// A peer that does not answer: retransmission after the local ACK
+/// timeout until it does, and the retry count exhausted when it never
+/// does.
+fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts {
+        // About 67 ms.
+        timeout: 14,
+        ..Opts::default()
+    };
+    let x = End::new(a, &o)?;
+    let y = End::new(b, &o)?;
+    x.connect(&y, &o, QpState::Rts)?;
+    // y stays in INIT for now: it drops what arrives.
+    y.connect(&x, &o, QpState::Init)?;
+    fill_pattern(&x.buf, 0, 5000, 3)?;
+    let sg = [x.sge(0, 5000)?];
+    let w = SendWr::new(
+        1,
+        SendOp::Write {
+            remote_addr: y.buf.addr(0),
+            rkey: y.mr.rkey(),
+        },
+        &sg,
+    );
+    x.qp.post_send(&[w]).map_err(|(_, e)| e)?;
+    testing::msleep(150);
+    y.connect(&x, &o, QpState::Rts)?;
+    expect(&x.cq, 1, WcStatus::Success, None)?;
+    check(
+        same(&x.buf, 0, &y.buf, 0, 5000)?,
+        "data after retransmission",
+    )?;
+    let once = Opts { retry_cnt: 1, ..o };
+    let x = End::new(a, &once)?;
+    let y = End::new(b, &once)?;
+    x.connect(&y, &once, QpState::Rts)?;
+    y.connect(&x, &once, QpState::Init)?;
+    x.qp.post_send(&[SendWr::new(2, SendOp::Send, &sg[..0])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 2, WcStatus::RetryExcErr, None)?;
+    Ok(())
+}
+
+/// Moving to the error state flushes outstanding requests, in order.
+fn flush(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    let rs = [y.sge(0, 64)?];
+    for id in 0..8 {
+        y.qp.post_recv(&[RecvWr {
+            wr_id: id,
+            cqe: None,
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    let err = QpAttr {
+        qp_state: QpState::Err,
+        ..QpAttr::default()
+    };
+    y.qp.modify(&err, AttrMask::STATE)?;
+    let wcs = poll(&y.cq, 8)?;
+    for (i, wc) in wcs.iter().enumerate() {
+        check(
+            wc.status == WcStatus::WrFlushErr && wc.wr_id == i as u64,
+            "receive flushed in order",
+        )?;
+    }
+    // Requests in flight towards a QP in error: they complete, the first
+    // with an error, the others flushed.
+    let sg = [x.sge(0, MIB)?];
+    let mut wrs = KVec::new();
+    for id in 0..6u64 {
+        let mut w = SendWr::new(
+            id,
+            SendOp::Write {
+                remote_addr: y.buf.addr(0),
+                rkey: y.mr.rkey(),
+            },
+            &sg,
+        );
+        w.flags = SendFlags::SIGNALED;
+        wrs.push(w, GFP_KERNEL)?;
+    }
+    x.qp.post_send(&wrs).map_err(|(_, e)| e)?;
+    testing::msleep(5);
+    x.qp.modify(&err, AttrMask::STATE)?;
+    let wcs = poll(&x.cq, 6)?;
+    let mut flushed = 0;
+    for (i, wc) in wcs.iter().enumerate() {
+        check(wc.wr_id == i as u64, "send completions in order")?;
+        if wc.status == WcStatus::WrFlushErr {
+            flushed += 1;
+        } else {
+            check(flushed == 0, "flushes come last")?;
+        }
+    }
+    check(flushed > 0, "requests flushed")
+}
+
+/// QPs destroyed with megabytes in flight; the device's objects are all
+/// gone afterwards.
+fn destroy_under_traffic(a: Port<'_>, b: Port<'_>) -> Result {
+    let dev = device::get_by_name(a.name).ok_or(ENODEV)?;
+    let before = dev.resource_counts();
+    for round in 0..4 {
+        let (x, y) = pair(a, b, &Opts::default())?;
+        let sg = [x.sge(0, MIB)?];
+        for id in 0..16u64 {
+            let op = if id % 2 == 0 {
+                SendOp::Write {
+                    remote_addr: y.buf.addr(0),
+                    rkey: y.mr.rkey(),
+                }
+            } else {
+                SendOp::Read {
+                    remote_addr: y.buf.addr(0),
+                    rkey: y.mr.rkey(),
+                }
+            };
+            x.qp.post_send(&[SendWr::new(id, op, &sg)])
+                .map_err(|(_, e)| e)?;
+        }
+        testing::msleep(round * 3);
+        // Destroy order alternates: requester first, then responder first.
+        if round % 2 == 0 {
+            drop(x);
+            drop(y);
+        } else {
+            drop(y);
+            drop(x);
+        }
+    }
+    check(dev.resource_counts() == before, "no object left")
+}
+
+/// The same data path over IPv6 addresses.
+fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    for (i, op) in [Op::Send, Op::WriteImm, Op::Read].into_iter().enumerate() {
+        transfer(&x, &y, op, 100_000 + i, 900 + i as u32)?;
+    }
+    Ok(())
+}
+
+fn v6(net: u8, last: u8) -> Gid {
+    let mut g = [0u8; 16];
+    g[0] = 0xfd;
+    g[3] = net;
+    g[15] = last;
+    Gid(g)
+}
+
+struct RxeRcTest;
+
+impl kernel::Module for RxeRcTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let a = Port {
+            name: c_str!("rxa"),
+            gid: Gid::from_ipv4([10, 78, 1, 1]),
+        };
+        let b = Port {
+            name: c_str!("rxb"),
+            gid: Gid::from_ipv4([10, 78, 1, 2]),
+        };
+        let a6 = Port {
+            name: c_str!("rxa"),
+            gid: v6(0x79, 1),
+        };
+        let b6 = Port {
+            name: c_str!("rxb"),
+            gid: v6(0x79, 2),
+        };
+        let mut t = Ktap::new(14);
+        t.case("all_ops_veth", all_ops(a, b, 1));
+        t.case("all_ops_loopback", all_ops(a, a, 2));
+        t.case("atomics_veth", atomics(a, b));
+        t.case("atomics_loopback", atomics(b, b));
+        t.case("uc_veth", uc(a, b));
+        t.case("uc_loopback", uc(a, a));
+        t.case("inline_unsignaled_zero_length", inline_unsignaled(a, b));
+        t.case("many_qps", many_qps(a, b));
+        t.case("access_errors", access_errors(a, b));
+        t.case("rnr_retry", rnr(a, b));
+        t.case("ack_timeout_retransmit", timeouts(a, b));
+        t.case("flush", flush(a, b));
+        t.case("destroy_under_traffic", destroy_under_traffic(a, b));
+        t.case("ipv6", ipv6(a6, b6));
+        t.finish()?;
+        Ok(RxeRcTest)
+    }
+}

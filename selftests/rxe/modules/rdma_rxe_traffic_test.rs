@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: a ULP whose RC traffic between `rxa` and `rxb` runs until a
+//! device is removed under it.
+//!
+//! On load it connects a QP on `rxa` (10.78.2.1) to one on `rxb`
+//! (10.78.2.2) and starts a worker that keeps 16 RDMA WRITEs and READs of
+//! 64 KiB in flight, checking each completion. It is an `ib_client`: when
+//! either device goes away (`traffic.sh` deletes the veth pair under it),
+//! `remove` stops the worker and destroys every object, then logs how many
+//! requests had completed, which the script checks.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+use rdma::ah::{AhAttr, GlobalRoute};
+use rdma::attr::{Gid, Mtu};
+use rdma::client::{Client, ClientRegistration};
+use rdma::cq::{Cq, CqCore};
+use rdma::device::{self, Device, DeviceRef};
+use rdma::mem::Buffer;
+use rdma::mr::Mr;
+use rdma::pd::Pd;
+use rdma::qp::{Qp, QpAttr, QpCap, QpCore, QpInitAttr};
+use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::testing;
+use rdma::verbs::{Access, WcStatus};
+use rdma::wc::Wc;
+use rdma::wr::{SendOp, SendWr};
+
+module! {
+    type: TrafficTest,
+    name: "rdma_rxe_traffic_test",
+    author: "rdma-rs developers",
+    description: "Selftest: RC traffic until its device is removed",
+    license: "GPL",
+}
+
+const LEN: usize = 64 * 1024;
+const DEPTH: u64 = 16;
+
+/// One end: fields in destruction order.
+struct End {
+    qp: Qp,
+    mr: Mr,
+    cq: Cq,
+    _pd: Pd,
+    buf: Arc<Buffer>,
+    dev: DeviceRef,
+    gid: Gid,
+}
+
+fn end(name: &CStr, gid: Gid) -> Result<End> {
+    let dev = device::get_by_name(name).ok_or(ENODEV)?;
+    let pd = Pd::alloc(dev.arc())?;
+    let cq = Cq::create(dev.arc(), 256, None)?;
+    let qp = Qp::create(
+        pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 64,
+                max_recv_wr: 64,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: true,
+            port_num: 1,
+        },
+    )?;
+    let buf = Buffer::new(2 * LEN)?;
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 2 * LEN, access)?;
+    Ok(End {
+        qp,
+        mr,
+        cq,
+        _pd: pd,
+        buf,
+        dev,
+        gid,
+    })
+}
+
+fn connect(e: &End, peer: &End) -> Result {
+    let (_, sgid_index) = e.dev.find_gid_on_port(1, &e.gid).ok_or(ENODEV)?;
+    let attr = |next| QpAttr {
+        qp_state: next,
+        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
+        port_num: 1,
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: peer.qp.qpn(),
+        max_rd_atomic: 8,
+        max_dest_rd_atomic: 8,
+        min_rnr_timer: 1,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        ah_attr: AhAttr {
+            port_num: 1,
+            grh: GlobalRoute {
+                dgid: peer.gid,
+                sgid_index: sgid_index as u8,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            },
+            ..AhAttr::default()
+        },
+        ..QpAttr::default()
+    };
+    for (cur, next) in [
+        (QpState::Reset, QpState::Init),
+        (QpState::Init, QpState::Rtr),
+        (QpState::Rtr, QpState::Rts),
+    ] {
+        let mask = required_attrs(cur, next, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
+        e.qp.modify(&attr(next), mask)?;
+    }
+    Ok(())
+}
+
+/// The worker: keeps requests in flight on `qp` and counts completions.
+#[pin_data]
+struct Flow {
+    t: Target,
+    posted: AtomicU64,
+    done: AtomicU64,
+    failed: AtomicU64,
+    stop: AtomicBool,
+    #[pin]
+    stopped: Mutex<bool>,
+    #[pin]
+    cv: CondVar,
+    #[pin]
+    work: Work<Flow>,
+}
+
+/// Where the worker's requests go.
+struct Target {
+    qp: Arc<QpCore>,
+    cq: Arc<CqCore>,
+    local: Arc<Buffer>,
+    lkey: u32,
+    remote_addr: u64,
+    rkey: u32,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Flow { self.work }
+}
+
+impl WorkItem for Flow {
+    type Pointer = Arc<Flow>;
+
+    fn run(this: Arc<Flow>) {
+        // A slice of work, then queue again so removal can stop it.
+        for _ in 0..50 {
+            if this.stop.load(Ordering::Acquire) {
+                break;
+            }
+            this.step();
+        }
+        if this.stop.load(Ordering::Acquire) {
+            *this.stopped.lock() = true;
+            this.cv.notify_all();
+            return;
+        }
+        testing::msleep(1);
+        let _ = workqueue::system().enqueue(this);
+    }
+}
+
+impl Flow {
+    fn step(&self) {
+        let mut wcs: [Wc; 16] = Default::default();
+        let n = self.t.cq.poll(&mut wcs);
+        for wc in &wcs[..n] {
+            if wc.status == WcStatus::Success {
+                self.done.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if self.failed.load(Ordering::Relaxed) > 0 {
+            return;
+        }
+        while self.posted.load(Ordering::Relaxed) - self.done.load(Ordering::Relaxed) < DEPTH {
+            let i = self.posted.load(Ordering::Relaxed);
+            let Ok(sg) = self.t.local.sge(0, LEN as u32, self.t.lkey) else {
+                return;
+            };
+            let op = if i % 2 == 0 {
+                SendOp::Write {
+                    remote_addr: self.t.remote_addr,
+                    rkey: self.t.rkey,
+                }
+            } else {
+                SendOp::Read {
+                    remote_addr: self.t.remote_addr,
+                    rkey: self.t.rkey,
+                }
+            };
+            let sgs = [sg];
+            if self.t.qp.post_send(&[SendWr::new(i, op, &sgs)]).is_err() {
+                return;
+            }
+            self.posted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops the worker and waits until it has.
+    fn halt(&self) {
+        self.stop.store(true, Ordering::Release);
+        let mut stopped = self.stopped.lock();
+        while !*stopped {
+            let _ = self.cv.wait_interruptible_timeout(&mut stopped, 10);
+        }
+    }
+}
+
+/// The connection and its worker.
+struct Pair {
+    flow: Arc<Flow>,
+    x: End,
+    y: End,
+}
+
+fn start() -> Result<Pair> {
+    let x = end(c_str!("rxa"), Gid::from_ipv4([10, 78, 2, 1]))?;
+    let y = end(c_str!("rxb"), Gid::from_ipv4([10, 78, 2, 2]))?;
+    connect(&x, &y)?;
+    connect(&y, &x)?;
+    let t = Target {
+        qp: x.qp.core().clone(),
+        cq: x.cq.core().clone(),
+        local: x.buf.clone(),
+        lkey: x.mr.lkey(),
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+    };
+    let flow = Arc::pin_init(
+        pin_init!(Flow {
+            t,
+            posted: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            stopped <- new_mutex!(false, "Flow::stopped"),
+            cv <- new_condvar!("Flow::cv"),
+            work <- new_work!("Flow::work"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let _ = workqueue::system().enqueue(flow.clone());
+    Ok(Pair { flow, x, y })
+}
+
+fn same_dev(a: &DeviceRef, b: &Arc<Device>) -> bool {
+    a.name().as_bytes() == b.name().as_bytes()
+}
+
+/// The client: stops the traffic when either device goes.
+struct Traffic {
+    pair: Arc<Mutex<Option<Pair>>>,
+}
+
+impl Client for Traffic {
+    type Data = ();
+
+    fn name(&self) -> &CStr {
+        c_str!("rxetraffic")
+    }
+
+    fn add(&self, _dev: &Arc<Device>) -> Result<()> {
+        Ok(())
+    }
+
+    fn remove(&self, dev: &Arc<Device>, _data: &()) {
+        let mut pair = self.pair.lock();
+        let mine = pair
+            .as_ref()
+            .is_some_and(|p| same_dev(&p.x.dev, dev) || same_dev(&p.y.dev, dev));
+        if !mine {
+            return;
+        }
+        if let Some(p) = pair.take() {
+            p.flow.halt();
+            pr_info!(
+                "rxetraffic: remove {:?}: {} requests completed, {} failed\n",
+                dev.name(),
+                p.flow.done.load(Ordering::Relaxed),
+                p.flow.failed.load(Ordering::Relaxed)
+            );
+            // Destroyed here, before the device can finish going.
+            drop(p);
+        }
+    }
+}
+
+struct TrafficTest {
+    _reg: ClientRegistration<Traffic>,
+    pair: Arc<Mutex<Option<Pair>>>,
+}
+
+impl kernel::Module for TrafficTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let p = start()?;
+        // Traffic must be flowing before the module reports ready.
+        let mut waited = 0;
+        while p.flow.done.load(Ordering::Relaxed) < 2 * DEPTH {
+            if p.flow.failed.load(Ordering::Relaxed) > 0 || waited > 30_000 {
+                p.flow.halt();
+                pr_err!(
+                    "rxetraffic: traffic does not flow: {} posted, {} done, {} failed\n",
+                    p.flow.posted.load(Ordering::Relaxed),
+                    p.flow.done.load(Ordering::Relaxed),
+                    p.flow.failed.load(Ordering::Relaxed)
+                );
+                return Err(EAGAIN);
+            }
+            testing::msleep(10);
+            waited += 10;
+        }
+        let pair = Arc::pin_init(new_mutex!(Some(p), "TrafficTest::pair"), GFP_KERNEL)?;
+        let reg = ClientRegistration::new(Traffic { pair: pair.clone() })?;
+        pr_info!("rxetraffic: running\n");
+        Ok(TrafficTest { _reg: reg, pair })
+    }
+}
+
+impl Drop for TrafficTest {
+    fn drop(&mut self) {
+        if let Some(p) = self.pair.lock().take() {
+            p.flow.halt();
+            pr_info!(
+                "rxetraffic: unload: {} requests completed, {} failed\n",
+                p.flow.done.load(Ordering::Relaxed),
+                p.flow.failed.load(Ordering::Relaxed)
+            );
+        }
+    }
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# A netdev removed under RC traffic: rdma_rxe_traffic_test keeps RDMA
+# WRITEs and READs flowing between rxa (10.78.2.1) and rxb (10.78.2.2) over
+# a veth pair between two namespaces; deleting the veth pair unregisters
+# both devices, the ULP sees `remove`, stops and frees everything, and the
+# stack unloads cleanly afterwards.
+. ../lib/ktap.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+
+bind() { # ns netdev item
+	mkdir $cfs/$3 &&
+		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
+			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
+}
+
+setup() {
+	modprobe rdma_rs_rxe && ip netns add tra && ip netns add trb &&
+		ip link add ta type veth peer name tb &&
+		ip link set ta netns tra && ip link set tb netns trb &&
+		ip -n tra addr add 10.78.2.1/24 dev ta && ip -n trb addr add 10.78.2.2/24 dev tb &&
+		ip -n tra link set ta up && ip -n trb link set tb up &&
+		bind tra ta rxa && bind trb tb rxb
+}
+
+gone() { # device
+	for _ in $(seq 200); do
+		[ -e /sys/class/rdma_rs/$1 ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+remove_under_traffic() {
+	dmesg -c > /dev/null
+	sleep 1
+	ip -n tra link del ta && gone rxa && gone rxb || return 1
+	line=$(dmesg | grep "rxetraffic: remove") || { dmesg | tail -20; return 1; }
+	echo "# $line"
+	n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) requests completed.*/\1/p')
+	[ "${n:-0}" -gt 16 ]
+}
+
+items_unbound() {
+	[ "$(cat $cfs/rxa/ibdev)" = "" ] && [ "$(cat $cfs/rxb/ibdev)" = "" ]
+}
+
+teardown() {
+	rmmod rdma_rxe_traffic_test && rmdir $cfs/rxa $cfs/rxb &&
+		ip netns del tra && ip netns del trb && rmmod rdma_rs_rxe && rmmod rdma_core
+}
+
+ktap_plan 5
+ktap_check "setup" setup
+ktap_module rdma_rxe_traffic_test
+ktap_check "remove_under_traffic" remove_under_traffic
+ktap_check "items_unbound" items_unbound
+ktap_check "teardown" teardown
+ktap_finish
