@@ -378,6 +378,8 @@ impl RcQp {
         }
         if let Some(t) = st.deadline {
             if now < t {
+                // ACKs moved the deadline since the timer was armed.
+                qp.schedule_in(usecs_until(now, t));
                 return true;
             }
             if st.una == st.next_psn {
@@ -444,7 +446,11 @@ impl RcQp {
                     gen: st.gen,
                 }));
             }
-            if st.halted || psn_diff(st.next_psn, st.una) >= WINDOW as i32 {
+            // SQD finishes what was taken and starts nothing new.
+            if st.halted
+                || qp.state() == QpState::Sqd
+                || psn_diff(st.next_psn, st.una) >= WINDOW as i32
+            {
                 return None;
             }
             let idx = (st.tail - st.head) as usize;
@@ -693,6 +699,39 @@ impl RcQp {
         }
     }
 
+    /// After a restart, an ACK may show the responder had more than was
+    /// thought (the ACK was late, not lost): sending skips ahead to `una`
+    /// instead of repeating what is acknowledged.
+    fn catch_up(&self, st: &mut ReqState) {
+        if st.cur >= st.tail {
+            return;
+        }
+        let e = st.get(st.cur);
+        if e.kind == Kind::Local || e.status.is_some() {
+            return;
+        }
+        let una = st.una;
+        if psn_diff(psn_add(e.first_psn, st.cur_pkt), una) >= 0 {
+            return;
+        }
+        let from = (st.cur..st.tail).find(|&s| {
+            let e = st.get(s);
+            e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
+        });
+        st.gen = st.gen.wrapping_add(1);
+        match from {
+            Some(seq) => {
+                let e = st.get(seq);
+                st.cur = seq;
+                st.cur_pkt = psn_diff(una, e.first_psn).max(0) as u32;
+            }
+            None => {
+                st.cur = st.tail;
+                st.cur_pkt = 0;
+            }
+        }
+    }
+
     /// Everything up to PSN `a` is acknowledged.
     fn ack_through(&self, st: &mut ReqState, qp: &Arc<QpCore>, conn: &Conn, a: u32) {
         if psn_diff(a, st.una) < 0 {
@@ -735,6 +774,7 @@ impl RcQp {
         } else {
             None
         };
+        self.catch_up(st);
         // The window may have opened.
         qp.schedule();
     }

@@ -11,7 +11,7 @@ set -euo pipefail
 pkgs=(
 	linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang lld llvm libclang-dev
-	flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
+	flex bison bc libelf-dev libssl-dev cpio kmod xz-utils gcc libc6-dev
 	qemu-system-x86 busybox-static
 	ibverbs-utils rdmacm-utils perftest ibverbs-providers iproute2
 )

@@ -74,6 +74,10 @@ mkdir -p "$root/usr/lib/modules/$kver/extra"
 find "$RDMA_RS_TOP" -name '*.ko' -not -path '*/.build/*' -exec cp {} "$root/usr/lib/modules/$kver/extra/" \;
 depmod -b "$root" "$kver"
 
+# The packet capture tool of the interop tests, static (no compiler in the
+# guest).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/pktcap" "$RDMA_RS_TOP/selftests/tools/pktcap.c"
+
 # Selftests (scripts and the runner; the modules are in extra/ above).
 mkdir -p "$root/selftests"
 (cd "$RDMA_RS_TOP/selftests" &&

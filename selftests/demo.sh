@@ -1,7 +1,9 @@
 #!/bin/sh
 # `make run`: load our stack (rdma_core, a software test device, a ULP with
 # verbs objects on it) and the kernel's C stack side by side and show their
-# state. Prints KTAP so the host can judge the run.
+# state; then two rdma_rs_rxe devices on a veth pair between two network
+# namespaces move 1 MiB with an RDMA WRITE and an RDMA READ. Prints KTAP so
+# the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/ktap.sh
 
@@ -10,7 +12,7 @@ show() {
 	"$@" 2>&1 | sed 's/^/    /'
 }
 
-ktap_plan 6
+ktap_plan 10
 ktap_check "load_rdma_core" modprobe rdma_core
 ktap_check "load_software_device" modprobe rdma_swdev
 ktap_check "load_kernel_rdma_rxe" modprobe rdma_rxe
@@ -33,4 +35,42 @@ show sh -c 'echo "/sys/class/rdma_rs/swdev0/resources:"; cat /sys/class/rdma_rs/
 ktap_check "ulp_unloads" rmmod rdma_ulp_test
 rdma link delete rxe_demo
 ip link del veth_d0
+
+# Our rxe: rxa in namespace demo_a, rxb in demo_b, one veth between them.
+cfs=/sys/kernel/config/rdma_rs_rxe
+rxe_setup() {
+	ip netns add demo_a && ip netns add demo_b &&
+		ip link add dva netns demo_a type veth peer name dvb netns demo_b &&
+		ip -n demo_a addr add 10.78.3.1/24 dev dva && ip -n demo_b addr add 10.78.3.2/24 dev dvb &&
+		ip -n demo_a link set dva up && ip -n demo_b link set dvb up &&
+		mkdir $cfs/rxa $cfs/rxb &&
+		ip netns exec demo_a sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
+			echo dva > $cfs/rxa/netdev && echo 1 > $cfs/rxa/enable" &&
+		ip netns exec demo_b sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
+			echo dvb > $cfs/rxb/netdev && echo 1 > $cfs/rxb/enable"
+}
+rxe_teardown() {
+	rmmod rdma_rxe_demo 2>/dev/null
+	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
+		ip netns del demo_a && ip netns del demo_b && rmmod rdma_rs_rxe
+}
+ktap_check "load_rdma_rs_rxe" modprobe rdma_rs_rxe
+ktap_check "rxe_devices_on_veth_between_namespaces" rxe_setup
+rxe_ports() {
+	for d in rxa rxb; do
+		printf "%s: port %s, gid %s\n" $d "$(cat /sys/class/rdma_rs/$d/ports/1/state)" \
+			"$(cat /sys/class/rdma_rs/$d/ports/1/gids/1)"
+	done
+}
+rxe_summary() {
+	dmesg | sed -n "s/^.*rxe demo: //p"
+}
+rxe_counters() {
+	for d in rxa rxb; do echo "$d: $(tr '\n' ' ' < $cfs/$d/counters)"; done
+}
+show rxe_ports
+ktap_module rdma_rxe_demo
+show rxe_summary
+show rxe_counters
+ktap_check "rxe_teardown" rxe_teardown
 ktap_finish

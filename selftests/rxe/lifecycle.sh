@@ -48,6 +48,12 @@ bad_input() {
 		[ -z "$(cat $cfs/rxa/netdev)" ] && [ "$(cat $cfs/rxa/enable)" = 0 ]
 }
 
+vlan_refused() {
+	ip link add link rxv1 name rxv1.7 type vlan id 7 &&
+		write_fails "not supported" $cfs/rxa/netdev rxv1.7 &&
+		[ -z "$(cat $cfs/rxa/netdev)" ] && ip link del rxv1.7
+}
+
 enable_device() {
 	echo rxv0 > $cfs/rxa/netdev && echo 1 > $cfs/rxa/enable &&
 		[ "$(cat $cfs/rxa/ibdev)" = rxa ] && [ "$(cat $cfs/rxa/netdev)" = rxv0 ] &&
@@ -112,7 +118,7 @@ disable_and_remove() {
 ktap_plan 11
 ktap_check "setup" setup
 ktap_check "bad_input" bad_input
-ktap_skip "vlan_refused" "no CONFIG_VLAN_8021Q in the test kernel"
+ktap_check "vlan_refused" vlan_refused
 ktap_check "enable_device" enable_device
 ktap_check "netdev_taken_and_fixed" netdev_taken_and_fixed
 ktap_check "port_follows_carrier" port_follows_carrier

@@ -31,8 +31,6 @@ counter() { # item name
 # The RNR and timeout cases made the counters move; packets crossed the
 # wire both ways and the loopback cases stayed off it.
 counters_moved() {
-	echo "# rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"
-	echo "# rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"
 	[ "$(counter rxa rnr_naks_rx)" -ge 1 ] && [ "$(counter rxb rnr_naks_tx)" -ge 1 ] &&
 		[ "$(counter rxa timeouts)" -ge 1 ] && [ "$(counter rxa retransmits)" -ge 1 ] &&
 		[ "$(counter rxa tx_packets)" -ge 1000 ] && [ "$(counter rxb tx_packets)" -ge 1000 ] &&
@@ -50,5 +48,7 @@ ktap_check "setup" setup
 ktap_module rdma_rxe_rc_test
 rmmod rdma_rxe_rc_test 2>/dev/null
 ktap_check "counters_moved" counters_moved
+echo "# rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"
+echo "# rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"
 ktap_check "teardown" teardown
 ktap_finish

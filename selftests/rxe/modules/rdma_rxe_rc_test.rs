@@ -26,7 +26,7 @@ use rdma::attr::{Gid, Mtu};
 use rdma::cq::{Cq, CqCore};
 use rdma::device::{self, DeviceRef};
 use rdma::mem::{Buffer, Sge};
-use rdma::mr::Mr;
+use rdma::mr::{BufSlice, Mr};
 use rdma::pd::Pd;
 use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
 use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
@@ -69,7 +69,7 @@ struct End {
     qp: Qp,
     mr: Mr,
     cq: Cq,
-    _pd: Pd,
+    pd: Pd,
     buf: Arc<Buffer>,
     dev: DeviceRef,
     gid: Gid,
@@ -139,7 +139,7 @@ impl End {
         Ok(End {
             dev,
             gid: port.gid,
-            _pd: pd,
+            pd,
             cq,
             qp,
             buf,
@@ -856,6 +856,89 @@ fn destroy_under_traffic(a: Port<'_>, b: Port<'_>) -> Result {
     check(dev.resource_counts() == before, "no object left")
 }
 
+/// Fast registration and invalidation on rxe's queues: REG_MR on the
+/// responder's QP, a WRITE through the new rkey across two buffers, SEND
+/// with invalidate, then the invalidated key refused; and a DMA MR.
+fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &Opts::default())?;
+    let p1 = Buffer::new(8192)?;
+    let p2 = Buffer::new(8192)?;
+    let fr = Mr::alloc_fast_reg(y.pd.core(), 4)?;
+    let slices = [
+        BufSlice {
+            buf: &p1,
+            offset: 0,
+            len: 8192,
+        },
+        BufSlice {
+            buf: &p2,
+            offset: 0,
+            len: 8192,
+        },
+    ];
+    check(fr.map_mr_sg(&slices, 4096)? == 2, "two pages mapped")?;
+    let key = (fr.lkey() & !0xff) | 0x42;
+    let reg = SendOp::RegMr {
+        mr: fr.core(),
+        key,
+        access: Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
+    };
+    y.qp.post_send(&[SendWr::new(1, reg, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 1, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    check(fr.is_valid() && fr.rkey() == key, "valid under the new key")?;
+    fill_pattern(&x.buf, 0, 400, 42)?;
+    let sg = [x.sge(0, 400)?];
+    let w = SendOp::Write {
+        remote_addr: fr.iova() + 8000,
+        rkey: key,
+    };
+    x.qp.post_send(&[SendWr::new(2, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 2, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(
+        same(&x.buf, 0, &p1, 8000, 192)? && same(&x.buf, 192, &p2, 0, 208)?,
+        "data split over the two buffers",
+    )?;
+    // SEND with invalidate: the receiver learns the key, which is dead.
+    let rs = [y.sge(0, 64)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 3,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    x.qp.post_send(&[SendWr::new(3, SendOp::SendWithInv(key), &sg[..0])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::Success, None)?;
+    let r = expect(&y.cq, 3, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(
+        r.wc_flags.contains(WcFlags::WITH_INVALIDATE) && r.invalidate_rkey == key,
+        "invalidated key in the completion",
+    )?;
+    check(!fr.is_valid(), "invalid after SEND with invalidate")?;
+    remote_failure(&x, &y, w, 64)?;
+    // A DMA MR: any address, full rights.
+    let (x, y) = pair(a, b, &Opts::default())?;
+    // SAFETY: the only addresses posted with this MR's keys are inside
+    // `y.buf`, which outlives the requests (they are polled below).
+    let dma = unsafe { Mr::get_dma(y.pd.core(), all_remote())? };
+    fill_pattern(&x.buf, 0, 3000, 43)?;
+    let sg = [x.sge(0, 3000)?];
+    let w = SendOp::Write {
+        remote_addr: y.buf.addr(100),
+        rkey: dma.rkey(),
+    };
+    x.qp.post_send(&[SendWr::new(4, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 4, WcStatus::Success, None)?;
+    check(
+        same(&x.buf, 0, &y.buf, 100, 3000)?,
+        "written through the DMA MR",
+    )?;
+    Ok(())
+}
+
 /// The same data path over IPv6 addresses.
 fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &Opts::default())?;
@@ -893,7 +976,7 @@ impl kernel::Module for RxeRcTest {
             name: c_str!("rxb"),
             gid: v6(0x79, 2),
         };
-        let mut t = Ktap::new(14);
+        let mut t = Ktap::new(15);
         t.case("all_ops_veth", all_ops(a, b, 1));
         t.case("all_ops_loopback", all_ops(a, a, 2));
         t.case("atomics_veth", atomics(a, b));
@@ -908,6 +991,7 @@ impl kernel::Module for RxeRcTest {
         t.case("flush", flush(a, b));
         t.case("destroy_under_traffic", destroy_under_traffic(a, b));
         t.case("ipv6", ipv6(a6, b6));
+        t.case("memory_keys", memory_keys(a, b));
         t.finish()?;
         Ok(RxeRcTest)
     }
