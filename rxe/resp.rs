@@ -170,6 +170,24 @@ impl RespState {
         });
     }
 
+    /// A READ asked for again from PSN `psn`: if the job that answers it
+    /// is still queued, it restarts (or skips ahead) to that packet.
+    fn rewind_read(&mut self, psn: u32, mtu: u32) -> bool {
+        for i in 0..self.read_count {
+            let at = (self.read_head + i) % MAX_READS;
+            let job = &mut self.reads[at];
+            if job.reply.is_some() {
+                continue;
+            }
+            let k = psn_diff(psn, job.psn);
+            if k >= 0 && (k as u32) < segment::packet_count(job.len, mtu) {
+                job.sent = k as u32;
+                return true;
+            }
+        }
+        false
+    }
+
     fn front_read(&self) -> Option<ReadJob> {
         (self.read_count > 0).then(|| self.reads[self.read_head])
     }
@@ -848,6 +866,16 @@ impl RcQp {
                 })
             }
             Operation::RdmaReadRequest | Operation::Flush => {
+                // Still queued: send it again from the packet asked for
+                // rather than queue a second copy.
+                if st.rewind_read(psn, conn.mtu) {
+                    return Outcome {
+                        reply: Reply::None,
+                        error: false,
+                        schedule: true,
+                        taken: true,
+                    };
+                }
                 let out = self.recv_read(st, qp, conn, pkt);
                 if out.error {
                     // A duplicate that fails the check now is dropped: the

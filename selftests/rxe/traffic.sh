@@ -46,7 +46,8 @@ items_unbound() {
 }
 
 teardown() {
-	rmmod rdma_rxe_traffic_test && rmdir $cfs/rxa $cfs/rxb &&
+	rmmod rdma_rxe_traffic_test 2>/dev/null
+	rmdir $cfs/rxa $cfs/rxb &&
 		ip netns del tra && ip netns del trb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
