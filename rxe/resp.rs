@@ -23,6 +23,7 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use rdma::event::{Element, Event, EventKind};
 use rdma::mr;
 use rdma::qp::QpCore;
 use rdma::verbs::{Access, WcFlags, WcOpcode, WcStatus};
@@ -343,6 +344,23 @@ impl RcQp {
         if out.error {
             self.resp_flush(qp);
             qp.set_error();
+            // The ULP learns why its QP stopped (the requester's side
+            // learns it from its completion).
+            let kind = match out.reply {
+                Reply::Ack {
+                    syndrome: Syndrome::Nak(NakCode::RemoteAccessError),
+                    ..
+                } => EventKind::QpAccessErr,
+                Reply::Ack {
+                    syndrome: Syndrome::Nak(NakCode::InvalidRequest | NakCode::InvalidRdRequest),
+                    ..
+                } => EventKind::QpReqErr,
+                _ => EventKind::QpFatal,
+            };
+            qp.device().dispatch_event(Event {
+                kind,
+                element: Element::Qp(qp.qpn()),
+            });
         }
         if out.schedule {
             qp.schedule();

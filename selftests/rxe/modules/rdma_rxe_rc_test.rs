@@ -18,13 +18,14 @@ use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Arc;
+use kernel::sync::{new_spinlock, Arc, SpinLock};
 use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::ah::{AhAttr, GlobalRoute};
 use rdma::attr::{Gid, Mtu};
 use rdma::cq::{Cq, CqCore};
-use rdma::device::{self, DeviceRef};
+use rdma::device::{self, Device, DeviceRef};
+use rdma::event::{Element, Event, EventHandler, EventKind};
 use rdma::mem::{Buffer, Sge};
 use rdma::mr::{BufSlice, Mr};
 use rdma::pd::Pd;
@@ -635,15 +636,50 @@ fn remote_failure(x: &End, y: &End, op: SendOp<'_>, len: usize) -> Result {
     check(false, "responder in error")
 }
 
+/// Records the QP events of a device.
+#[pin_data]
+struct QpEvents {
+    #[pin]
+    seen: SpinLock<KVec<(EventKind, u32)>>,
+}
+
+impl EventHandler for QpEvents {
+    fn handle(&self, _dev: &Device, event: &Event) {
+        if let Element::Qp(n) = event.element {
+            let _ = self.seen.lock().push((event.kind, n), GFP_ATOMIC);
+        }
+    }
+}
+
+/// Waits for `kind` on QP `qpn`.
+fn wait_event(ev: &QpEvents, kind: EventKind, qpn: u32) -> Result {
+    for _ in 0..200 {
+        if ev.seen.lock().iter().any(|&(k, n)| k == kind && n == qpn) {
+            return Ok(());
+        }
+        testing::msleep(10);
+    }
+    pr_err!("no {:?} event for QP {}\n", kind, qpn);
+    Err(EINVAL)
+}
+
 fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
     let o = Opts::default();
-    // A bad rkey.
+    let ev = Arc::pin_init(
+        pin_init!(QpEvents {
+            seen <- new_spinlock!(KVec::new(), "QpEvents::seen"),
+        }),
+        GFP_KERNEL,
+    )?;
+    // A bad rkey: the responder's ULP gets an access error event.
     let (x, y) = pair(a, b, &o)?;
+    let _reg = y.dev.arc().register_event_handler(ev.clone())?;
     let bad = SendOp::Write {
         remote_addr: y.buf.addr(0),
         rkey: y.mr.rkey() ^ 0x80,
     };
     remote_failure(&x, &y, bad, 64)?;
+    wait_event(&ev, EventKind::QpAccessErr, y.qp.qpn())?;
     // Out of bounds.
     let (x, y) = pair(a, b, &o)?;
     let oob = SendOp::Read {
@@ -688,7 +724,7 @@ fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
         .map_err(|(_, e)| e)?;
     expect(&x.cq, 1, WcStatus::RemInvReqErr, None)?;
     expect(&y.cq, 5, WcStatus::LocLenErr, None)?;
-    Ok(())
+    wait_event(&ev, EventKind::QpReqErr, y.qp.qpn())
 }
 
 /// RNR: retried until a receive is posted; with a limit, exhausted.
