@@ -264,7 +264,7 @@ impl QpOps for RcQp {
         match attr.qp_state {
             QpState::Reset => {
                 self.req_reset();
-                self.resp_reset(qp);
+                self.resp_reset();
             }
             QpState::Rtr if qp.state() == QpState::Init => {
                 let rq_psn = if mask.contains(AttrMask::RQ_PSN) {
@@ -297,8 +297,8 @@ impl QpOps for RcQp {
         self.requester_run(qp, &mut work);
     }
 
-    fn destroy(&self, qp: &QpCore) {
+    fn destroy(&self, _qp: &QpCore) {
         self.req_stop();
-        self.resp_discard(qp);
+        self.resp_reset();
     }
 }

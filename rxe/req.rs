@@ -508,7 +508,6 @@ impl RcQp {
             wqe,
             ..
         } = w;
-        let dev = qp.device();
         let mtu = conn.mtu;
         let last = s.pkt + 1 >= s.npkts;
         let mut ext = ExtHeaders::default();
@@ -604,7 +603,6 @@ impl RcQp {
             }
             _ => return Err(WcStatus::LocQpOpErr),
         };
-        let _ = dev;
         let out = Out {
             opcode,
             psn: s.psn,

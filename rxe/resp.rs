@@ -287,15 +287,11 @@ impl RcQp {
         drop(held);
     }
 
-    /// RESET: forget everything, completing nothing.
-    pub(crate) fn resp_reset(&self, _qp: &QpCore) {
+    /// RESET, or the QP is going away: forget everything, completing
+    /// nothing.
+    pub(crate) fn resp_reset(&self) {
         let held = self.resp.lock().clear();
         drop(held);
-    }
-
-    /// The QP is going away: as for RESET.
-    pub(crate) fn resp_discard(&self, qp: &QpCore) {
-        self.resp_reset(qp);
     }
 
     /// The QP is in error: the receive WQEs held are flushed.
@@ -592,7 +588,7 @@ impl RcQp {
                 opcode: WcOpcode::Recv,
                 ..Wc::default()
             };
-            self.complete_later(qp, wqe, wc, false);
+            qp.complete_recv(wqe, wc, false);
             return self.fatal(st, code, psn);
         }
         *off = end as u32;
@@ -616,14 +612,14 @@ impl RcQp {
         if let Some(ieth) = pkt.headers.ext.ieth {
             if dev.invalidate_key(ieth.rkey).is_err() {
                 wc.status = WcStatus::LocProtErr;
-                self.complete_later(qp, wqe, wc, false);
+                qp.complete_recv(wqe, wc, false);
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             }
             wc.wc_flags = wc.wc_flags | WcFlags::WITH_INVALIDATE;
             wc.invalidate_rkey = ieth.rkey;
         }
         st.msn = psn_add(st.msn, 1);
-        self.complete_later(qp, wqe, wc, pkt.headers.bth.solicited);
+        qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
         Outcome::taken(self.ack(st, pkt))
     }
 
@@ -721,7 +717,7 @@ impl RcQp {
                 imm_data: pkt.headers.ext.immdt.map_or(0, |i| i.imm),
                 ..Wc::default()
             };
-            self.complete_later(qp, wqe, wc, pkt.headers.bth.solicited);
+            qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
         }
         Outcome::taken(self.ack(st, pkt))
     }
@@ -912,11 +908,6 @@ impl RcQp {
             },
             _ => Outcome::DROP,
         }
-    }
-
-    /// Completes a receive WQE (the CQ takes it from any context).
-    fn complete_later(&self, qp: &Arc<QpCore>, wqe: RecvWqe, wc: Wc, solicited: bool) {
-        qp.complete_recv(wqe, wc, solicited);
     }
 
     /// Sends the queued READ and FLUSH responses (the QP's work).
