@@ -71,6 +71,11 @@ void rdma_rs_msleep(unsigned int msecs)
 	msleep(msecs);
 }
 
+void rdma_rs_cond_resched(void)
+{
+	cond_resched();
+}
+
 unsigned long rdma_rs_local_irq_save(void)
 {
 	unsigned long flags;

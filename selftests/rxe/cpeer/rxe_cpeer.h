@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rxe_cpeer: one RDMA endpoint on the kernel's own verbs (ib_core and a
+ * provider such as rdma_rxe), driven through a handful of exported
+ * functions. The interop test and the benchmark (Rust modules of
+ * selftests/rxe/modules) call them to run the C stack beside ours; the
+ * structures below are mirrored there with #[repr(C)], so a change here is
+ * a change there.
+ *
+ * An endpoint is a PD, a send CQ and a receive CQ (polled directly), one RC
+ * or UD QP and one physically contiguous buffer. Local SGEs use the PD's
+ * local DMA lkey; an RC endpoint also fast-registers the buffer (REG_MR) for
+ * remote read, write and atomics. Offsets name places in the buffer.
+ */
+#ifndef RXE_CPEER_H
+#define RXE_CPEER_H
+
+#include <linux/types.h>
+
+enum rxe_cpeer_qp_type {
+	RXE_CPEER_RC = 0,
+	RXE_CPEER_UD = 1,
+};
+
+/* Send operations (not ib_wr_opcode: a stable list of our own). */
+enum rxe_cpeer_op {
+	RXE_CPEER_SEND = 0,
+	RXE_CPEER_SEND_IMM = 1,
+	RXE_CPEER_WRITE = 2,
+	RXE_CPEER_WRITE_IMM = 3,
+	RXE_CPEER_READ = 4,
+	RXE_CPEER_CMP_SWAP = 5,
+	RXE_CPEER_FETCH_ADD = 6,
+};
+
+/* What the peer needs to know of this endpoint. */
+struct rxe_cpeer_info {
+	__u64 addr;	/* the buffer's address for remote access */
+	__u32 rkey;	/* 0 on a UD endpoint */
+	__u32 qpn;
+};
+
+struct rxe_cpeer_wr {
+	__u64 wr_id;
+	__u64 remote_addr;
+	__u64 compare_add;
+	__u64 swap;
+	__u32 op;	/* enum rxe_cpeer_op */
+	__u32 offset;	/* local buffer offset */
+	__u32 length;
+	__u32 imm;	/* host order */
+	__u32 rkey;
+	__u32 signaled;
+};
+
+struct rxe_cpeer_wc {
+	__u64 wr_id;
+	__u32 status;	/* enum ib_wc_status */
+	__u32 opcode;	/* enum ib_wc_opcode */
+	__u32 byte_len;
+	__u32 imm;	/* host order, valid if with_imm */
+	__u32 with_imm;
+	__u32 src_qp;
+};
+
+struct rxe_cpeer;
+
+int rxe_cpeer_create(const char *ibdev, const u8 *gid, u32 qp_type, u32 buf_len, u32 depth,
+		     struct rxe_cpeer **out, struct rxe_cpeer_info *info);
+int rxe_cpeer_connect(struct rxe_cpeer *p, u32 remote_qpn, const u8 *remote_gid, u32 sq_psn,
+		      u32 rq_psn, u32 mtu);
+u8 *rxe_cpeer_buf(struct rxe_cpeer *p);
+int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *wr);
+int rxe_cpeer_post_recv(struct rxe_cpeer *p, u64 wr_id, u32 offset, u32 length);
+int rxe_cpeer_poll(struct rxe_cpeer *p, u32 recv, struct rxe_cpeer_wc *wc, u32 n);
+void rxe_cpeer_destroy(struct rxe_cpeer *p);
+
+#endif

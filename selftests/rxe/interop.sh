@@ -1,0 +1,38 @@
+#!/bin/sh
+# Our rxe against the kernel's own rdma_rxe, on the wire: the kernel's
+# device cxi on iv0 (10.82.0.1, initial namespace, where rdma_rxe listens)
+# and our rxi on iv1 (10.82.0.2) in namespace iopx, the two ends of a veth
+# pair. modules/rdma_rxe_interop_test.rs runs RC and UD traffic both ways
+# between an endpoint of ours and one on the kernel's verbs (the C module
+# rxe_cpeer); pktcap records what crosses the wire meanwhile.
+. ../lib/ktap.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+
+setup() {
+	modprobe rdma_rxe && modprobe rdma_rs_rxe && ip netns add iopx &&
+		ip link add iv0 type veth peer name iv1 netns iopx &&
+		ip addr add 10.82.0.1/24 dev iv0 && ip -n iopx addr add 10.82.0.2/24 dev iv1 &&
+		ip link set iv0 up && ip -n iopx link set iv1 up &&
+		rdma link add cxi type rxe netdev iv0 &&
+		mkdir $cfs/rxi && ip netns exec iopx sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
+			echo iv1 > $cfs/rxi/netdev && echo 1 > $cfs/rxi/enable"
+}
+
+teardown() {
+	rmmod rdma_rxe_interop_test 2>/dev/null
+	rmmod rxe_cpeer && echo 0 > $cfs/rxi/enable && rmdir $cfs/rxi && rdma link delete cxi &&
+		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
+}
+
+ktap_plan 3
+ktap_check "setup" setup
+ip netns exec iopx pktcap iv1 100000 600 > /tmp/interop.hex &
+cap=$!
+ktap_module rdma_rxe_interop_test
+kill $cap 2>/dev/null
+wait $cap 2>/dev/null
+echo "# captured $(wc -l < /tmp/interop.hex) packets"
+echo "# rxi: $(tr '\n' ' ' < $cfs/rxi/counters)"
+ktap_check "teardown" teardown
+ktap_finish

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One RDMA endpoint, on either stack, behind one interface: [`Endpoint`].
+//!
+//! [`Ours`] is an endpoint on `rdma_core` and `rdma_rs_rxe`; [`Theirs`] one
+//! on the kernel's own verbs and `rdma_rxe`, through the C module
+//! `rxe_cpeer` (selftests/rxe/cpeer/rxe_cpeer.h, whose structures are
+//! mirrored here). The interop test connects one of each; the benchmark
+//! runs the same workload code on two of ours and on two of theirs.
+//!
+//! An endpoint is a PD, a send CQ, a receive CQ, one RC or UD QP and one
+//! buffer registered for local access (and, on RC, remote read, write and
+//! atomics). Work requests name places in the buffer by offset.
+
+use core::ffi::c_char;
+use core::ptr::{self, NonNull};
+
+use kernel::error::code::{EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+use rdma::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::attr::{Gid, Mtu};
+use rdma::cq::Cq;
+use rdma::device::{self, DeviceRef};
+use rdma::mem::Buffer;
+use rdma::mr::Mr;
+use rdma::pd::Pd;
+use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::{Access, SendFlags, WcFlags};
+use rdma::wc::Wc;
+use rdma::wr::{RecvWr, SendOp, SendWr, UdDest};
+
+/// The Q_Key both stacks' UD endpoints use (rxe_cpeer's `QKEY`).
+pub(crate) const QKEY: u32 = 0x1111_1111;
+
+/// A send operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Op {
+    /// SEND.
+    Send = 0,
+    /// SEND with immediate data.
+    SendImm = 1,
+    /// RDMA WRITE.
+    Write = 2,
+    /// RDMA WRITE with immediate data.
+    WriteImm = 3,
+    /// RDMA READ.
+    Read = 4,
+    /// Atomic compare and swap (`compare_add`, `swap`).
+    CmpSwap = 5,
+    /// Atomic fetch and add (`compare_add`).
+    FetchAdd = 6,
+}
+
+/// A send work request (`struct rxe_cpeer_wr`).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct Wr {
+    /// Returned in the completion.
+    pub(crate) wr_id: u64,
+    /// The peer's address (RDMA, atomics).
+    pub(crate) remote_addr: u64,
+    /// Compare (compare and swap) or add (fetch and add) operand.
+    pub(crate) compare_add: u64,
+    /// Swap operand.
+    pub(crate) swap: u64,
+    /// The operation.
+    pub(crate) op: Op,
+    /// Where in the local buffer.
+    pub(crate) offset: u32,
+    /// How many bytes.
+    pub(crate) length: u32,
+    /// Immediate data.
+    pub(crate) imm: u32,
+    /// The peer's rkey (RDMA, atomics).
+    pub(crate) rkey: u32,
+    /// Nonzero: report a successful completion.
+    pub(crate) signaled: u32,
+}
+
+impl Wr {
+    /// A signaled `op` of `length` bytes from `offset`, no remote side.
+    pub(crate) fn new(wr_id: u64, op: Op, offset: u32, length: u32) -> Wr {
+        Wr {
+            wr_id,
+            remote_addr: 0,
+            compare_add: 0,
+            swap: 0,
+            op,
+            offset,
+            length,
+            imm: 0,
+            rkey: 0,
+            signaled: 1,
+        }
+    }
+
+    /// The same, aimed at `peer`'s buffer at `remote_offset`.
+    pub(crate) fn to(mut self, peer: &Info, remote_offset: u64) -> Wr {
+        self.remote_addr = peer.addr + remote_offset;
+        self.rkey = peer.rkey;
+        self
+    }
+}
+
+/// What completed, in the kernel's numbering (`struct rxe_cpeer_wc`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct Completion {
+    /// The work request's identifier.
+    pub(crate) wr_id: u64,
+    /// `enum ib_wc_status`: 0 is success.
+    pub(crate) status: u32,
+    /// `enum ib_wc_opcode`.
+    pub(crate) opcode: u32,
+    /// Bytes received or read.
+    pub(crate) byte_len: u32,
+    /// Immediate data, valid if `with_imm`.
+    pub(crate) imm: u32,
+    /// Nonzero if the message carried immediate data.
+    pub(crate) with_imm: u32,
+    /// The sending QP (UD receives).
+    pub(crate) src_qp: u32,
+}
+
+/// `enum ib_wc_opcode` values the tests look for.
+pub(crate) mod wc_op {
+    /// SEND.
+    pub(crate) const SEND: u32 = 0;
+    /// RDMA WRITE.
+    pub(crate) const WRITE: u32 = 1;
+    /// RDMA READ.
+    pub(crate) const READ: u32 = 2;
+    /// Compare and swap.
+    pub(crate) const CMP_SWAP: u32 = 3;
+    /// Fetch and add.
+    pub(crate) const FETCH_ADD: u32 = 4;
+    /// A receive.
+    pub(crate) const RECV: u32 = 128;
+    /// A receive of an RDMA WRITE with immediate.
+    pub(crate) const RECV_RDMA_IMM: u32 = 129;
+}
+
+/// What the peer needs to know of an endpoint (`struct rxe_cpeer_info`
+/// plus the GID).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Info {
+    /// The buffer's address for remote access.
+    pub(crate) addr: u64,
+    /// Its rkey (0 on UD).
+    pub(crate) rkey: u32,
+    /// The QP number.
+    pub(crate) qpn: u32,
+    /// The GID.
+    pub(crate) gid: Gid,
+}
+
+#[repr(C)]
+struct CInfo {
+    addr: u64,
+    rkey: u32,
+    qpn: u32,
+}
+
+/// One endpoint: the verbs the workloads use.
+pub(crate) trait Endpoint {
+    /// Addresses and keys for the peer.
+    fn info(&self) -> Info;
+    /// Connects to `peer` (RC: INIT, RTR, RTS; UD: RTS and an address
+    /// handle to it). `sq_psn` is ours, `rq_psn` the peer's.
+    fn connect(&mut self, peer: &Info, sq_psn: u32, rq_psn: u32, mtu: Mtu) -> Result;
+    /// Posts one send work request.
+    fn post_send(&self, wr: &Wr) -> Result;
+    /// Posts one receive of `length` bytes at `offset`.
+    fn post_recv(&self, wr_id: u64, offset: u32, length: u32) -> Result;
+    /// Takes up to `out.len()` completions of the send (or receive) CQ.
+    fn poll(&self, recv: bool, out: &mut [Completion]) -> usize;
+    /// Copies `data` into the buffer at `offset`.
+    fn write(&self, offset: usize, data: &[u8]) -> Result;
+    /// Copies out of the buffer at `offset`.
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result;
+}
+
+/// An endpoint on our stack. Fields in destruction order.
+pub(crate) struct Ours {
+    ah: Option<Ah>,
+    qp: Qp,
+    mr: Mr,
+    scq: Cq,
+    rcq: Cq,
+    pd: Pd,
+    buf: Arc<Buffer>,
+    dev: DeviceRef,
+    gid: Gid,
+    ud: bool,
+    remote_qpn: u32,
+}
+
+impl Ours {
+    /// An endpoint on device `name`, whose address is `gid`.
+    pub(crate) fn new(name: &CStr, gid: Gid, ud: bool, len: usize, depth: u32) -> Result<Ours> {
+        let dev = device::get_by_name(name).ok_or(ENODEV)?;
+        let pd = Pd::alloc(dev.arc())?;
+        let scq = Cq::create(dev.arc(), depth + 1, None)?;
+        let rcq = Cq::create(dev.arc(), depth, None)?;
+        let qp = Qp::create(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: if ud { QpType::Ud } else { QpType::Rc },
+                send_cq: scq.core(),
+                recv_cq: rcq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: depth,
+                    max_recv_wr: depth,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+                port_num: 1,
+            },
+        )?;
+        let buf = Buffer::new(len)?;
+        let access = if ud {
+            Access::LOCAL_WRITE
+        } else {
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+        };
+        let mr = Mr::reg_buffer(pd.core(), &buf, 0, len, access)?;
+        Ok(Ours {
+            ah: None,
+            qp,
+            mr,
+            scq,
+            rcq,
+            pd,
+            buf,
+            dev,
+            gid,
+            ud,
+            remote_qpn: 0,
+        })
+    }
+
+    fn av(&self, peer: &Info) -> Result<AhAttr> {
+        let (_, sgid_index) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
+        Ok(AhAttr {
+            port_num: 1,
+            grh: GlobalRoute {
+                dgid: peer.gid,
+                sgid_index: sgid_index as u8,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            },
+            ..AhAttr::default()
+        })
+    }
+}
+
+fn completion(wc: &Wc) -> Completion {
+    Completion {
+        wr_id: wc.wr_id,
+        status: wc.status as u32,
+        opcode: wc.opcode as u32,
+        byte_len: wc.byte_len,
+        imm: wc.imm_data,
+        with_imm: wc.wc_flags.contains(WcFlags::WITH_IMM) as u32,
+        src_qp: wc.src_qp,
+    }
+}
+
+impl Endpoint for Ours {
+    fn info(&self) -> Info {
+        Info {
+            addr: self.buf.addr(0),
+            rkey: if self.ud { 0 } else { self.mr.rkey() },
+            qpn: self.qp.qpn(),
+            gid: self.gid,
+        }
+    }
+
+    fn connect(&mut self, peer: &Info, sq_psn: u32, rq_psn: u32, mtu: Mtu) -> Result {
+        let qp_type = if self.ud { QpType::Ud } else { QpType::Rc };
+        let attr = QpAttr {
+            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            port_num: 1,
+            qkey: QKEY,
+            path_mtu: mtu,
+            dest_qp_num: peer.qpn,
+            rq_psn,
+            sq_psn,
+            max_rd_atomic: 16,
+            max_dest_rd_atomic: 16,
+            min_rnr_timer: 1,
+            timeout: 16,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            ah_attr: self.av(peer)?,
+            ..QpAttr::default()
+        };
+        for (cur, next) in [
+            (QpState::Reset, QpState::Init),
+            (QpState::Init, QpState::Rtr),
+            (QpState::Rtr, QpState::Rts),
+        ] {
+            let mask = required_attrs(cur, next, qp_type).ok_or(EINVAL)? | AttrMask::STATE;
+            self.qp.modify(
+                &QpAttr {
+                    qp_state: next,
+                    ..attr
+                },
+                mask,
+            )?;
+        }
+        if self.ud {
+            self.ah = Some(Ah::create(self.pd.core(), &self.av(peer)?)?);
+            self.remote_qpn = peer.qpn;
+        }
+        Ok(())
+    }
+
+    fn post_send(&self, wr: &Wr) -> Result {
+        let (remote_addr, rkey) = (wr.remote_addr, wr.rkey);
+        let op = match wr.op {
+            Op::Send => SendOp::Send,
+            Op::SendImm => SendOp::SendWithImm(wr.imm),
+            Op::Write => SendOp::Write { remote_addr, rkey },
+            Op::WriteImm => SendOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm: wr.imm,
+            },
+            Op::Read => SendOp::Read { remote_addr, rkey },
+            Op::CmpSwap => SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: wr.compare_add,
+                swap: wr.swap,
+            },
+            Op::FetchAdd => SendOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add: wr.compare_add,
+            },
+        };
+        let sg = [self
+            .buf
+            .sge(wr.offset as usize, wr.length, self.mr.lkey())?];
+        let mut swr = SendWr::new(wr.wr_id, op, &sg);
+        if wr.signaled == 0 {
+            swr.flags = SendFlags::NONE;
+        }
+        if let Some(ah) = &self.ah {
+            swr.ud = Some(UdDest {
+                ah: ah.core(),
+                remote_qpn: self.remote_qpn,
+                remote_qkey: QKEY,
+            });
+        }
+        self.qp.post_send(&[swr]).map_err(|(_, e)| e)
+    }
+
+    fn post_recv(&self, wr_id: u64, offset: u32, length: u32) -> Result {
+        let sg = [self.buf.sge(offset as usize, length, self.mr.lkey())?];
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id,
+                cqe: None,
+                sg: &sg,
+            }])
+            .map_err(|(_, e)| e)
+    }
+
+    fn poll(&self, recv: bool, out: &mut [Completion]) -> usize {
+        let mut wc: [Wc; 8] = Default::default();
+        let n = out.len().min(wc.len());
+        let got = if recv { &self.rcq } else { &self.scq }.poll(&mut wc[..n]);
+        for (o, w) in out.iter_mut().zip(&wc[..got]) {
+            *o = completion(w);
+        }
+        got
+    }
+
+    fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.buf.write(offset, data)
+    }
+
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        self.buf.read(offset, out)
+    }
+}
+
+/// `struct rxe_cpeer`, owned by the C module.
+#[repr(C)]
+struct CPeer {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    fn rxe_cpeer_create(
+        ibdev: *const c_char,
+        gid: *const u8,
+        qp_type: u32,
+        buf_len: u32,
+        depth: u32,
+        out: *mut *mut CPeer,
+        info: *mut CInfo,
+    ) -> i32;
+    fn rxe_cpeer_connect(
+        p: *mut CPeer,
+        remote_qpn: u32,
+        remote_gid: *const u8,
+        sq_psn: u32,
+        rq_psn: u32,
+        mtu: u32,
+    ) -> i32;
+    fn rxe_cpeer_buf(p: *mut CPeer) -> *mut u8;
+    fn rxe_cpeer_post_send(p: *mut CPeer, wr: *const Wr) -> i32;
+    fn rxe_cpeer_post_recv(p: *mut CPeer, wr_id: u64, offset: u32, length: u32) -> i32;
+    fn rxe_cpeer_poll(p: *mut CPeer, recv: u32, wc: *mut Completion, n: u32) -> i32;
+    fn rxe_cpeer_destroy(p: *mut CPeer);
+}
+
+fn errno(ret: i32) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// An endpoint on the kernel's own verbs (`rxe_cpeer`).
+pub(crate) struct Theirs {
+    p: NonNull<CPeer>,
+    buf: *mut u8,
+    len: usize,
+    info: Info,
+}
+
+// SAFETY: an rxe_cpeer endpoint may be used from any thread (the kernel's
+// verbs are thread safe for post and poll; connect and destroy take
+// `&mut self` or `self`), and its buffer is only copied in and out.
+unsafe impl Send for Theirs {}
+
+impl Theirs {
+    /// An endpoint on the kernel's device `name`, whose address is `gid`.
+    pub(crate) fn new(name: &CStr, gid: Gid, ud: bool, len: usize, depth: u32) -> Result<Theirs> {
+        let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
+        let mut p = ptr::null_mut();
+        let mut ci = CInfo {
+            addr: 0,
+            rkey: 0,
+            qpn: 0,
+        };
+        // SAFETY: `name` is NUL-terminated, `gid.0` is 16 readable bytes,
+        // and `p` and `ci` are writable for the call; the C side keeps
+        // none of the pointers.
+        errno(unsafe {
+            rxe_cpeer_create(
+                name.as_char_ptr().cast(),
+                gid.0.as_ptr(),
+                ud as u32,
+                len32,
+                depth,
+                &mut p,
+                &mut ci,
+            )
+        })?;
+        let p = NonNull::new(p).ok_or(EINVAL)?;
+        // SAFETY: `p` is a live endpoint (created above).
+        let buf = unsafe { rxe_cpeer_buf(p.as_ptr()) };
+        Ok(Theirs {
+            p,
+            buf,
+            len,
+            info: Info {
+                addr: ci.addr,
+                rkey: ci.rkey,
+                qpn: ci.qpn,
+                gid,
+            },
+        })
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+}
+
+impl Drop for Theirs {
+    fn drop(&mut self) {
+        // SAFETY: `p` is live and is not used after this.
+        unsafe { rxe_cpeer_destroy(self.p.as_ptr()) };
+    }
+}
+
+impl Endpoint for Theirs {
+    fn info(&self) -> Info {
+        self.info
+    }
+
+    fn connect(&mut self, peer: &Info, sq_psn: u32, rq_psn: u32, mtu: Mtu) -> Result {
+        // SAFETY: `p` is live; the GID is 16 readable bytes, not kept.
+        errno(unsafe {
+            rxe_cpeer_connect(
+                self.p.as_ptr(),
+                peer.qpn,
+                peer.gid.0.as_ptr(),
+                sq_psn,
+                rq_psn,
+                mtu.bytes(),
+            )
+        })
+    }
+
+    fn post_send(&self, wr: &Wr) -> Result {
+        // SAFETY: `p` is live; `wr` is a readable `struct rxe_cpeer_wr`
+        // (same layout), not kept; the C side checks the offsets.
+        errno(unsafe { rxe_cpeer_post_send(self.p.as_ptr(), wr) })
+    }
+
+    fn post_recv(&self, wr_id: u64, offset: u32, length: u32) -> Result {
+        // SAFETY: `p` is live; the C side checks the offsets.
+        errno(unsafe { rxe_cpeer_post_recv(self.p.as_ptr(), wr_id, offset, length) })
+    }
+
+    fn poll(&self, recv: bool, out: &mut [Completion]) -> usize {
+        let n = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        // SAFETY: `p` is live; `out` holds `n` writable completions of
+        // the C layout.
+        let got = unsafe { rxe_cpeer_poll(self.p.as_ptr(), recv as u32, out.as_mut_ptr(), n) };
+        got.max(0) as usize
+    }
+
+    fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.check(offset, data.len())?;
+        // SAFETY: the range is inside the endpoint's buffer of `len`
+        // bytes (checked), which lives as long as `self`; no Rust
+        // reference into it exists (the device writes it as DMA memory).
+        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
+        Ok(())
+    }
+
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        self.check(offset, out.len())?;
+        // SAFETY: as in `write`, reading instead.
+        unsafe { ptr::copy_nonoverlapping(self.buf.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+}
+
+/// Waits for one completion on `e`'s send (or receive) CQ, sleeping a
+/// little between polls, up to `ms` milliseconds (`EAGAIN` after).
+pub(crate) fn wait(e: &dyn Endpoint, recv: bool, ms: u32) -> Result<Completion> {
+    let mut c = [Completion::default()];
+    for _ in 0..ms {
+        if e.poll(recv, &mut c) == 1 {
+            return Ok(c[0]);
+        }
+        rdma::testing::msleep(1);
+    }
+    Err(kernel::error::code::EAGAIN)
+}

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: our rxe against the kernel's own `rdma_rxe`, on the wire.
+//!
+//! `interop.sh` binds our device `rxi` to `iv1` (10.82.0.2) in namespace
+//! `iopx` and the kernel's `cxi` to the other end of the veth pair, `iv0`
+//! (10.82.0.1), in the initial namespace. This module makes an endpoint on
+//! each (ours through `rdma_core`, theirs through the C module `rxe_cpeer`
+//! on the kernel's verbs) and runs RC SEND, SEND with immediate, RDMA WRITE,
+//! WRITE with immediate, RDMA READ and both atomics, and UD SEND with and
+//! without immediate, in both directions: data byte for byte (and the
+//! bytes past it untouched), completions on both sides (status, opcode,
+//! length, immediate, source QP).
+
+use kernel::c_str;
+use kernel::error::code::EINVAL;
+use kernel::fmt;
+use kernel::prelude::*;
+use kernel::str::CString;
+
+use rdma::attr::{Gid, Mtu};
+
+#[path = "../../lib/ktap.rs"]
+mod ktap;
+use ktap::{check, Ktap};
+
+#[allow(dead_code)]
+mod peer;
+use peer::{wait, wc_op, Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
+
+module! {
+    type: RxeInteropTest,
+    name: "rdma_rxe_interop_test",
+    author: "rdma-rs developers",
+    description: "Selftest: rdma_rs_rxe against the kernel's rdma_rxe",
+    license: "GPL",
+}
+
+const LEN: usize = 256 * 1024;
+/// Where the responder's side of every case lies in its buffer.
+const TARGET: usize = 128 * 1024;
+/// What untouched bytes hold.
+const FILLER: u8 = 0xee;
+/// PSNs close below the 24-bit wrap, so that every case crosses it.
+const PSN_OURS: u32 = 0xff_fff0;
+const PSN_THEIRS: u32 = 0xff_ffe0;
+/// The UD receive buffer holds the 40-byte GRH, then the payload.
+const GRH: usize = 40;
+const MS: u32 = 5000;
+
+fn ours_gid() -> Gid {
+    Gid::from_ipv4([10, 82, 0, 2])
+}
+
+fn their_gid() -> Gid {
+    Gid::from_ipv4([10, 82, 0, 1])
+}
+
+/// Byte `i` of the pattern of `seed`.
+fn pattern_byte(i: usize, seed: u8) -> u8 {
+    (i as u8).wrapping_mul(29).wrapping_add(seed) ^ ((i >> 8) as u8)
+}
+
+fn fill_pattern(e: &dyn Endpoint, offset: usize, len: usize, seed: u8) -> Result {
+    let mut chunk = [0u8; 512];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        for (k, b) in chunk[..n].iter_mut().enumerate() {
+            *b = pattern_byte(done + k, seed);
+        }
+        e.write(offset + done, &chunk[..n])?;
+        done += n;
+    }
+    Ok(())
+}
+
+fn fill(e: &dyn Endpoint, offset: usize, len: usize, byte: u8) -> Result {
+    let chunk = [byte; 512];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        e.write(offset + done, &chunk[..n])?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// `len` bytes at `offset` hold the pattern of `seed`, and the 64 after
+/// them still hold the filler.
+fn holds_pattern(e: &dyn Endpoint, offset: usize, len: usize, seed: u8) -> Result {
+    let mut chunk = [0u8; 512];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        e.read(offset + done, &mut chunk[..n])?;
+        for (k, b) in chunk[..n].iter().enumerate() {
+            if *b != pattern_byte(done + k, seed) {
+                pr_err!("byte {} of {}: {:#x}, want {:#x}\n", done + k, len, b, pattern_byte(done + k, seed));
+                return Err(EINVAL);
+            }
+        }
+        done += n;
+    }
+    let mut after = [0u8; 64];
+    e.read(offset + len, &mut after)?;
+    check(after.iter().all(|b| *b == FILLER), "bytes past the data untouched")
+}
+
+fn expect(c: &Completion, wr_id: u64, opcode: u32, what: &str) -> Result {
+    if c.status != 0 || c.wr_id != wr_id || c.opcode != opcode {
+        pr_err!("{}: completion {:?}, want wr_id {} opcode {}\n", what, c, wr_id, opcode);
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// One RC SEND, WRITE or READ of `len` bytes from `req` to `resp`.
+fn rc_transfer(req: &dyn Endpoint, resp: &dyn Endpoint, op: Op, len: usize, seed: u8) -> Result {
+    let peer = resp.info();
+    let imm = 0x5eed_0000 | seed as u32;
+    let (src, dst, src_off, dst_off) = if op == Op::Read {
+        (resp, req, 0, TARGET)
+    } else {
+        (req, resp, 0, TARGET)
+    };
+    fill_pattern(src, src_off, len, seed)?;
+    fill(dst, dst_off, len + 64, FILLER)?;
+    let remote = matches!(op, Op::Send | Op::SendImm | Op::WriteImm);
+    if remote {
+        resp.post_recv(70 + seed as u64, TARGET as u32, (len + 64) as u32)?;
+    }
+    let local = if op == Op::Read { TARGET } else { 0 };
+    let remote_off = if op == Op::Read { 0 } else { TARGET as u64 };
+    let mut wr = Wr::new(seed as u64, op, local as u32, len as u32).to(&peer, remote_off);
+    wr.imm = imm;
+    req.post_send(&wr)?;
+    let want = match op {
+        Op::Send | Op::SendImm => wc_op::SEND,
+        Op::Write | Op::WriteImm => wc_op::WRITE,
+        _ => wc_op::READ,
+    };
+    let c = wait(req, false, MS)?;
+    expect(&c, seed as u64, want, "requester")?;
+    if op == Op::Read {
+        check(c.byte_len as usize == len, "READ completion length")?;
+    }
+    if remote {
+        let c = wait(resp, true, MS)?;
+        let want = if op == Op::WriteImm {
+            wc_op::RECV_RDMA_IMM
+        } else {
+            wc_op::RECV
+        };
+        expect(&c, 70 + seed as u64, want, "responder")?;
+        if op == Op::Send || op == Op::SendImm {
+            check(c.byte_len as usize == len, "receive length")?;
+        }
+        let with_imm = op != Op::Send;
+        check((c.with_imm != 0) == with_imm, "immediate flag")?;
+        if with_imm {
+            check(c.imm == imm, "immediate data")?;
+        }
+    }
+    holds_pattern(dst, dst_off, len, seed)
+}
+
+/// Compare and swap (taken and not taken) and fetch and add, from `req`
+/// on the u64 at `resp`'s target.
+fn rc_atomics(req: &dyn Endpoint, resp: &dyn Endpoint) -> Result {
+    let peer = resp.info();
+    resp.write(TARGET, &100u64.to_ne_bytes())?;
+    let cases = [
+        (Op::CmpSwap, 100, 555, 100u64, 555u64),
+        (Op::CmpSwap, 1, 9, 555, 555),
+        (Op::FetchAdd, 45, 0, 555, 600),
+    ];
+    for (i, (op, compare_add, swap, orig, after)) in cases.into_iter().enumerate() {
+        req.write(64, &[0u8; 8])?;
+        let mut wr = Wr::new(i as u64, op, 64, 8).to(&peer, TARGET as u64);
+        wr.compare_add = compare_add;
+        wr.swap = swap;
+        req.post_send(&wr)?;
+        let want = if op == Op::CmpSwap {
+            wc_op::CMP_SWAP
+        } else {
+            wc_op::FETCH_ADD
+        };
+        expect(&wait(req, false, MS)?, i as u64, want, "atomic")?;
+        let mut got = [0u8; 8];
+        req.read(64, &mut got)?;
+        check(u64::from_ne_bytes(got) == orig, "original value returned")?;
+        resp.read(TARGET, &mut got)?;
+        check(u64::from_ne_bytes(got) == after, "target after the atomic")?;
+    }
+    Ok(())
+}
+
+/// One UD SEND of `len` bytes from `req` to `resp`.
+fn ud_send(req: &dyn Endpoint, resp: &dyn Endpoint, imm: bool, len: usize, seed: u8) -> Result {
+    fill_pattern(req, 0, len, seed)?;
+    fill(resp, TARGET, GRH + len + 64, FILLER)?;
+    resp.post_recv(90, TARGET as u32, (GRH + len + 64) as u32)?;
+    let op = if imm { Op::SendImm } else { Op::Send };
+    let mut wr = Wr::new(91, op, 0, len as u32);
+    wr.imm = 0xabcd_0000 | seed as u32;
+    req.post_send(&wr)?;
+    expect(&wait(req, false, MS)?, 91, wc_op::SEND, "UD sender")?;
+    let c = wait(resp, true, MS)?;
+    expect(&c, 90, wc_op::RECV, "UD receiver")?;
+    check(c.byte_len as usize == GRH + len, "UD receive length counts the GRH")?;
+    check(c.src_qp == req.info().qpn, "source QP")?;
+    check((c.with_imm != 0) == imm, "immediate flag")?;
+    if imm {
+        check(c.imm == wr.imm, "immediate data")?;
+    }
+    holds_pattern(resp, TARGET + GRH, len, seed)
+}
+
+struct Pair<A, B> {
+    ours: A,
+    theirs: B,
+}
+
+fn pair(ud: bool) -> Result<Pair<Ours, Theirs>> {
+    let mut ours = Ours::new(c_str!("rxi"), ours_gid(), ud, LEN, 16)?;
+    let mut theirs = Theirs::new(c_str!("cxi"), their_gid(), ud, LEN, 16)?;
+    let (oi, ti): (Info, Info) = (ours.info(), theirs.info());
+    ours.connect(&ti, PSN_OURS, PSN_THEIRS, Mtu::Mtu1024)?;
+    theirs.connect(&oi, PSN_THEIRS, PSN_OURS, Mtu::Mtu1024)?;
+    Ok(Pair { ours, theirs })
+}
+
+/// (name, operation, length): each runs both ways.
+const RC_CASES: [(&str, Op, usize); 10] = [
+    ("rc_send_1", Op::Send, 1),
+    ("rc_send_12293", Op::Send, 12293),
+    ("rc_send_imm_1000", Op::SendImm, 1000),
+    ("rc_write_1", Op::Write, 1),
+    ("rc_write_65539", Op::Write, 65539),
+    ("rc_write_imm_4097", Op::WriteImm, 4097),
+    ("rc_write_imm_0", Op::WriteImm, 0),
+    ("rc_read_1", Op::Read, 1),
+    ("rc_read_65539", Op::Read, 65539),
+    ("rc_read_3072", Op::Read, 3072),
+];
+
+const UD_CASES: [(&str, bool, usize); 3] = [
+    ("ud_send_1", false, 1),
+    ("ud_send_1024", false, 1024),
+    ("ud_send_imm_333", true, 333),
+];
+
+const DIRECTIONS: [&str; 2] = ["theirs_to_ours", "ours_to_theirs"];
+
+fn case_name(name: &str, dir: &str) -> Result<CString> {
+    CString::try_from_fmt(fmt!("{}_{}", name, dir))
+}
+
+fn report(t: &mut Ktap, name: &str, dir: &str, r: Result) {
+    match case_name(name, dir) {
+        Ok(n) => t.case(n.to_str().unwrap_or(name), r),
+        Err(e) => t.case(name, Err(e)),
+    }
+}
+
+fn rc(t: &mut Ktap) {
+    let p = pair(false);
+    for (d, dir) in DIRECTIONS.iter().enumerate() {
+        for (i, (name, op, len)) in RC_CASES.iter().enumerate() {
+            let r = p.as_ref().map_err(|e| *e).and_then(|p| {
+                let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if d == 0 {
+                    (&p.theirs, &p.ours)
+                } else {
+                    (&p.ours, &p.theirs)
+                };
+                rc_transfer(req, resp, *op, *len, (d * 16 + i + 1) as u8)
+            });
+            report(t, name, dir, r);
+        }
+        let r = p.as_ref().map_err(|e| *e).and_then(|p| {
+            if d == 0 {
+                rc_atomics(&p.theirs, &p.ours)
+            } else {
+                rc_atomics(&p.ours, &p.theirs)
+            }
+        });
+        report(t, "rc_atomics", dir, r);
+    }
+}
+
+fn ud(t: &mut Ktap) {
+    let p = pair(true);
+    for (d, dir) in DIRECTIONS.iter().enumerate() {
+        for (i, (name, imm, len)) in UD_CASES.iter().enumerate() {
+            let r = p.as_ref().map_err(|e| *e).and_then(|p| {
+                if d == 0 {
+                    ud_send(&p.theirs, &p.ours, *imm, *len, (40 + i) as u8)
+                } else {
+                    ud_send(&p.ours, &p.theirs, *imm, *len, (50 + i) as u8)
+                }
+            });
+            report(t, name, dir, r);
+        }
+    }
+}
+
+struct RxeInteropTest;
+
+impl kernel::Module for RxeInteropTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let planned = 2 * (RC_CASES.len() + 1 + UD_CASES.len());
+        let mut t = Ktap::new(planned as u32);
+        rc(&mut t);
+        ud(&mut t);
+        t.finish()?;
+        Ok(RxeInteropTest)
+    }
+}
