@@ -77,6 +77,10 @@ depmod -b "$root" "$kver"
 # The packet capture tool of the interop tests, static (no compiler in the
 # guest).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/pktcap" "$RDMA_RS_TOP/selftests/tools/pktcap.c"
+# Its comparison tool (tools/pktcmp, on our codec), static as well.
+(cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \
+	cargo build -q --release -p pktcmp --target x86_64-unknown-linux-gnu)
+cp "$RDMA_RS_TOP/target/x86_64-unknown-linux-gnu/release/pktcmp" "$root/usr/bin/"
 
 # Selftests (scripts and the runner; the modules are in extra/ above).
 mkdir -p "$root/selftests"

@@ -4,7 +4,10 @@
 # and our rxi on iv1 (10.82.0.2) in namespace iopx, the two ends of a veth
 # pair. modules/rdma_rxe_interop_test.rs runs RC and UD traffic both ways
 # between an endpoint of ours and one on the kernel's verbs (the C module
-# rxe_cpeer); pktcap records what crosses the wire meanwhile.
+# rxe_cpeer). Meanwhile pktcap records what each side receives, that is
+# what the other sent, and pktcmp checks every packet of both with our
+# codec (ICRC included; each must build again to the same bytes) and
+# compares the header shapes the two stacks used for the same operations.
 . ../lib/ktap.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
@@ -25,14 +28,22 @@ teardown() {
 		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 3
+compare() {
+	pktcmp /tmp/theirs.hex /tmp/ours.hex > /tmp/pktcmp.out
+}
+
+ktap_plan 4
 ktap_check "setup" setup
-ip netns exec iopx pktcap iv1 100000 600 > /tmp/interop.hex &
-cap=$!
+ip netns exec iopx pktcap iv1 100000 600 > /tmp/theirs.hex &
+cap_theirs=$!
+pktcap iv0 100000 600 > /tmp/ours.hex &
+cap_ours=$!
 ktap_module rdma_rxe_interop_test
-kill $cap 2>/dev/null
-wait $cap 2>/dev/null
-echo "# captured $(wc -l < /tmp/interop.hex) packets"
+sleep 1
+kill $cap_theirs $cap_ours 2>/dev/null
+wait $cap_theirs $cap_ours 2>/dev/null
 echo "# rxi: $(tr '\n' ' ' < $cfs/rxi/counters)"
+ktap_check "headers_match_c" compare
+sed 's/^/# /' /tmp/pktcmp.out
 ktap_check "teardown" teardown
 ktap_finish
