@@ -4,6 +4,7 @@
 #
 #   make run      boot a guest, load the stack, show it working
 #   make check    everything: deps, kernel, modules, lint, host tests, guest tests
+#   make bench    our rxe against the kernel's rdma_rxe: a table of ratios
 #
 # Other targets: deps, kernel, modules, lint, test-host, initramfs, guest-test,
 # multihost-test, harness-test, clean. See README.md and Documentation/.
@@ -16,7 +17,7 @@ ENV := . $(TOP)/scripts/env.sh
 KMAKE = $(ENV) && $(MAKE) -C "$$KDIR" M=$(TOP) "$${KMAKE_VARS[@]}"
 
 .PHONY: all deps kernel modules lint test-host initramfs guest-test multihost-test harness-test \
-	check run clean
+	check run bench clean
 
 all: modules
 
@@ -55,6 +56,10 @@ check:
 
 run: initramfs
 	@scripts/vm.sh --name run --mode run
+
+# Builds its own kernel flavor and modules (scripts/bench.sh).
+bench:
+	@scripts/bench.sh
 
 clean:
 	@$(KMAKE) clean 2>/dev/null || true

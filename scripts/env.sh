@@ -19,16 +19,40 @@ KMAKE_VARS=(LLVM=1 "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUST_LIB_SRC=$KRUST_LIB_
 
 kernel_tarball() { ls /usr/src/linux-source-6.12.tar.* 2>/dev/null | head -n 1; }
 
+# Which kernel: "test" (the default; Documentation/test-kernel.rst) or
+# "bench", the same without its debugging section and built for speed
+# (kernel/bench-kernel.config), for `make bench`.
+KERNEL_FLAVOR=${KERNEL_FLAVOR:-test}
+
+# The config fragment of the flavor, on stdout. The bench fragment drops the
+# test fragment's debugging section and every line that bench-kernel.config
+# sets again, then appends bench-kernel.config.
+kernel_fragment() {
+	local base=$RDMA_RS_TOP/kernel/test-kernel.config
+	local over=$RDMA_RS_TOP/kernel/bench-kernel.config
+	if [ "$KERNEL_FLAVOR" != bench ]; then
+		cat "$base"
+		return
+	fi
+	awk 'NR == FNR { if (match($0, /CONFIG_[A-Z0-9_]+/)) seen[substr($0, RSTART, RLENGTH)] = 1; next }
+		/^# --- debugging/ { skip = 1; next }
+		/^# --- / { skip = 0 }
+		skip { next }
+		match($0, /CONFIG_[A-Z0-9_]+/) && (substr($0, RSTART, RLENGTH) in seen) { next }
+		{ print }' "$over" "$base"
+	cat "$over"
+}
+
 # The cache key: source package version + fragment + toolchain versions.
 # (Not the build script: bump KERNEL_RECIPE when a change to it must rebuild.)
 KERNEL_RECIPE=1
 kernel_key() {
 	local v h
 	v=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null)
-	h=$( { echo "$KERNEL_RECIPE"; cat "$RDMA_RS_TOP/kernel/test-kernel.config";
+	h=$( { echo "$KERNEL_RECIPE"; kernel_fragment;
 		"$KRUSTC" --version; clang --version | head -n 1; "$KBINDGEN" --version; } |
 		sha256sum | cut -c1-12)
-	echo "6.12-$v-$h"
+	if [ "$KERNEL_FLAVOR" = test ]; then echo "6.12-$v-$h"; else echo "6.12-$v-$KERNEL_FLAVOR-$h"; fi
 }
 
 KDIR=${KDIR:-$RDMA_RS_CACHE/linux-$(kernel_key)}

@@ -23,7 +23,8 @@ mkdir -p "$tmp"
 echo "kernel: extracting $tarball into $tmp"
 tar -xf "$tarball" -C "$tmp" --strip-components=1
 
-frag=$RDMA_RS_TOP/kernel/test-kernel.config
+frag=$tmp/rdma-rs-$KERNEL_FLAVOR.config
+kernel_fragment > "$frag"
 cd "$tmp"
 make -s "${KMAKE_VARS[@]}" rustavailable
 make -s "${KMAKE_VARS[@]}" tinyconfig

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot test guests under QEMU (TCG), stream their console, judge the run.
 #
-# usage: scripts/vm.sh [--tests SUITE,...] [--mode check|run] [--guests N]
+# usage: scripts/vm.sh [--tests SUITE,...] [--mode check|run|bench] [--guests N]
 #                      [--timeout SECONDS] [--expect-splat] [--name NAME]
 #
 # Each guest gets ttyS0 (kernel console, streamed here and saved) and ttyS1
@@ -29,7 +29,7 @@ done
 out=$RDMA_RS_TOP/.build/vm/$name
 rm -rf "$out"
 mkdir -p "$out"
-initrd=$RDMA_RS_TOP/.build/initramfs.cpio
+initrd=${RDMA_RS_INITRD:-$RDMA_RS_TOP/.build/initramfs.cpio}
 [ -f "$initrd" ] || "$RDMA_RS_TOP/scripts/initramfs.sh" "$initrd"
 guestlog=$RDMA_RS_TOP/target/release/guestlog
 [ -x "$guestlog" ] || (cd "$RDMA_RS_TOP" && cargo build -q --release -p guestlog)

@@ -3,6 +3,7 @@
  * rxe_cpeer: an RDMA endpoint on the kernel's own verbs, for the interop
  * test and the benchmark. See rxe_cpeer.h for what it is and how it is used.
  */
+#include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/scatterlist.h>
@@ -26,6 +27,8 @@ struct rxe_cpeer {
 	u32 remote_qpn;
 	u32 qp_type;
 	u8 sgid_index;
+	u8 gid[16];
+	u8 mac[ETH_ALEN];
 	void *buf;
 	size_t len;
 	struct scatterlist sg;
@@ -74,6 +77,7 @@ int rxe_cpeer_create(const char *ibdev, const u8 *gid, u32 qp_type, u32 buf_len,
 {
 	struct ib_qp_init_attr init = {};
 	const struct ib_gid_attr *gattr;
+	struct net_device *ndev;
 	struct rxe_cpeer *p;
 	int err;
 
@@ -94,6 +98,12 @@ int rxe_cpeer_create(const char *ibdev, const u8 *gid, u32 qp_type, u32 buf_len,
 		goto fail;
 	}
 	p->sgid_index = gattr->index;
+	memcpy(p->gid, gid, sizeof(p->gid));
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(gattr);
+	if (!IS_ERR(ndev))
+		ether_addr_copy(p->mac, ndev->dev_addr);
+	rcu_read_unlock();
 	rdma_put_gid_attr(gattr);
 
 	p->len = PAGE_ALIGN(buf_len);
@@ -201,6 +211,11 @@ static int register_buffer(struct rxe_cpeer *p)
 	return err ? err : wait_send(p, &wc);
 }
 
+/*
+ * Kernel ULPs hand the verbs a resolved destination MAC (rdma_cm does it);
+ * rdma_rxe sends through the IP stack and only compares it with its own
+ * to tell loopback, so only a peer on the same device needs it.
+ */
 static void set_av(struct rxe_cpeer *p, struct rdma_ah_attr *ah, const u8 *remote_gid)
 {
 	union ib_gid dgid;
@@ -210,6 +225,8 @@ static void set_av(struct rxe_cpeer *p, struct rdma_ah_attr *ah, const u8 *remot
 	ah->type = rdma_ah_find_type(p->dev, PORT);
 	rdma_ah_set_port_num(ah, PORT);
 	rdma_ah_set_grh(ah, &dgid, 0, p->sgid_index, 64, 0);
+	if (!memcmp(remote_gid, p->gid, sizeof(p->gid)))
+		ether_addr_copy(ah->roce.dmac, p->mac);
 }
 
 int rxe_cpeer_connect(struct rxe_cpeer *p, u32 remote_qpn, const u8 *remote_gid, u32 sq_psn,

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make bench: our rxe against the kernel's rdma_rxe, the same kernel-space
+# workload in one guest boot, on the benchmark kernel (the test kernel
+# without its debugging options: kernel/bench-kernel.config); writes the
+# table to .build/bench/table.txt and prints it. Documentation/bench.rst
+# says what is measured and how to read it.
+#
+# The modules are built against the benchmark kernel in a copy of the
+# sources under the cache, so the test build in the tree stays as it is.
+set -euo pipefail
+export KERNEL_FLAVOR=bench
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/env.sh"
+
+"$top/scripts/deps.sh"
+"$top/scripts/kernel.sh"
+
+src=$RDMA_RS_CACHE/bench-src
+mkdir -p "$src"
+# The tracked and the new files of the work tree (not its build products).
+(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+	cpio -0 -pdmu --quiet "$src")
+echo "bench: building the modules against $KDIR"
+make -s -C "$KDIR" M="$src" "${KMAKE_VARS[@]}" modules
+out=$top/.build/bench
+mkdir -p "$out"
+RDMA_RS_TOP=$src "$src/scripts/initramfs.sh" "$out/initramfs.cpio"
+
+RDMA_RS_INITRD=$out/initramfs.cpio "$top/scripts/vm.sh" --name bench --mode bench --timeout 3600 |
+	tee "$out/guest.log" | grep -E "^(ok|not ok|#) |vm.sh:" || true
+results=$top/.build/vm/bench/ktap0.log
+grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the benchmark did not run to the end" >&2; exit 1; }
+
+# The table: one row per workload, ours and theirs side by side.
+{
+	echo "rdma-rs benchmark, $(date -u +%Y-%m-%d), kernel $(cat "$KDIR/include/config/kernel.release") (bench config)"
+	echo "host: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	echo "guest: QEMU TCG (no KVM), 2 vCPUs, 2 GiB; absolute figures mean little, ratios do"
+	echo
+	sed -n 's/^# bench: //p' "$results" | awk -f "$top/scripts/bench-table.awk"
+} > "$out/table.txt"
+cat "$out/table.txt"

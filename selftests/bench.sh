@@ -1,0 +1,93 @@
+#!/bin/sh
+# `make bench`, in the guest: the same kernel-space workload on our rxe and
+# on the kernel's rdma_rxe (modules/rdma_rxe_bench.rs says which), then
+# perftest on the kernel's rxe for the userspace view. Prints KTAP, with the
+# figures as "# bench: ..." lines that scripts/bench.sh turns into a table.
+cd "$(dirname "$0")/rxe" || exit 1
+. ../lib/ktap.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+
+bind() { # ns netdev item
+	mkdir $cfs/$3 &&
+		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
+			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
+}
+
+# Ours: rbo0 (10.83.0.1) in namespace bna, rbo1 (10.83.0.2) in bnb.
+ours() {
+	modprobe rdma_rs_rxe && ip netns add bna && ip netns add bnb &&
+		ip link add bo0 type veth peer name bo1 &&
+		ip link set bo0 netns bna && ip link set bo1 netns bnb &&
+		ip -n bna link set bo0 mtu 9000 && ip -n bnb link set bo1 mtu 9000 &&
+		ip -n bna addr add 10.83.0.1/24 dev bo0 && ip -n bnb addr add 10.83.0.2/24 dev bo1 &&
+		ip -n bna link set bo0 up && ip -n bnb link set bo1 up &&
+		bind bna bo0 rbo0 && bind bnb bo1 rbo1
+}
+
+# Theirs: cbo0 (10.84.0.1) and cbo1 (10.84.0.2), both in the initial
+# namespace, the only one where rdma_rxe listens. Without help the kernel
+# would deliver packets between two local addresses through lo (and rxe
+# would drop them there): rules send what leaves by bc0 (rxe routes with
+# the device as output interface) to bc1 and back, the local table moves
+# after them, static neighbours spare ARP, and source validation accepts
+# local addresses arriving from the wire.
+theirs() {
+	modprobe rdma_rxe && ip link add bc0 type veth peer name bc1 &&
+		ip link set bc0 mtu 9000 && ip link set bc1 mtu 9000 &&
+		ip addr add 10.84.0.1/24 dev bc0 && ip addr add 10.84.0.2/24 dev bc1 &&
+		ip link set bc0 up && ip link set bc1 up &&
+		rdma link add cbo0 type rxe netdev bc0 && rdma link add cbo1 type rxe netdev bc1 || return 1
+	for d in all default bc0 bc1; do
+		sysctl -qw net.ipv4.conf.$d.rp_filter=0 net.ipv4.conf.$d.accept_local=1 || return 1
+	done
+	ip rule add pref 10 oif bc0 lookup 100 && ip route add 10.84.0.2 dev bc0 src 10.84.0.1 table 100 &&
+		ip rule add pref 11 oif bc1 lookup 101 && ip route add 10.84.0.1 dev bc1 src 10.84.0.2 table 101 &&
+		ip rule add pref 100 lookup local && ip rule del pref 0 &&
+		ip neigh replace 10.84.0.2 lladdr "$(cat /sys/class/net/bc1/address)" dev bc0 nud permanent &&
+		ip neigh replace 10.84.0.1 lladdr "$(cat /sys/class/net/bc0/address)" dev bc1 nud permanent
+}
+
+# The index of the RoCE v2 GID of 10.84.0.1 on cbo0.
+gid_index() {
+	p=/sys/class/infiniband/cbo0/ports/1
+	for g in $p/gids/*; do
+		i=$(basename "$g")
+		case "$(cat "$g")" in
+		*0a54:0001) [ "$(cat $p/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] &&
+			{ echo "$i"; return 0; } ;;
+		esac
+	done
+	return 1
+}
+
+# One perftest run in loopback on cbo0: tool, size; prints its figure.
+perftest() { # tool size
+	x=$(gid_index) || return 1
+	$1 -d cbo0 -x "$x" -s "$2" -n 1000 -F > /tmp/pt_srv.log 2>&1 &
+	srv=$!
+	sleep 1
+	timeout 120 $1 -d cbo0 -x "$x" -s "$2" -n 1000 -F 10.84.0.1 > /tmp/pt_cli.log 2>&1
+	rc=$?
+	wait $srv
+	[ $rc -eq 0 ] || { cat /tmp/pt_cli.log /tmp/pt_srv.log; return 1; }
+	# The result line: size, iterations, then the figures.
+	line=$(awk '$1 == '"$2"' && NF >= 5 { print; exit }' /tmp/pt_cli.log)
+	echo "# bench: perftest loopback $1 $2 $line"
+}
+
+ktap_plan 5
+ktap_check "ours_on_veth" ours
+ktap_check "theirs_on_veth" theirs
+ktap_module rdma_rxe_bench
+dmesg | sed -n 's/^.*\] bench: /# bench: /p'
+rmmod rdma_rxe_bench rxe_cpeer 2>/dev/null
+ok=1
+for t in "ib_write_bw 65536" "ib_read_bw 65536" "ib_send_bw 65536" "ib_send_lat 8"; do
+	perftest $t || ok=0
+done
+if [ $ok = 1 ]; then ktap_pass "perftest"; else ktap_fail "perftest" "a run failed"; fi
+ktap_check "teardown" sh -c "echo 0 > $cfs/rbo0/enable && echo 0 > $cfs/rbo1/enable &&
+	rmdir $cfs/rbo0 $cfs/rbo1 && ip netns del bna && ip netns del bnb &&
+	rdma link delete cbo0 && rdma link delete cbo1 && ip link del bc0"
+ktap_finish

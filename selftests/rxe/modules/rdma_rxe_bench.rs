@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `make bench`: the same kernel-space workload on our rxe and on the
+//! kernel's own `rdma_rxe`, in one guest boot.
+//!
+//! `selftests/bench.sh` makes two of our devices, `rbo0` (10.83.0.1) and
+//! `rbo1` (10.83.0.2), on a veth pair between two namespaces, and two of
+//! the kernel's, `cbo0` (10.84.0.1) and `cbo1` (10.84.0.2), on a veth pair
+//! in the initial namespace (where `rdma_rxe` listens; policy routing sends
+//! each device's packets out of its own end). Every workload runs on both
+//! stacks through [`peer::Endpoint`], ours straight on `rdma_core`, theirs
+//! through the C module `rxe_cpeer` on the kernel's verbs, once in loopback
+//! (two QPs of one device) and once across the pair, path MTU 4096:
+//!
+//! - bandwidth of RDMA WRITE, RDMA READ and SEND at 64 B, 4 KiB, 64 KiB and
+//!   1 MiB with 64 requests outstanding (perftest's `-t 64`), every request
+//!   signaled; the 64-byte WRITE run also gives the message rate;
+//! - SEND ping-pong latency at 8 bytes (half the round trip);
+//! - and first the guest's memcpy bandwidth, the ceiling of a software
+//!   provider.
+//!
+//! Each run prints `bench: STACK PATH TEST SIZE ITERATIONS NANOSECONDS` on
+//! the kernel log; `scripts/bench.sh` turns them into the table. A failed
+//! completion or a stall aborts the run with an error: this is a benchmark,
+//! not a test, but it does not report figures of a broken run.
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINVAL, ENOMEM};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::time::Ktime;
+
+use rdma::attr::{Gid, Mtu};
+use rdma::testing;
+
+#[allow(dead_code)]
+mod peer;
+use peer::{Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
+
+module! {
+    type: RxeBench,
+    name: "rdma_rxe_bench",
+    author: "rdma-rs developers",
+    description: "make bench: rdma_rs_rxe against the kernel's rdma_rxe",
+    license: "GPL",
+}
+
+/// Requests in flight in the bandwidth runs.
+const OUTSTANDING: u32 = 64;
+/// Queue depth: room for the outstanding sends and twice as many receives.
+const DEPTH: u32 = 2 * OUTSTANDING;
+/// The largest message.
+const MAX: usize = 1 << 20;
+/// A run that makes no progress for this long has stalled.
+const STALL_NS: i64 = 10_000_000_000;
+
+/// Bandwidth runs: (message size, iterations).
+const SIZES: [(usize, u32); 4] = [(64, 4096), (4096, 2048), (65536, 256), (MAX, 32)];
+/// Ping-pong round trips.
+const PINGS: u32 = 2000;
+
+fn now() -> i64 {
+    Ktime::ktime_get().to_ns()
+}
+
+/// Tracks progress: `Err(EAGAIN)` once nothing moved for `STALL_NS`, and
+/// lets other tasks run now and then while the caller spins.
+struct Spin {
+    last: i64,
+    spins: u32,
+}
+
+impl Spin {
+    fn new() -> Spin {
+        Spin {
+            last: now(),
+            spins: 0,
+        }
+    }
+
+    fn progressed(&mut self) {
+        self.spins = 0;
+        self.last = now();
+    }
+
+    fn idle(&mut self) -> Result {
+        self.spins += 1;
+        if self.spins % 32 == 0 {
+            testing::cond_resched();
+            if now() - self.last > STALL_NS {
+                pr_err!("rdma_rxe_bench: no progress for 10 s\n");
+                return Err(EAGAIN);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Takes completions of `e`'s send (or receive) CQ: how many, `EINVAL`
+/// if one failed.
+fn reap(e: &dyn Endpoint, recv: bool) -> Result<u32> {
+    let mut wc = [Completion::default(); 8];
+    let n = e.poll(recv, &mut wc);
+    if let Some(bad) = wc[..n].iter().find(|c| c.status != 0) {
+        pr_err!("rdma_rxe_bench: completion {:?}\n", bad);
+        return Err(EINVAL);
+    }
+    Ok(n as u32)
+}
+
+/// `iterations` requests of `op` and `size` bytes from `a` to `b`, 64 in
+/// flight: the nanoseconds from the first post to the last completion.
+fn bandwidth(a: &dyn Endpoint, b: &dyn Endpoint, op: Op, size: usize, iterations: u32) -> Result<i64> {
+    let peer = b.info();
+    let wr = Wr::new(0, op, 0, size as u32).to(&peer, 0);
+    let send = op == Op::Send;
+    let mut recv_posted = 0;
+    if send {
+        while recv_posted < iterations.min(DEPTH) {
+            b.post_recv(recv_posted as u64, 0, size as u32)?;
+            recv_posted += 1;
+        }
+    }
+    let (mut posted, mut done) = (0u32, 0u32);
+    let mut spin = Spin::new();
+    let start = now();
+    while done < iterations {
+        while posted < iterations && posted - done < OUTSTANDING {
+            a.post_send(&Wr {
+                wr_id: posted as u64,
+                ..wr
+            })?;
+            posted += 1;
+        }
+        let mut moved = reap(a, false)?;
+        done += moved;
+        if send {
+            let got = reap(b, true)?;
+            for _ in 0..got {
+                if recv_posted < iterations {
+                    b.post_recv(recv_posted as u64, 0, size as u32)?;
+                    recv_posted += 1;
+                }
+            }
+            moved += got;
+        }
+        if moved > 0 {
+            spin.progressed();
+        } else {
+            spin.idle()?;
+        }
+    }
+    let ns = now() - start;
+    // Receives the run did not use (none when all went as planned).
+    if send {
+        while reap(b, true)? > 0 {}
+    }
+    Ok(ns)
+}
+
+/// Waits for one receive on `e`, reaping its sends meanwhile.
+fn await_recv(e: &dyn Endpoint, spin: &mut Spin) -> Result {
+    loop {
+        reap(e, false)?;
+        if reap(e, true)? == 1 {
+            spin.progressed();
+            return Ok(());
+        }
+        spin.idle()?;
+    }
+}
+
+/// `rounds` 8-byte SEND ping-pongs between `a` and `b`: the nanoseconds.
+fn pingpong(a: &dyn Endpoint, b: &dyn Endpoint, rounds: u32) -> Result<i64> {
+    for e in [a, b] {
+        for i in 0..4 {
+            e.post_recv(i, 4096, 64)?;
+        }
+    }
+    let ping = Wr::new(1, Op::Send, 0, 8);
+    let mut spin = Spin::new();
+    let start = now();
+    for _ in 0..rounds {
+        a.post_send(&ping)?;
+        await_recv(b, &mut spin)?;
+        b.post_recv(0, 4096, 64)?;
+        b.post_send(&ping)?;
+        await_recv(a, &mut spin)?;
+        a.post_recv(0, 4096, 64)?;
+    }
+    let ns = now() - start;
+    for e in [a, b] {
+        while reap(e, false)? > 0 {}
+    }
+    Ok(ns)
+}
+
+fn report(stack: &str, path: &str, test: &str, size: usize, iterations: u32, ns: i64) {
+    pr_info!(
+        "bench: {} {} {} {} {} {}\n",
+        stack,
+        path,
+        test,
+        size,
+        iterations,
+        ns
+    );
+}
+
+/// The guest's memcpy bandwidth: 1 MiB copied 64 times.
+fn memcpy_bandwidth() -> Result {
+    let src = KVec::from_elem(0x5au8, MAX, GFP_KERNEL).map_err(|_| ENOMEM)?;
+    let mut dst = KVec::from_elem(0u8, MAX, GFP_KERNEL).map_err(|_| ENOMEM)?;
+    dst.copy_from_slice(&src);
+    let start = now();
+    for _ in 0..64 {
+        dst.copy_from_slice(&src);
+        core::hint::black_box(&mut dst);
+    }
+    report("guest", "memory", "memcpy", MAX, 64, now() - start);
+    Ok(())
+}
+
+/// Where a stack's two endpoints live.
+struct Place {
+    stack: &'static str,
+    dev0: &'static CStr,
+    dev1: &'static CStr,
+    net: [u8; 3],
+}
+
+const OURS: Place = Place {
+    stack: "ours",
+    dev0: c_str!("rbo0"),
+    dev1: c_str!("rbo1"),
+    net: [10, 83, 0],
+};
+
+const THEIRS: Place = Place {
+    stack: "theirs",
+    dev0: c_str!("cbo0"),
+    dev1: c_str!("cbo1"),
+    net: [10, 84, 0],
+};
+
+fn gid(net: [u8; 3], host: u8) -> Gid {
+    Gid::from_ipv4([net[0], net[1], net[2], host])
+}
+
+/// Two connected RC endpoints of `place`: on one device, or across the
+/// pair.
+fn endpoints<E: Endpoint>(
+    place: &Place,
+    loopback: bool,
+    new: fn(&CStr, Gid, bool, usize, u32) -> Result<E>,
+) -> Result<(E, E)> {
+    let (dev1, host1) = if loopback {
+        (place.dev0, 1)
+    } else {
+        (place.dev1, 2)
+    };
+    let mut a = new(place.dev0, gid(place.net, 1), false, MAX + 8192, DEPTH)?;
+    let mut b = new(dev1, gid(place.net, host1), false, MAX + 8192, DEPTH)?;
+    let (ai, bi): (Info, Info) = (a.info(), b.info());
+    a.connect(&bi, 100, 200, Mtu::Mtu4096)?;
+    b.connect(&ai, 200, 100, Mtu::Mtu4096)?;
+    Ok((a, b))
+}
+
+const TESTS: [(&str, Op); 3] = [("write", Op::Write), ("read", Op::Read), ("send", Op::Send)];
+
+/// Every workload on one stack and path.
+fn run(stack: &str, path: &str, a: &dyn Endpoint, b: &dyn Endpoint) -> Result {
+    for (test, op) in TESTS {
+        for (size, iterations) in SIZES {
+            let ns = bandwidth(a, b, op, size, iterations)?;
+            report(stack, path, test, size, iterations, ns);
+        }
+    }
+    let ns = pingpong(a, b, PINGS)?;
+    report(stack, path, "send_lat", 8, PINGS, ns);
+    Ok(())
+}
+
+fn bench() -> Result {
+    memcpy_bandwidth()?;
+    for (path, loopback) in [("loopback", true), ("veth", false)] {
+        {
+            let (a, b) = endpoints(&OURS, loopback, Ours::new)?;
+            run(OURS.stack, path, &a, &b)?;
+        }
+        {
+            let (a, b) = endpoints(&THEIRS, loopback, Theirs::new)?;
+            run(THEIRS.stack, path, &a, &b)?;
+        }
+    }
+    Ok(())
+}
+
+struct RxeBench;
+
+impl kernel::Module for RxeBench {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        bench()?;
+        pr_info!("bench: done\n");
+        Ok(RxeBench)
+    }
+}
