@@ -13,6 +13,7 @@
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
+use kernel::error::code::ENOMEM;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -135,18 +136,65 @@ pub(crate) unsafe extern "C" fn rdma_rs_udp_recv(ctx: *mut c_void, skb: *mut bin
     handler.recv(SkBuff(skb));
 }
 
+/// The route of a sender with one destination (a connected QP): the
+/// first packet looks it up, the next ones reuse it until the kernel
+/// invalidates it (a route or neighbour change) or [`RouteCache::reset`]
+/// says the destination changed (`struct dst_cache`, per CPU).
+pub struct RouteCache(NonNull<bindings::dst_cache>);
+
+// SAFETY: the cache is per CPU and the glue uses it with softirqs off, so
+// concurrent senders on several CPUs each use their own slot; reset and
+// free are allowed from any task.
+unsafe impl Send for RouteCache {}
+// SAFETY: as above.
+unsafe impl Sync for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache. Process context.
+    pub fn new() -> Result<RouteCache> {
+        // SAFETY: no preconditions; NULL on failure.
+        let p = unsafe { bindings::rdma_rs_route_cache_new() };
+        NonNull::new(p).map(RouteCache).ok_or(ENOMEM)
+    }
+
+    /// Forgets the route: the destination or source changed.
+    pub fn reset(&self) {
+        // SAFETY: the cache is live (owned by `self`).
+        unsafe { bindings::rdma_rs_route_cache_reset(self.0.as_ptr()) }
+    }
+
+    fn raw(cache: Option<&RouteCache>) -> *mut bindings::dst_cache {
+        cache.map_or(core::ptr::null_mut(), |c| c.0.as_ptr())
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        // SAFETY: the cache is live and not used after this; it drops
+        // the routes it holds.
+        unsafe { bindings::rdma_rs_route_cache_free(self.0.as_ptr()) }
+    }
+}
+
 /// Sends a complete IPv4 packet (`pkt` starts with the IP header) out of
-/// `dev`, routed in its namespace. Any context.
-pub fn ip4_xmit(dev: &NetDevice, pkt: &[u8]) -> Result {
-    // SAFETY: `dev` is live; `pkt` is valid for its length and copied.
-    to_result(unsafe { bindings::rdma_rs_ip4_xmit(dev.as_raw(), pkt.as_ptr(), pkt.len() as u32) })
+/// `dev`, routed in its namespace (through `cache` if given: then every
+/// packet sent through it must go to the same destination). Any context
+/// where softirqs may be enabled.
+pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
+    // SAFETY: `dev` is live; `pkt` is valid for its length and copied; the
+    // cache is live or NULL.
+    to_result(unsafe {
+        bindings::rdma_rs_ip4_xmit(dev.as_raw(), RouteCache::raw(cache), pkt.as_ptr(), pkt.len() as u32)
+    })
 }
 
 /// Sends a complete IPv6 packet (`pkt` starts with the IPv6 header) out of
-/// `dev`, routed in its namespace. Any context.
-pub fn ip6_xmit(dev: &NetDevice, pkt: &[u8]) -> Result {
-    // SAFETY: `dev` is live; `pkt` is valid for its length and copied.
-    to_result(unsafe { bindings::rdma_rs_ip6_xmit(dev.as_raw(), pkt.as_ptr(), pkt.len() as u32) })
+/// `dev`, as [`ip4_xmit`] does.
+pub fn ip6_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
+    // SAFETY: as in `ip4_xmit`.
+    to_result(unsafe {
+        bindings::rdma_rs_ip6_xmit(dev.as_raw(), RouteCache::raw(cache), pkt.as_ptr(), pkt.len() as u32)
+    })
 }
 
 /// The kernel's CRC32 (`crc32_le`, accelerated where the CPU can).

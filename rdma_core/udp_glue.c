@@ -7,7 +7,9 @@
  * datagram, linearised, to rdma_rs_udp_recv() in Rust with the context
  * given at open. Transmit takes a complete IPv4 packet (IP and UDP headers
  * included, ICRC computed by the caller), routes it out of the netdev and
- * sends it with ip_local_out().
+ * sends it with ip_local_out(); a sender with one destination (a connected
+ * QP) keeps its route in a dst_cache, as UDP tunnels and rdma_rxe do, so
+ * that only the first packet and those after a route change look it up.
  */
 #include <linux/crc32.h>
 #include <linux/ip.h>
@@ -15,6 +17,7 @@
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <linux/ipv6.h>
+#include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -84,7 +87,49 @@ void rdma_rs_skb_free(struct sk_buff *skb)
 	consume_skb(skb);
 }
 
-int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len)
+struct dst_cache *rdma_rs_route_cache_new(void)
+{
+	struct dst_cache *cache = kzalloc(sizeof(*cache), GFP_KERNEL);
+
+	if (cache && dst_cache_init(cache, GFP_KERNEL)) {
+		kfree(cache);
+		cache = NULL;
+	}
+	return cache;
+}
+
+void rdma_rs_route_cache_free(struct dst_cache *cache)
+{
+	dst_cache_destroy(cache);
+	kfree(cache);
+}
+
+/* The destination changed: the next packet looks its route up again. */
+void rdma_rs_route_cache_reset(struct dst_cache *cache)
+{
+	dst_cache_reset(cache);
+}
+
+/* The cached IPv4 route from @saddr, referenced, or NULL. */
+static struct rtable *cached_route4(struct dst_cache *cache, __be32 saddr)
+{
+	struct rtable *rt;
+	__be32 from;
+
+	if (!cache)
+		return NULL;
+	/* The cache is per CPU: no migration and no softirq in between. */
+	local_bh_disable();
+	rt = dst_cache_get_ip4(cache, &from);
+	local_bh_enable();
+	if (rt && from != saddr) {
+		ip_rt_put(rt);
+		rt = NULL;
+	}
+	return rt;
+}
+
+int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len)
 {
 	const struct iphdr *iph = (const struct iphdr *)pkt;
 	struct flowi4 fl = { };
@@ -94,13 +139,21 @@ int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len)
 
 	if (len < sizeof(*iph))
 		return -EINVAL;
-	fl.flowi4_oif = dev->ifindex;
-	fl.saddr = iph->saddr;
-	fl.daddr = iph->daddr;
-	fl.flowi4_proto = IPPROTO_UDP;
-	rt = ip_route_output_key(dev_net(dev), &fl);
-	if (IS_ERR(rt))
-		return PTR_ERR(rt);
+	rt = cached_route4(cache, iph->saddr);
+	if (!rt) {
+		fl.flowi4_oif = dev->ifindex;
+		fl.saddr = iph->saddr;
+		fl.daddr = iph->daddr;
+		fl.flowi4_proto = IPPROTO_UDP;
+		rt = ip_route_output_key(dev_net(dev), &fl);
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		if (cache) {
+			local_bh_disable();
+			dst_cache_set_ip4(cache, &rt->dst, fl.saddr);
+			local_bh_enable();
+		}
+	}
 	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
 	if (!skb) {
 		ip_rt_put(rt);
@@ -117,26 +170,43 @@ int rdma_rs_ip4_xmit(struct net_device *dev, const u8 *pkt, u32 len)
 	return ip_local_out(dev_net(dev), NULL, skb);
 }
 
-int rdma_rs_ip6_xmit(struct net_device *dev, const u8 *pkt, u32 len)
+int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len)
 {
 	const struct ipv6hdr *ip6h = (const struct ipv6hdr *)pkt;
 	struct flowi6 fl6 = { };
-	struct dst_entry *dst;
+	struct dst_entry *dst = NULL;
+	struct in6_addr from;
 	struct sk_buff *skb;
 	int hlen = LL_RESERVED_SPACE(dev);
 	int err;
 
 	if (len < sizeof(*ip6h))
 		return -EINVAL;
-	fl6.flowi6_oif = dev->ifindex;
-	fl6.saddr = ip6h->saddr;
-	fl6.daddr = ip6h->daddr;
-	fl6.flowi6_proto = IPPROTO_UDP;
-	dst = ip6_route_output(dev_net(dev), NULL, &fl6);
-	if (dst->error) {
-		err = dst->error;
-		dst_release(dst);
-		return err;
+	if (cache) {
+		local_bh_disable();
+		dst = dst_cache_get_ip6(cache, &from);
+		local_bh_enable();
+		if (dst && !ipv6_addr_equal(&from, &ip6h->saddr)) {
+			dst_release(dst);
+			dst = NULL;
+		}
+	}
+	if (!dst) {
+		fl6.flowi6_oif = dev->ifindex;
+		fl6.saddr = ip6h->saddr;
+		fl6.daddr = ip6h->daddr;
+		fl6.flowi6_proto = IPPROTO_UDP;
+		dst = ip6_route_output(dev_net(dev), NULL, &fl6);
+		if (dst->error) {
+			err = dst->error;
+			dst_release(dst);
+			return err;
+		}
+		if (cache) {
+			local_bh_disable();
+			dst_cache_set_ip6(cache, dst, &fl6.saddr);
+			local_bh_enable();
+		}
 	}
 	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
 	if (!skb) {

@@ -22,6 +22,7 @@ use rdma::attr::Gid;
 use rdma::qp::{QpAttr, QpCore, QpOps};
 use rdma::qp_state::{AttrMask, QpState};
 use rdma::sync::SpinLockIrq;
+use rdma::udp::RouteCache;
 use rdma::verbs::Access;
 use rdma::wr::SendWqe;
 
@@ -104,6 +105,8 @@ pub(crate) struct RcQp {
     pub(crate) resp: SpinLockIrq<RespState>,
     #[pin]
     pub(crate) work: Mutex<KBox<WorkBuf>>,
+    /// The route to the peer, looked up once (reset when the AV changes).
+    pub(crate) route: RouteCache,
 }
 
 /// A packet to send, described by its headers' variable parts.
@@ -128,6 +131,7 @@ impl RcQp {
         )?;
         let req = ReqState::new(max_send_wr as usize)?;
         let resp = RespState::new()?;
+        let route = RouteCache::new()?;
         Arc::pin_init(
             pin_init!(RcQp {
                 rd,
@@ -136,6 +140,7 @@ impl RcQp {
                 req <- rdma::new_spinlock_irq!(req, "RcQp::req"),
                 resp <- rdma::new_spinlock_irq!(resp, "RcQp::resp"),
                 work <- new_mutex!(work, "RcQp::work"),
+                route,
             }),
             GFP_KERNEL,
         )
@@ -179,7 +184,7 @@ impl RcQp {
             },
             ext: out.ext,
         };
-        xmit::send(&self.rd, &headers, payload, buf)
+        xmit::send(&self.rd, Some(&self.route), &headers, payload, buf)
     }
 
     /// A packet for this QP arrived (softirq, or the sender's context on
@@ -224,6 +229,7 @@ impl RcQp {
                 .ok_or(EINVAL)?,
             );
             c.dgid = av.grh.dgid;
+            self.route.reset();
         }
         if mask.contains(AttrMask::PATH_MTU) {
             c.mtu = attr.path_mtu.bytes();

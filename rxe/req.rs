@@ -132,6 +132,11 @@ pub(crate) struct ReqState {
     active: bool,
     /// A request failed locally: take no more WQEs.
     halted: bool,
+    /// The work stopped with WQEs waiting for an answer of the responder
+    /// (window, slots, READ/atomic credits, fence, probe): the next ACK
+    /// that makes progress schedules it. Any other ACK does not, so a
+    /// stream of ACKs does not wake the work for nothing.
+    blocked: bool,
 }
 
 impl ReqState {
@@ -156,6 +161,7 @@ impl ReqState {
             probe_sent: false,
             active: false,
             halted: false,
+            blocked: false,
         })
     }
 
@@ -174,6 +180,7 @@ impl ReqState {
         self.probe_sent = false;
         self.active = false;
         self.halted = false;
+        self.blocked = false;
     }
 
     fn slot(&mut self, seq: u64) -> &mut Taken {
@@ -413,6 +420,7 @@ impl RcQp {
         loop {
             if st.probe_sent {
                 // Waiting for the answer to the probe.
+                st.blocked = true;
                 return None;
             }
             if st.cur < st.tail {
@@ -425,6 +433,7 @@ impl RcQp {
                 }
                 if w.wqe_seq != Some(seq) {
                     if !qp.sq_peek((seq - st.head) as usize, &mut w.wqe) {
+                        st.blocked = true;
                         return None;
                     }
                     w.wqe_seq = Some(seq);
@@ -447,24 +456,26 @@ impl RcQp {
                 }));
             }
             // SQD finishes what was taken and starts nothing new.
-            if st.halted
-                || qp.state() == QpState::Sqd
-                || psn_diff(st.next_psn, st.una) >= WINDOW as i32
-            {
+            if st.halted || qp.state() == QpState::Sqd {
                 return None;
             }
             let idx = (st.tail - st.head) as usize;
-            if idx >= st.slots.len() || !qp.sq_peek(idx, &mut w.wqe) {
+            if psn_diff(st.next_psn, st.una) >= WINDOW as i32 || idx >= st.slots.len() {
+                st.blocked = true;
+                return None;
+            }
+            // Nothing posted: posting schedules the work.
+            if !qp.sq_peek(idx, &mut w.wqe) {
                 return None;
             }
             let seq = st.tail;
             w.wqe_seq = Some(seq);
             let (kind, npkts) = classify(&w.wqe, conn.mtu);
             let waits = matches!(kind, Kind::Read | Kind::Atomic);
-            if waits && st.rd_out >= conn.max_rd_atomic {
-                return None;
-            }
-            if w.wqe.flags.contains(SendFlags::FENCE) && st.rd_out > 0 {
+            if (waits && st.rd_out >= conn.max_rd_atomic)
+                || (w.wqe.flags.contains(SendFlags::FENCE) && st.rd_out > 0)
+            {
+                st.blocked = true;
                 return None;
             }
             if !qp.sq_start() {
@@ -657,6 +668,8 @@ impl RcQp {
         if e.waits_response() {
             st.rd_out = st.rd_out.saturating_sub(1);
         }
+        // A slot (and maybe a READ/atomic credit) is free again.
+        self.wake(st, qp);
         if status != WcStatus::Success {
             st.active = false;
         }
@@ -773,8 +786,15 @@ impl RcQp {
             None
         };
         self.catch_up(st);
-        // The window may have opened.
-        qp.schedule();
+        self.wake(st, qp);
+    }
+
+    /// Schedules the work if it stopped to wait for the responder.
+    fn wake(&self, st: &mut ReqState, qp: &Arc<QpCore>) {
+        if st.blocked {
+            st.blocked = false;
+            qp.schedule();
+        }
     }
 
     /// An ACK, NAK or READ/atomic response arrived: whether it was taken.

@@ -131,7 +131,7 @@ impl UdQp {
         };
         // A packet the network drops is lost, as UD allows: the request
         // still completes, unless it could not be built at all.
-        match xmit::send(&self.rd, &headers, payload, front) {
+        match xmit::send(&self.rd, None, &headers, payload, front) {
             Err(xmit::SendError::Build) => WcStatus::LocLenErr,
             _ => WcStatus::Success,
         }

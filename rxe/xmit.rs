@@ -9,6 +9,7 @@
 use core::sync::atomic::Ordering;
 
 use rdma::attr::Gid;
+use rdma::udp::RouteCache;
 
 use crate::device::RxeDev;
 use crate::proto::packet::{self, Headers, IpHeader, Ipv4, Ipv6};
@@ -90,11 +91,13 @@ pub(crate) enum SendError {
     Network,
 }
 
-/// Builds `headers` and `payload` into `out` and sends the packet. Any
-/// context; the caller must hold no lock its own receive path takes (the
-/// loopback path delivers before returning).
+/// Builds `headers` and `payload` into `out` and sends the packet, through
+/// `route` if the sender has one destination. Any context; the caller must
+/// hold no lock its own receive path takes (the loopback path delivers
+/// before returning).
 pub(crate) fn send(
     rd: &RxeDev,
+    route: Option<&RouteCache>,
     headers: &Headers,
     payload: &[u8],
     out: &mut [u8],
@@ -108,8 +111,8 @@ pub(crate) fn send(
         return Ok(());
     }
     let sent = match headers.ip {
-        IpHeader::V4(_) => rdma::udp::ip4_xmit(&rd.netdev, frame),
-        IpHeader::V6(_) => rdma::udp::ip6_xmit(&rd.netdev, frame),
+        IpHeader::V4(_) => rdma::udp::ip4_xmit(&rd.netdev, route, frame),
+        IpHeader::V6(_) => rdma::udp::ip6_xmit(&rd.netdev, route, frame),
     };
     match sent {
         Ok(()) => {

@@ -14,6 +14,7 @@ pkgs=(
 	flex bison bc libelf-dev libssl-dev cpio kmod xz-utils gcc libc6-dev
 	qemu-system-x86 busybox-static
 	ibverbs-utils rdmacm-utils perftest ibverbs-providers iproute2
+	linux-perf
 )
 
 missing=()

@@ -44,6 +44,9 @@ for pkg in ibverbs-utils rdmacm-utils perftest; do
 	done < <(dpkg -L "$pkg")
 done
 tools+=(/usr/bin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/dash)
+# perf, for make bench's profile (linux-perf; the guest's kernel is newer,
+# which perf record and report do not mind).
+tools+=(/usr/bin/perf)
 copy_with_libs "${tools[@]}"
 # The shell is dash, not busybox's ash: Debian's static busybox runs its own
 # applets in preference to PATH, which would shadow iproute2's ip and kmod.

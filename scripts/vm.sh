@@ -53,7 +53,7 @@ boot_guests() {
 			-accel tcg -cpu max,la57=off -smp 2 -m 2G \
 			-display none -monitor none -no-reboot \
 			-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$initrd" \
-			-append "console=ttyS0 panic=-1 loglevel=7 rdma_rs.tests=$tests rdma_rs.mode=$mode rdma_rs.guest=$g" \
+			-append "console=ttyS0 panic=-1 loglevel=7 ${RDMA_RS_APPEND:-}rdma_rs.tests=$tests rdma_rs.mode=$mode rdma_rs.guest=$g" \
 			-serial "file:$out/console$g.log" -serial "file:$out/ktap$g.log" \
 			"${net[@]}" < /dev/null > "$out/qemu$g.log" 2>&1 &
 		pids+=($!)
