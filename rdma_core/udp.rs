@@ -184,7 +184,12 @@ pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Resu
     // SAFETY: `dev` is live; `pkt` is valid for its length and copied; the
     // cache is live or NULL.
     to_result(unsafe {
-        bindings::rdma_rs_ip4_xmit(dev.as_raw(), RouteCache::raw(cache), pkt.as_ptr(), pkt.len() as u32)
+        bindings::rdma_rs_ip4_xmit(
+            dev.as_raw(),
+            RouteCache::raw(cache),
+            pkt.as_ptr(),
+            pkt.len() as u32,
+        )
     })
 }
 
@@ -193,7 +198,12 @@ pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Resu
 pub fn ip6_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
     // SAFETY: as in `ip4_xmit`.
     to_result(unsafe {
-        bindings::rdma_rs_ip6_xmit(dev.as_raw(), RouteCache::raw(cache), pkt.as_ptr(), pkt.len() as u32)
+        bindings::rdma_rs_ip6_xmit(
+            dev.as_raw(),
+            RouteCache::raw(cache),
+            pkt.as_ptr(),
+            pkt.len() as u32,
+        )
     })
 }
 

@@ -112,7 +112,13 @@ fn reap(e: &dyn Endpoint, recv: bool) -> Result<u32> {
 
 /// `iterations` requests of `op` and `size` bytes from `a` to `b`, 64 in
 /// flight: the nanoseconds from the first post to the last completion.
-fn bandwidth(a: &dyn Endpoint, b: &dyn Endpoint, op: Op, size: usize, iterations: u32) -> Result<i64> {
+fn bandwidth(
+    a: &dyn Endpoint,
+    b: &dyn Endpoint,
+    op: Op,
+    size: usize,
+    iterations: u32,
+) -> Result<i64> {
     let peer = b.info();
     let wr = Wr::new(0, op, 0, size as u32).to(&peer, 0);
     let send = op == Op::Send;

@@ -96,7 +96,13 @@ fn holds_pattern(e: &dyn Endpoint, offset: usize, len: usize, seed: u8) -> Resul
         e.read(offset + done, &mut chunk[..n])?;
         for (k, b) in chunk[..n].iter().enumerate() {
             if *b != pattern_byte(done + k, seed) {
-                pr_err!("byte {} of {}: {:#x}, want {:#x}\n", done + k, len, b, pattern_byte(done + k, seed));
+                pr_err!(
+                    "byte {} of {}: {:#x}, want {:#x}\n",
+                    done + k,
+                    len,
+                    b,
+                    pattern_byte(done + k, seed)
+                );
                 return Err(EINVAL);
             }
         }
@@ -104,12 +110,21 @@ fn holds_pattern(e: &dyn Endpoint, offset: usize, len: usize, seed: u8) -> Resul
     }
     let mut after = [0u8; 64];
     e.read(offset + len, &mut after)?;
-    check(after.iter().all(|b| *b == FILLER), "bytes past the data untouched")
+    check(
+        after.iter().all(|b| *b == FILLER),
+        "bytes past the data untouched",
+    )
 }
 
 fn expect(c: &Completion, wr_id: u64, opcode: u32, what: &str) -> Result {
     if c.status != 0 || c.wr_id != wr_id || c.opcode != opcode {
-        pr_err!("{}: completion {:?}, want wr_id {} opcode {}\n", what, c, wr_id, opcode);
+        pr_err!(
+            "{}: completion {:?}, want wr_id {} opcode {}\n",
+            what,
+            c,
+            wr_id,
+            opcode
+        );
         return Err(EINVAL);
     }
     Ok(())
@@ -208,7 +223,10 @@ fn ud_send(req: &dyn Endpoint, resp: &dyn Endpoint, imm: bool, len: usize, seed:
     expect(&wait(req, false, MS)?, 91, wc_op::SEND, "UD sender")?;
     let c = wait(resp, true, MS)?;
     expect(&c, 90, wc_op::RECV, "UD receiver")?;
-    check(c.byte_len as usize == GRH + len, "UD receive length counts the GRH")?;
+    check(
+        c.byte_len as usize == GRH + len,
+        "UD receive length counts the GRH",
+    )?;
     check(c.src_qp == req.info().qpn, "source QP")?;
     check((c.with_imm != 0) == imm, "immediate flag")?;
     if imm {
