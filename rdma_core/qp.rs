@@ -346,9 +346,15 @@ impl QpCore {
 
     /// Schedules the provider's [`QpOps::run`] (for providers). Any
     /// context.
+    ///
+    /// The work goes to the unbound system workqueue, as rdma_rxe's does:
+    /// it runs on whichever CPU is free instead of waiting behind the task
+    /// that posted (a ULP polling its CQ on the posting CPU would otherwise
+    /// delay its own requests), and a work item never runs on two CPUs at
+    /// once, so a QP's work stays serial.
     pub fn schedule(self: &Arc<Self>) {
         // Already queued is fine: that run sees the new work.
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system_unbound().enqueue(self.clone());
     }
 
     /// Schedules the provider's [`QpOps::run`] in `usecs` microseconds (for

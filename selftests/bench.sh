@@ -93,12 +93,19 @@ perftest() { # tool size N
 # The whole benchmark once more under perf (CPU-clock samples of both
 # vCPUs, 499 Hz): where the time goes, by module and by function.
 profile() {
-	perf record -q -a -F 499 -o /tmp/perf.data -- modprobe rdma_rxe_bench > /tmp/perf.log 2>&1 ||
+	perf record -q -a -g -F 499 -o /tmp/perf.data -- modprobe rdma_rxe_bench > /tmp/perf.log 2>&1 ||
 		{ sed 's/^/# /' /tmp/perf.log; return 1; }
 	echo "# profile: samples by module"
 	perf report -i /tmp/perf.data --stdio --sort dso 2>/dev/null | grep '%' | head -n 12 | sed 's/^/# profile: /'
-	echo "# profile: hottest functions"
-	perf report -i /tmp/perf.data --stdio --sort dso,sym 2>/dev/null | grep '%' | head -n 40 | sed 's/^/# profile: /'
+	echo "# profile: hottest functions (self)"
+	perf report -i /tmp/perf.data --stdio --no-children --sort dso,sym -g none 2>/dev/null |
+		grep '%' | head -n 40 | sed 's/^/# profile: /'
+	# With interrupts off a sample waits for them to come back on, so the
+	# time of every IRQ-off section lands on the unlock that ends it: the
+	# callers of those unlocks say whose sections they are.
+	echo "# profile: time including callees, by module and function"
+	perf report -i /tmp/perf.data --stdio --children --sort dso,sym -g none 2>/dev/null |
+		grep '%' | grep -v 'kernel.kallsyms' | head -n 40 | sed 's/^/# profile: /'
 	rmmod rdma_rxe_bench
 }
 
