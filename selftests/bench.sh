@@ -96,7 +96,10 @@ profile() {
 	perf record -q -a -g -F 499 -o /tmp/perf.data -- modprobe rdma_rxe_bench > /tmp/perf.log 2>&1 ||
 		{ sed 's/^/# /' /tmp/perf.log; return 1; }
 	echo "# profile: samples by module"
-	perf report -i /tmp/perf.data --stdio --sort dso 2>/dev/null | grep '%' | head -n 12 | sed 's/^/# profile: /'
+	perf report -i /tmp/perf.data --stdio --no-children --sort dso -g none 2>/dev/null |
+		grep '%' | head -n 12 | sed 's/^/# profile: /'
+	# Samples of a module loaded after perf started (this one) have no name.
+	echo "# profile: [unknown] is rdma_rxe_bench, loaded at $(awk '$1 == "rdma_rxe_bench" { print $6 }' /proc/modules)"
 	echo "# profile: hottest functions (self)"
 	perf report -i /tmp/perf.data --stdio --no-children --sort dso,sym -g none 2>/dev/null |
 		grep '%' | head -n 40 | sed 's/^/# profile: /'
