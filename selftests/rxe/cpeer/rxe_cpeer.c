@@ -14,6 +14,8 @@
 #include "rxe_cpeer.h"
 
 #define QKEY 0x11111111
+/* Local ACK timeout code: 4.3 s (peer.rs says why). */
+#define ACK_TIMEOUT 20
 #define PORT 1
 
 struct rxe_cpeer {
@@ -284,7 +286,7 @@ int rxe_cpeer_connect(struct rxe_cpeer *p, u32 remote_qpn, const u8 *remote_gid,
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = sq_psn;
-	attr.timeout = 16;
+	attr.timeout = ACK_TIMEOUT;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
 	attr.max_rd_atomic = 16;
