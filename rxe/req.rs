@@ -725,6 +725,14 @@ impl RcQp {
         if psn_diff(psn_add(e.first_psn, st.cur_pkt), una) >= 0 {
             return;
         }
+        if matches!(e.kind, Kind::Read | Kind::Atomic) && psn_diff(e.end_psn(), una) > 0 {
+            // Its request may be on the wire this very moment (the work
+            // sends without the lock, and the first response can come
+            // back before it marks the request sent): asking again for
+            // the rest would make the responder send it twice. After a
+            // restart, the restart chose where the READ resumes.
+            return;
+        }
         let from = (st.cur..st.tail).find(|&s| {
             let e = st.get(s);
             e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
