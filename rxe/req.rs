@@ -183,6 +183,28 @@ impl ReqState {
         self.blocked = false;
     }
 
+    /// Sending goes on from `una`: at the first packet not yet
+    /// acknowledged of the first WQE from `start` that still has one, or
+    /// after everything taken.
+    fn send_from_una(&mut self, start: u64) {
+        let una = self.una;
+        let from = (start..self.tail).find(|&s| {
+            let e = self.get(s);
+            e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
+        });
+        match from {
+            Some(seq) => {
+                let first = self.get(seq).first_psn;
+                self.cur = seq;
+                self.cur_pkt = psn_diff(una, first).max(0) as u32;
+            }
+            None => {
+                self.cur = self.tail;
+                self.cur_pkt = 0;
+            }
+        }
+    }
+
     fn slot(&mut self, seq: u64) -> &mut Taken {
         let n = self.slots.len() as u64;
         &mut self.slots[(seq % n) as usize]
@@ -692,22 +714,7 @@ impl RcQp {
         st.probe = false;
         st.probe_sent = false;
         self.rd.counters.retransmits.fetch_add(1, Ordering::Relaxed);
-        let una = st.una;
-        let from = (st.head..st.tail).find(|&s| {
-            let e = st.get(s);
-            e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
-        });
-        match from {
-            Some(seq) => {
-                let e = st.get(seq);
-                st.cur = seq;
-                st.cur_pkt = psn_diff(una, e.first_psn).max(0) as u32;
-            }
-            None => {
-                st.cur = st.tail;
-                st.cur_pkt = 0;
-            }
-        }
+        st.send_from_una(st.head);
     }
 
     /// After a restart, an ACK may show the responder had more than was
@@ -733,22 +740,8 @@ impl RcQp {
             // restart, the restart chose where the READ resumes.
             return;
         }
-        let from = (st.cur..st.tail).find(|&s| {
-            let e = st.get(s);
-            e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
-        });
         st.gen = st.gen.wrapping_add(1);
-        match from {
-            Some(seq) => {
-                let e = st.get(seq);
-                st.cur = seq;
-                st.cur_pkt = psn_diff(una, e.first_psn).max(0) as u32;
-            }
-            None => {
-                st.cur = st.tail;
-                st.cur_pkt = 0;
-            }
-        }
+        st.send_from_una(st.cur);
     }
 
     /// Everything up to PSN `a` is acknowledged.

@@ -5,14 +5,9 @@
 # figures as "# bench: ..." lines that scripts/bench.sh turns into a table.
 cd "$(dirname "$0")/rxe" || exit 1
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
-
-bind() { # ns netdev item
-	mkdir $cfs/$3 &&
-		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
-			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
-}
 
 # Ours: rbo0 (10.83.0.1) in namespace bna, rbo1 (10.83.0.2) in bnb.
 ours() {
@@ -22,7 +17,7 @@ ours() {
 		ip -n bna link set bo0 mtu 9000 && ip -n bnb link set bo1 mtu 9000 &&
 		ip -n bna addr add 10.83.0.1/24 dev bo0 && ip -n bnb addr add 10.83.0.2/24 dev bo1 &&
 		ip -n bna link set bo0 up && ip -n bnb link set bo1 up &&
-		bind bna bo0 rbo0 && bind bnb bo1 rbo1
+		rxe_bind bna bo0 rbo0 && rxe_bind bnb bo1 rbo1
 }
 
 # Theirs: cbo0 (10.84.0.1) and cbo1 (10.84.0.2), both in the initial
@@ -48,19 +43,6 @@ theirs() {
 		ip neigh replace 10.84.0.1 lladdr "$(cat /sys/class/net/bc0/address)" dev bc1 nud permanent
 }
 
-# The index of the RoCE v2 GID of 10.84.0.1 on cbo0.
-gid_index() {
-	p=/sys/class/infiniband/cbo0/ports/1
-	for g in $p/gids/*; do
-		i=$(basename "$g")
-		case "$(cat "$g")" in
-		*0a54:0001) [ "$(cat $p/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] &&
-			{ echo "$i"; return 0; } ;;
-		esac
-	done
-	return 1
-}
-
 now_ns() {
 	awk '{ printf "%.0f", $1 * 1e9 }' /proc/uptime
 }
@@ -68,7 +50,7 @@ now_ns() {
 # One perftest run in loopback on cbo0: tool, size, iterations; prints how
 # long the client took, in nanoseconds.
 perftest_once() { # tool size iterations
-	x=$(gid_index) || return 1
+	x=$(roce_v2_gid_index cbo0 0a54:0001) || return 1
 	$1 -d cbo0 -x "$x" -s "$2" -n "$3" -F > /tmp/pt_srv.log 2>&1 &
 	srv=$!
 	sleep 1

@@ -6,6 +6,7 @@
 # the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 show() {
 	echo "### $*"
@@ -43,11 +44,7 @@ rxe_setup() {
 		ip link add dva netns demo_a type veth peer name dvb netns demo_b &&
 		ip -n demo_a addr add 10.78.3.1/24 dev dva && ip -n demo_b addr add 10.78.3.2/24 dev dvb &&
 		ip -n demo_a link set dva up && ip -n demo_b link set dvb up &&
-		mkdir $cfs/rxa $cfs/rxb &&
-		ip netns exec demo_a sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
-			echo dva > $cfs/rxa/netdev && echo 1 > $cfs/rxa/enable" &&
-		ip netns exec demo_b sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
-			echo dvb > $cfs/rxb/netdev && echo 1 > $cfs/rxb/enable"
+		rxe_bind demo_a dva rxa && rxe_bind demo_b dvb rxb
 }
 rxe_teardown() {
 	rmmod rdma_rxe_demo 2>/dev/null

@@ -10,6 +10,7 @@
 # delivered to no QP. The capture is printed; rxe/proto/tests/c_capture.rs
 # holds one made with this script and checks it on the host.
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
@@ -19,22 +20,7 @@ setup() {
 		ip addr add 10.79.0.1/24 dev cv0 && ip -n capx addr add 10.79.0.2/24 dev cv1 &&
 		ip link set cv0 up && ip -n capx link set cv1 up &&
 		rdma link add crx0 type rxe netdev cv0 &&
-		mkdir $cfs/rxc && ip netns exec capx sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
-			echo cv1 > $cfs/rxc/netdev && echo 1 > $cfs/rxc/enable"
-}
-
-# The index of the RoCE v2 GID of 10.79.0.1 on crx0 (the table lists each
-# address as RoCE v1 and v2; rxe speaks v2 only).
-gid_index() {
-	p=/sys/class/infiniband/crx0/ports/1
-	for g in $p/gids/*; do
-		i=$(basename "$g")
-		case "$(cat "$g")" in
-		*0a4f:0001) [ "$(cat $p/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] &&
-			{ echo "$i"; return 0; } ;;
-		esac
-	done
-	return 1
+		rxe_bind capx cv1 rxc
 }
 
 counter() { # name
@@ -43,7 +29,7 @@ counter() { # name
 
 # One C-side exchange: $1 is the pingpong tool; captures to $2.
 exchange() {
-	i0=$(gid_index) || { ls -l /sys/class/infiniband/crx0/ports/1/gids/; return 1; }
+	i0=$(roce_v2_gid_index crx0 0a4f:0001) || { ls -l /sys/class/infiniband/crx0/ports/1/gids/; return 1; }
 	before=$(counter rx_dropped)
 	ip netns exec capx pktcap cv1 1 20 > "$2" &
 	cap=$!

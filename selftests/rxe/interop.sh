@@ -9,6 +9,7 @@
 # codec (ICRC included; each must build again to the same bytes) and
 # compares the header shapes the two stacks used for the same operations.
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
@@ -18,8 +19,7 @@ setup() {
 		ip addr add 10.82.0.1/24 dev iv0 && ip -n iopx addr add 10.82.0.2/24 dev iv1 &&
 		ip link set iv0 up && ip -n iopx link set iv1 up &&
 		rdma link add cxi type rxe netdev iv0 &&
-		mkdir $cfs/rxi && ip netns exec iopx sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null
-			echo iv1 > $cfs/rxi/netdev && echo 1 > $cfs/rxi/enable"
+		rxe_bind iopx iv1 rxi
 }
 
 teardown() {

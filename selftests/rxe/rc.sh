@@ -4,14 +4,9 @@
 # fd00:79::2), each bound in its own network namespace to one end of a veth
 # pair; the traffic is run by modules/rdma_rxe_rc_test.rs.
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
-
-bind() { # ns netdev item
-	mkdir $cfs/$3 &&
-		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
-			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
-}
 
 setup() {
 	modprobe rdma_rs_rxe && ip netns add rca && ip netns add rcb &&
@@ -21,7 +16,7 @@ setup() {
 		ip -n rca addr add fd00:79::1/64 dev ra nodad &&
 		ip -n rcb addr add fd00:79::2/64 dev rb nodad &&
 		ip -n rca link set ra up && ip -n rcb link set rb up &&
-		bind rca ra rxa && bind rcb rb rxb
+		rxe_bind rca ra rxa && rxe_bind rcb rb rxb
 }
 
 counter() { # item name

@@ -5,14 +5,9 @@
 # both devices, the ULP sees `remove`, stops and frees everything, and the
 # stack unloads cleanly afterwards.
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
-
-bind() { # ns netdev item
-	mkdir $cfs/$3 &&
-		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
-			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
-}
 
 setup() {
 	modprobe rdma_rs_rxe && ip netns add tra && ip netns add trb &&
@@ -20,7 +15,7 @@ setup() {
 		ip link set ta netns tra && ip link set tb netns trb &&
 		ip -n tra addr add 10.78.2.1/24 dev ta && ip -n trb addr add 10.78.2.2/24 dev tb &&
 		ip -n tra link set ta up && ip -n trb link set tb up &&
-		bind tra ta rxa && bind trb tb rxb
+		rxe_bind tra ta rxa && rxe_bind trb tb rxb
 }
 
 gone() { # device

@@ -4,14 +4,9 @@
 # own network namespace to one end of a veth pair; the traffic is run by
 # modules/rdma_rxe_ud_test.rs.
 . ../lib/ktap.sh
+. ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
-
-bind() { # ns netdev item
-	mkdir $cfs/$3 &&
-		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
-			echo $2 > $cfs/$3/netdev && echo 1 > $cfs/$3/enable"
-}
 
 setup() {
 	modprobe rdma_rs_rxe && ip netns add uda && ip netns add udb &&
@@ -21,7 +16,7 @@ setup() {
 		ip -n uda addr add fd00:78::1/64 dev ua nodad &&
 		ip -n udb addr add fd00:78::2/64 dev ub nodad &&
 		ip -n uda link set ua up && ip -n udb link set ub up &&
-		bind uda ua rxa && bind udb ub rxb
+		rxe_bind uda ua rxa && rxe_bind udb ub rxb
 }
 
 counter() { # item name
