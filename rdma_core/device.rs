@@ -5,7 +5,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 //!
 //! A provider implements [`DeviceOps`] and registers devices through its
-//! [`Driver`](crate::driver::Driver). A [`Device`] is reference counted twice
+//! [`Driver`](crate::device::driver::Driver). A [`Device`] is reference counted twice
 //! over:
 //!
 //! - `Arc<Device>` keeps the memory alive, nothing more;
@@ -13,6 +13,16 @@
 //!   *usage* reference, the `ib_device_try_get` of the C core: it can only be
 //!   taken while the device is registered, and unregistration waits, after
 //!   every client's `remove`, until the last one is dropped.
+
+// The bottom layer (`kshim/`) alone holds `unsafe`.
+#![deny(unsafe_code)]
+
+pub mod client;
+pub mod driver;
+pub mod event;
+pub mod port;
+pub(crate) mod registry;
+pub mod sysfs;
 
 use core::ops::Deref;
 
@@ -22,14 +32,14 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-use crate::attr::{LinkLayer, NodeType};
-use crate::errno::eopnotsupp;
-use crate::event::{self, EventQueue, Handlers};
-use crate::port::{PortAttr, Tables, MAX_TABLE_LEN};
-use crate::qp::{QpCore, QpInfo, QpOps};
-use crate::registry::DevClients;
-use crate::res::Resources;
-use crate::sync::SpinLockIrq;
+use crate::device::event::{EventQueue, Handlers};
+use crate::device::port::{PortAttr, Tables, MAX_TABLE_LEN};
+use crate::device::registry::DevClients;
+use crate::kshim::errno::eopnotsupp;
+use crate::kshim::sync::SpinLockIrq;
+use crate::spec::attr::{LinkLayer, NodeType};
+use crate::verbs::qp::{QpCore, QpInfo, QpOps};
+use crate::verbs::restrack::Resources;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
 pub const NAME_MAX: usize = 64;
@@ -208,9 +218,9 @@ pub struct Device {
     /// The verbs objects of the device.
     #[pin]
     pub(crate) res: Resources,
-    /// Shared CQs (`rdma::cq_pool`).
+    /// Shared CQs (`rdma::verbs::cq::pool`).
     #[pin]
-    pub(crate) cq_pool: Mutex<KVec<crate::cq_pool::PoolEntry>>,
+    pub(crate) cq_pool: Mutex<KVec<crate::verbs::cq::pool::PoolEntry>>,
     /// GID and P_Key tables of every port; read from any context.
     #[pin]
     pub(crate) tables: SpinLockIrq<Tables>,
@@ -236,7 +246,7 @@ pub struct Device {
     pub(crate) handlers: Mutex<Handlers>,
     /// The sysfs tree while the device is registered.
     #[pin]
-    pub(crate) sysfs: Mutex<Option<crate::sysfs::Sysfs>>,
+    pub(crate) sysfs: Mutex<Option<crate::device::sysfs::Sysfs>>,
     #[pin]
     pub(crate) event_work: Work<Device>,
     /// Runs a queued unregistration (`ib_unregister_device_queued`).
@@ -253,7 +263,7 @@ impl WorkItem<1> for Device {
     type Pointer = Arc<Device>;
 
     fn run(this: Arc<Device>) {
-        crate::registry::get().unregister_device(&this);
+        crate::device::registry::get().unregister_device(&this);
     }
 }
 
@@ -377,7 +387,7 @@ impl Device {
 
     /// Queries the device's attributes from its provider. May sleep.
     pub fn query_device(&self) -> Result<DeviceAttr> {
-        crate::might_sleep();
+        crate::kshim::verb::might_sleep();
         self.ops()?.query_device()
     }
 
@@ -470,12 +480,12 @@ impl Drop for DeviceRef {
 
 /// Looks a registered device up by name and takes a usage reference.
 pub fn get_by_name(name: &CStr) -> Option<DeviceRef> {
-    crate::registry::get().find(|d| d.name().as_bytes() == name.as_bytes())
+    crate::device::registry::get().find(|d| d.name().as_bytes() == name.as_bytes())
 }
 
 /// Usage references to every registered device, in registration order.
 pub fn devices() -> Result<KVec<DeviceRef>> {
-    crate::registry::get().snapshot()
+    crate::device::registry::get().snapshot()
 }
 
 /// Formats the name for index `n` of a template such as `rxe%d`.

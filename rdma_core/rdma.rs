@@ -20,46 +20,24 @@
 #![recursion_limit = "256"]
 
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
-pub mod ah;
-/// Device and port attribute types: kernel-independent, host-tested in `proto/`.
-#[path = "proto/src/attr.rs"]
-pub mod attr;
-mod bindings;
-pub mod client;
-pub mod configfs;
-pub mod cq;
-pub mod cq_pool;
+pub mod kshim;
+
 pub mod device;
-pub mod driver;
-pub mod errno;
-pub mod event;
-mod gate;
-pub mod mem;
-pub mod mr;
-pub mod mw;
-pub mod net;
-pub mod pd;
-pub mod port;
-pub mod qp;
-/// The QP state machine: kernel-independent, host-tested in `proto/`.
-#[path = "proto/src/qp_state.rs"]
-pub mod qp_state;
-mod registry;
-mod res;
-pub mod srq;
-pub mod sync;
-pub mod sysfs;
-pub mod testing;
-pub mod udp;
-pub mod vec;
-mod verb;
-/// Work request and completion vocabulary: kernel-independent, host-tested
-/// in `proto/`.
-#[path = "proto/src/verbs.rs"]
+
 pub mod verbs;
-pub mod wc;
-pub mod wr;
+
+/// The kernel-independent part: types and state machines the specification
+/// fixes, host-tested as the crate `rdma-spec` (`spec/`, `cargo test`).
+pub mod spec {
+    #[path = "src/attr.rs"]
+    pub mod attr;
+    #[path = "src/opcodes.rs"]
+    pub mod opcodes;
+    #[path = "src/qp_state.rs"]
+    pub mod qp_state;
+}
 
 module! {
     type: RdmaCore,
@@ -69,45 +47,48 @@ module! {
     license: "GPL",
 }
 
-/// Annotates a function that may sleep (`might_sleep()`): with
-/// `CONFIG_DEBUG_ATOMIC_SLEEP` a call from atomic context is reported.
-pub fn might_sleep() {
-    // SAFETY: `might_sleep` has no preconditions; it only checks the context.
-    unsafe { bindings::rdma_rs_might_sleep() };
+/// A step of the module's init, undone when dropped.
+struct Undo(fn());
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        (self.0)();
+    }
 }
 
+/// The module: its init steps, undone in reverse order (field order).
 struct RdmaCore {
-    registry: Pin<KBox<registry::Registry>>,
+    _net: Undo,
+    _registry: Undo,
+    _sysfs: Undo,
+    _mem: Undo,
 }
 
 impl kernel::Module for RdmaCore {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        sysfs::init()?;
-        let registry = match KBox::pin_init(registry::Registry::new(), GFP_KERNEL) {
-            Ok(r) => r,
-            Err(e) => {
-                sysfs::exit();
-                return Err(e);
-            }
-        };
-        // SAFETY: the registry is pinned in a box owned by the module struct,
-        // which lives until `drop` below unpublishes it.
-        unsafe { registry.publish() };
-        if let Err(e) = net::init() {
-            registry.unpublish();
-            sysfs::exit();
-            return Err(e);
-        }
+        kshim::mem::init()?;
+        let mem = Undo(kshim::mem::exit);
+        device::sysfs::init()?;
+        let sysfs = Undo(device::sysfs::exit);
+        device::registry::publish(Arc::pin_init(
+            device::registry::Registry::new(),
+            GFP_KERNEL,
+        )?);
+        let registry = Undo(device::registry::unpublish);
+        kshim::net::init()?;
+        let net = Undo(kshim::net::exit);
         pr_info!("loaded\n");
-        Ok(RdmaCore { registry })
+        Ok(RdmaCore {
+            _net: net,
+            _registry: registry,
+            _sysfs: sysfs,
+            _mem: mem,
+        })
     }
 }
 
 impl Drop for RdmaCore {
     fn drop(&mut self) {
-        net::exit();
-        self.registry.unpublish();
-        sysfs::exit();
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

@@ -27,17 +27,17 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::types::ARef;
 
-use rdma::attr::{Gid, LinkLayer, NodeType};
-use rdma::configfs::{Group, Item};
+use rdma::device::driver::Driver;
 use rdma::device::DeviceDesc;
-use rdma::driver::Driver;
-use rdma::errno::eopnotsupp;
-use rdma::net::{NetDevice, NetEvent, NetListener};
-use rdma::sync::SpinLockIrq;
-use rdma::sysfs::Page;
+use rdma::kshim::configfs::{Group, Item};
+use rdma::kshim::errno::eopnotsupp;
+use rdma::kshim::net::{NetDevice, NetEvent, NetListener};
+use rdma::kshim::sync::SpinLockIrq;
+use rdma::kshim::sysfs::Page;
+use rdma::spec::attr::{Gid, LinkLayer, NodeType};
 
 use crate::device::{self, RxeDev, RxeOps, GID_TBL_LEN};
-use crate::sockets::Sockets;
+use crate::net::sockets::Sockets;
 
 /// The module's state: the driver, the items, the bound devices.
 #[pin_data]
@@ -116,13 +116,13 @@ impl Rxe {
             return Err(EBUSY);
         }
         c.reserve(1, GFP_ATOMIC)?;
-        rdma::vec::remove_first(&mut c, |&(i, _)| i == id);
+        rdma::kshim::vec::remove_first(&mut c, |&(i, _)| i == id);
         let _ = c.push((id, key), GFP_ATOMIC);
         Ok(())
     }
 
     fn unclaim(&self, id: usize) {
-        rdma::vec::remove_first(&mut self.claims.lock(), |&(i, _)| i == id);
+        rdma::kshim::vec::remove_first(&mut self.claims.lock(), |&(i, _)| i == id);
     }
 
     /// Registers a device for `item` on `netdev`.
@@ -167,7 +167,7 @@ impl Rxe {
 
     /// Unregisters the device of `rd`.
     fn disable(&self, rd: &Arc<RxeDev>) {
-        rdma::vec::remove_first(&mut self.bound.lock(), |b| Arc::ptr_eq(b, rd));
+        rdma::kshim::vec::remove_first(&mut self.bound.lock(), |b| Arc::ptr_eq(b, rd));
         if let Some(dev) = rd.take_device() {
             self.driver.unregister_device(&dev);
             self.sockets.put(&rd.netdev);
@@ -351,7 +351,7 @@ impl Group for RxeGroup {
             let pos = items
                 .iter()
                 .position(|i| core::ptr::eq(core::ptr::from_ref(&**i).cast::<u8>(), target));
-            pos.and_then(|p| rdma::vec::remove(&mut items, p))
+            pos.and_then(|p| rdma::kshim::vec::remove(&mut items, p))
         };
         let Some(it) = mine else { return };
         let rd = {

@@ -18,14 +18,14 @@ use kernel::sync::Arc;
 use kernel::types::ARef;
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
-use rdma::attr::{Gid, GidType, Mtu, PhysState, PortState};
+use rdma::device::event::{Element, Event, EventKind};
+use rdma::device::port::{GidEntry, PortAttr};
 use rdma::device::{Device, DeviceAttr, DeviceCaps, DeviceOps};
-use rdma::event::{Element, Event, EventKind};
-use rdma::net::NetDevice;
-use rdma::port::{GidEntry, PortAttr};
-use rdma::qp::{QpInfo, QpOps};
-use rdma::qp_state::QpType;
-use rdma::sync::SpinLockIrq;
+use rdma::kshim::net::NetDevice;
+use rdma::kshim::sync::SpinLockIrq;
+use rdma::spec::attr::{Gid, GidType, Mtu, PhysState, PortState};
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::qp::{QpInfo, QpOps};
 
 use crate::config::Rxe;
 
@@ -288,14 +288,14 @@ impl DeviceOps for RxeOps {
 
     fn create_qp(&self, qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
         match qp.qp_type {
-            QpType::Ud => Ok(crate::ud::UdQp::new(self.rd.clone())?),
-            QpType::Rc | QpType::Uc => Ok(crate::rc::RcQp::new(
+            QpType::Ud => Ok(crate::transport::ud::UdQp::new(self.rd.clone())?),
+            QpType::Rc | QpType::Uc => Ok(crate::transport::rc::RcQp::new(
                 self.rd.clone(),
                 qp.qp_type == QpType::Uc,
                 qp.cap.max_send_wr,
             )?),
             // GSI (QP1) has no MAD users here yet.
-            _ => Err(rdma::errno::eopnotsupp()),
+            _ => Err(rdma::kshim::errno::eopnotsupp()),
         }
     }
 

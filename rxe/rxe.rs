@@ -7,32 +7,36 @@
 //! `config.rs`); each is bound to one netdev and follows it: port state
 //! with the carrier, MTU with the netdev's, the GID table with its IPv4 and
 //! IPv6 addresses (`device.rs`), and the device goes away by itself when the
-//! netdev is unregistered. The wire format is the host-tested codec of
-//! `proto/`; the transport comes with the data path.
+//! netdev is unregistered.
+//!
+//! - `net/`: the RoCE v2 UDP sockets, the receive path (hostile input in,
+//!   packets to their QP) and the transmit path (routes, loopback).
+//! - `transport/`: UD, and RC/UC: the requester, the completer and the
+//!   responder of a connected QP.
+//! - `wire/`: the packet codec (headers, ICRC, PSNs, opcodes,
+//!   segmentation), kernel-independent and host-tested.
+
+#![forbid(unsafe_code)]
 
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use rdma::configfs::{Attr, Subsystem};
-use rdma::net::{self, NetListenerRegistration};
+use rdma::kshim::configfs::{Attr, Subsystem};
+use rdma::kshim::net::NetListenerRegistration;
 
 mod config;
 mod device;
-mod rc;
-mod recv;
-mod req;
-mod resp;
-mod sockets;
-mod ud;
-mod xmit;
+mod net;
+mod transport;
 
-/// The wire codec, host-tested in `proto/` (its files refer to each other
-/// as siblings, so they are compiled together here). Its items are `pub`
-/// for the host crate, and it covers more of the wire than the transport
-/// uses yet: hence the two allowances.
+/// The wire codec, host-tested as the crate `rxe-wire` (`wire/`, `cargo
+/// test`, fuzzed): its files refer to each other as siblings, so they are
+/// compiled together here. Its items are `pub` for the host crate, and it
+/// covers more of the wire than the transport uses yet: hence the two
+/// allowances.
 #[allow(dead_code, unreachable_pub)]
-mod proto {
+mod wire {
     #[path = "src/headers.rs"]
     pub(crate) mod headers;
     #[path = "src/icrc.rs"]
@@ -66,7 +70,7 @@ struct RxeModule {
 impl kernel::Module for RxeModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let rxe = config::Rxe::new()?;
-        let listener = net::register_listener(rxe.clone())?;
+        let listener = rdma::kshim::net::register_listener(rxe.clone())?;
         let attrs = [
             Attr {
                 name: c_str!("netdev"),

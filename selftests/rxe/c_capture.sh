@@ -7,7 +7,7 @@
 # shell stand-in answers with a made-up QP number, so the C side sends a UD
 # SEND and an RC SEND that no QP takes. pktcap records them on cv1; our
 # device must have parsed them (ICRC included) and counted them as
-# delivered to no QP. The capture is printed; rxe/proto/tests/c_capture.rs
+# delivered to no QP. The capture is printed; rxe/wire/tests/c_capture.rs
 # holds one made with this script and checks it on the host.
 . ../lib/ktap.sh
 . ../lib/rxe.sh

@@ -9,6 +9,8 @@
 //! process context whatever context dispatched them, registration racing on
 //! several CPUs, and the driver fence.
 
+#![forbid(unsafe_code)]
+
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::c_str;
@@ -18,13 +20,13 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue;
 
-use rdma::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
-use rdma::client::{Client, ClientRegistration};
+use rdma::device::client::{Client, ClientRegistration};
+use rdma::device::driver::Driver;
+use rdma::device::event::{Element, Event, EventHandler, EventKind};
+use rdma::device::port::{GidEntry, PortAttr};
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps};
-use rdma::driver::Driver;
-use rdma::event::{Element, Event, EventHandler, EventKind};
-use rdma::port::{GidEntry, PortAttr};
-use rdma::testing;
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -288,7 +290,7 @@ impl EventHandler for PortLog {
         if !testing::in_task() {
             self.not_in_task.fetch_add(1, Ordering::Relaxed);
         }
-        rdma::might_sleep();
+        rdma::kshim::verb::might_sleep();
         if let (EventKind::PortActive, Element::Port(p)) = (event.kind, event.element) {
             let _ = self.seen.lock().push(p, GFP_KERNEL);
         }

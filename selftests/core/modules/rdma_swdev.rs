@@ -13,15 +13,17 @@
 //!   executes requests in the caller's call chain, so completions are
 //!   signalled from within the verb. The core must catch that.
 
+#![forbid(unsafe_code)]
+
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use rdma::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
+use rdma::device::driver::Driver;
+use rdma::device::port::{GidEntry, PortAttr};
 use rdma::device::{DeviceAttr, DeviceCaps, DeviceDesc, DeviceOps};
-use rdma::driver::Driver;
-use rdma::port::{GidEntry, PortAttr};
-use rdma::qp::{QpInfo, QpOps};
+use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
+use rdma::verbs::qp::{QpInfo, QpOps};
 
 mod swdev_qp;
 

@@ -8,21 +8,23 @@
 //! ULP sees `remove`, frees, the unload completes) and the ULP under the
 //! provider, and reads the resource counts in sysfs on the way.
 
+#![forbid(unsafe_code)]
+
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-use rdma::client::{Client, ClientRegistration};
-use rdma::cq::{Cq, PollCtx};
+use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::Device;
-use rdma::mem::Buffer;
-use rdma::mr::Mr;
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::Access;
-use rdma::wr::RecvWr;
+use rdma::kshim::mem::Buffer;
+use rdma::spec::opcodes::Access;
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::cq::{Cq, PollCtx};
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::wr::RecvWr;
 
 module! {
     type: UlpTest,

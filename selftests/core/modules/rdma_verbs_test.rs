@@ -11,6 +11,8 @@
 //! non-sleeping verbs from atomic contexts, the inline-completion catch,
 //! and the teardown of objects a ULP leaked when their device goes away.
 
+#![forbid(unsafe_code)]
+
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::c_str;
@@ -20,24 +22,24 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 use kernel::workqueue;
 
-use rdma::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::attr::{Gid, LinkLayer, Mtu, NodeType};
-use rdma::cq::{CompHandler, Cq, CqCore, PollCtx};
+use rdma::device::driver::Driver;
+use rdma::device::event::{Element, Event, EventHandler, EventKind};
+use rdma::device::port::PortAttr;
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, DeviceRef};
-use rdma::driver::Driver;
-use rdma::event::{Element, Event, EventHandler, EventKind};
-use rdma::mem::{Buffer, Sge};
-use rdma::mr::{BufSlice, Mr};
-use rdma::mw::{Mw, MwType};
-use rdma::pd::Pd;
-use rdma::port::PortAttr;
-use rdma::qp::{Qp, QpAttr, QpCap, QpCore, QpInfo, QpInitAttr, QpOps};
-use rdma::qp_state::{optional_attrs, required_attrs, AttrMask, QpState, QpType};
-use rdma::srq::{Srq, SrqAttr};
-use rdma::testing;
-use rdma::verbs::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcStatus};
-use rdma::wc::{CqeDone, Wc};
-use rdma::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
+use rdma::kshim::mem::{Buffer, Sge};
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, LinkLayer, Mtu, NodeType};
+use rdma::spec::opcodes::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcStatus};
+use rdma::spec::qp_state::{optional_attrs, required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::verbs::cq::{CompHandler, Cq, CqCore, PollCtx};
+use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::verbs::mw::{Mw, MwType};
+use rdma::verbs::pd::{Pd, PdFlags};
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpCore, QpInfo, QpInitAttr, QpOps};
+use rdma::verbs::srq::{Srq, SrqAttr};
+use rdma::verbs::wc::{CqeDone, Wc};
+use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -2252,7 +2254,7 @@ impl DeviceOps for Bare {
 }
 
 fn optional_verbs_report_eopnotsupp() -> Result {
-    let eopnotsupp = rdma::errno::eopnotsupp();
+    let eopnotsupp = rdma::kshim::errno::eopnotsupp();
     let driver = Driver::new(c_str!("bare"))?;
     let desc = DeviceDesc {
         name_template: c_str!("bare%d"),
@@ -2322,24 +2324,21 @@ fn optional_verbs_report_eopnotsupp() -> Result {
     Ok(())
 }
 
-/// A DMA MR lets the device reach any address: here a buffer's.
+/// A PD's global key (a DMA MR) lets the device reach any buffer.
 fn dma_mr() -> Result {
     let d = dev(c_str!("swdev0"))?;
-    let pd = Pd::alloc(d.arc())?;
+    let pd = Pd::alloc_with(d.arc(), PdFlags::UNSAFE_GLOBAL_RKEY)?;
     let cq = Cq::create(d.arc(), 8, None)?;
     let (a, _b) = rc_pair(&pd, &cq, QpType::Rc, 4)?;
     let buf = Buffer::new(4096)?;
-    // SAFETY: the only addresses posted with this MR's keys are inside `buf`,
-    // which lives until the end of this function, after the completion has
-    // been polled; nothing else touches those bytes meanwhile.
-    let dma = unsafe { Mr::get_dma(pd.core(), ALL_ACCESS)? };
+    let key = pd.unsafe_global_rkey().ok_or(EINVAL)?;
     let mut msg = [0u8; 32];
     pattern(9, &mut msg);
     buf.write(0, &msg)?;
     let sg = [Sge {
         addr: buf.addr(0),
         length: 32,
-        lkey: dma.lkey(),
+        lkey: key,
     }];
     post1(
         &a,
@@ -2347,7 +2346,7 @@ fn dma_mr() -> Result {
             1,
             SendOp::Write {
                 remote_addr: buf.addr(2048),
-                rkey: dma.rkey(),
+                rkey: key,
             },
             &sg,
         ),

@@ -16,14 +16,14 @@
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use rdma::attr::Gid;
-use rdma::mr::{self, AccessError};
-use rdma::qp::{QpCore, QpOps};
-use rdma::qp_state::{QpState, QpType};
-use rdma::sync::SpinLockIrq;
-use rdma::verbs::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
-use rdma::wc::Wc;
-use rdma::wr::SendWqe;
+use rdma::kshim::sync::SpinLockIrq;
+use rdma::spec::attr::Gid;
+use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
+use rdma::spec::qp_state::{QpState, QpType};
+use rdma::verbs::mr::{self, AccessError};
+use rdma::verbs::qp::{QpCore, QpOps};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::SendWqe;
 
 /// Bytes copied at a time.
 const CHUNK: usize = 4096;

@@ -7,6 +7,8 @@
 //! Also checks the order of the client callbacks and the crate's
 //! bindgen-backed `NetDevice` lookup.
 
+#![forbid(unsafe_code)]
+
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::c_str;
@@ -15,12 +17,12 @@ use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::attr::{LinkLayer, Mtu, NodeType};
-use rdma::client::{Client, ClientRegistration};
+use rdma::device::client::{Client, ClientRegistration};
+use rdma::device::driver::Driver;
+use rdma::device::port::PortAttr;
 use rdma::device::{Device, DeviceAttr, DeviceDesc, DeviceOps};
-use rdma::driver::Driver;
-use rdma::net::NetDevice;
-use rdma::port::PortAttr;
+use rdma::kshim::net::NetDevice;
+use rdma::spec::attr::{LinkLayer, Mtu, NodeType};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;

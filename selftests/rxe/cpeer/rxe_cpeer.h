@@ -4,8 +4,8 @@
  * provider such as rdma_rxe), driven through a handful of exported
  * functions. The interop test and the benchmark (Rust modules of
  * selftests/rxe/modules) call them to run the C stack beside ours; the
- * structures below are mirrored there with #[repr(C)], so a change here is
- * a change there.
+ * structures below are mirrored in cpeer_sys.rs there with #[repr(C)], so a
+ * change here is a change there.
  *
  * An endpoint is a PD, a send CQ and a receive CQ (polled directly), one RC
  * or UD QP and one physically contiguous buffer. Local SGEs use the PD's
@@ -15,6 +15,8 @@
 #ifndef RXE_CPEER_H
 #define RXE_CPEER_H
 
+#include <linux/build_bug.h>
+#include <linux/stddef.h>
 #include <linux/types.h>
 
 enum rxe_cpeer_qp_type {
@@ -62,6 +64,31 @@ struct rxe_cpeer_wc {
 	__u32 with_imm;
 	__u32 src_qp;
 };
+
+/*
+ * The layouts the Rust mirror (selftests/rxe/modules/cpeer_sys.rs) asserts
+ * too: a change on one side fails the build of both.
+ */
+static_assert(sizeof(struct rxe_cpeer_info) == 16);
+static_assert(offsetof(struct rxe_cpeer_info, rkey) == 8);
+static_assert(offsetof(struct rxe_cpeer_info, qpn) == 12);
+static_assert(sizeof(struct rxe_cpeer_wr) == 56);
+static_assert(offsetof(struct rxe_cpeer_wr, remote_addr) == 8);
+static_assert(offsetof(struct rxe_cpeer_wr, compare_add) == 16);
+static_assert(offsetof(struct rxe_cpeer_wr, swap) == 24);
+static_assert(offsetof(struct rxe_cpeer_wr, op) == 32);
+static_assert(offsetof(struct rxe_cpeer_wr, offset) == 36);
+static_assert(offsetof(struct rxe_cpeer_wr, length) == 40);
+static_assert(offsetof(struct rxe_cpeer_wr, imm) == 44);
+static_assert(offsetof(struct rxe_cpeer_wr, rkey) == 48);
+static_assert(offsetof(struct rxe_cpeer_wr, signaled) == 52);
+static_assert(sizeof(struct rxe_cpeer_wc) == 32);
+static_assert(offsetof(struct rxe_cpeer_wc, status) == 8);
+static_assert(offsetof(struct rxe_cpeer_wc, opcode) == 12);
+static_assert(offsetof(struct rxe_cpeer_wc, byte_len) == 16);
+static_assert(offsetof(struct rxe_cpeer_wc, imm) == 20);
+static_assert(offsetof(struct rxe_cpeer_wc, with_imm) == 24);
+static_assert(offsetof(struct rxe_cpeer_wc, src_qp) == 28);
 
 struct rxe_cpeer;
 

@@ -12,26 +12,26 @@
 //! buffer registered for local access (and, on RC, remote read, write and
 //! atomics). Work requests name places in the buffer by offset.
 
-use core::ffi::c_char;
-use core::ptr::{self, NonNull};
-
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-use rdma::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::attr::{Gid, Mtu};
-use rdma::cq::Cq;
 use rdma::device::{self, DeviceRef};
-use rdma::mem::Buffer;
-use rdma::mr::Mr;
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::{Access, SendFlags, WcFlags};
-use rdma::wc::Wc;
-use rdma::wr::{RecvWr, SendOp, SendWr, UdDest};
+use rdma::kshim::mem::Buffer;
+use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::opcodes::{Access, SendFlags, WcFlags};
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::verbs::cq::Cq;
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
+
+use crate::cpeer_sys::CPeer;
+pub(crate) use crate::cpeer_sys::{Completion, Op, Wr};
 
 /// The Q_Key both stacks' UD endpoints use (rxe_cpeer's `QKEY`).
 pub(crate) const QKEY: u32 = 0x1111_1111;
@@ -41,52 +41,6 @@ pub(crate) const QKEY: u32 = 0x1111_1111;
 /// for longer than the usual 268 ms (code 16) while nothing is lost, and a
 /// retransmission would add packets the interop capture does not expect.
 pub(crate) const ACK_TIMEOUT: u8 = 20;
-
-/// A send operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub(crate) enum Op {
-    /// SEND.
-    Send = 0,
-    /// SEND with immediate data.
-    SendImm = 1,
-    /// RDMA WRITE.
-    Write = 2,
-    /// RDMA WRITE with immediate data.
-    WriteImm = 3,
-    /// RDMA READ.
-    Read = 4,
-    /// Atomic compare and swap (`compare_add`, `swap`).
-    CmpSwap = 5,
-    /// Atomic fetch and add (`compare_add`).
-    FetchAdd = 6,
-}
-
-/// A send work request (`struct rxe_cpeer_wr`).
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-pub(crate) struct Wr {
-    /// Returned in the completion.
-    pub(crate) wr_id: u64,
-    /// The peer's address (RDMA, atomics).
-    pub(crate) remote_addr: u64,
-    /// Compare (compare and swap) or add (fetch and add) operand.
-    pub(crate) compare_add: u64,
-    /// Swap operand.
-    pub(crate) swap: u64,
-    /// The operation.
-    pub(crate) op: Op,
-    /// Where in the local buffer.
-    pub(crate) offset: u32,
-    /// How many bytes.
-    pub(crate) length: u32,
-    /// Immediate data.
-    pub(crate) imm: u32,
-    /// The peer's rkey (RDMA, atomics).
-    pub(crate) rkey: u32,
-    /// Nonzero: report a successful completion.
-    pub(crate) signaled: u32,
-}
 
 impl Wr {
     /// A signaled `op` of `length` bytes from `offset`, no remote side.
@@ -111,26 +65,6 @@ impl Wr {
         self.rkey = peer.rkey;
         self
     }
-}
-
-/// What completed, in the kernel's numbering (`struct rxe_cpeer_wc`).
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub(crate) struct Completion {
-    /// The work request's identifier.
-    pub(crate) wr_id: u64,
-    /// `enum ib_wc_status`: 0 is success.
-    pub(crate) status: u32,
-    /// `enum ib_wc_opcode`.
-    pub(crate) opcode: u32,
-    /// Bytes received or read.
-    pub(crate) byte_len: u32,
-    /// Immediate data, valid if `with_imm`.
-    pub(crate) imm: u32,
-    /// Nonzero if the message carried immediate data.
-    pub(crate) with_imm: u32,
-    /// The sending QP (UD receives).
-    pub(crate) src_qp: u32,
 }
 
 /// `enum ib_wc_opcode` values the tests look for.
@@ -163,13 +97,6 @@ pub(crate) struct Info {
     pub(crate) qpn: u32,
     /// The GID.
     pub(crate) gid: Gid,
-}
-
-#[repr(C)]
-struct CInfo {
-    addr: u64,
-    rkey: u32,
-    qpn: u32,
 }
 
 /// One endpoint: the verbs the workloads use.
@@ -401,89 +328,18 @@ impl Endpoint for Ours {
     }
 }
 
-/// `struct rxe_cpeer`, owned by the C module.
-#[repr(C)]
-struct CPeer {
-    _opaque: [u8; 0],
-}
-
-extern "C" {
-    fn rxe_cpeer_create(
-        ibdev: *const c_char,
-        gid: *const u8,
-        qp_type: u32,
-        buf_len: u32,
-        depth: u32,
-        out: *mut *mut CPeer,
-        info: *mut CInfo,
-    ) -> i32;
-    fn rxe_cpeer_connect(
-        p: *mut CPeer,
-        remote_qpn: u32,
-        remote_gid: *const u8,
-        sq_psn: u32,
-        rq_psn: u32,
-        mtu: u32,
-    ) -> i32;
-    fn rxe_cpeer_buf(p: *mut CPeer) -> *mut u8;
-    fn rxe_cpeer_post_send(p: *mut CPeer, wr: *const Wr) -> i32;
-    fn rxe_cpeer_post_recv(p: *mut CPeer, wr_id: u64, offset: u32, length: u32) -> i32;
-    fn rxe_cpeer_poll(p: *mut CPeer, recv: u32, wc: *mut Completion, n: u32) -> i32;
-    fn rxe_cpeer_destroy(p: *mut CPeer);
-}
-
-fn errno(ret: i32) -> Result {
-    if ret < 0 {
-        Err(Error::from_errno(ret))
-    } else {
-        Ok(())
-    }
-}
-
 /// An endpoint on the kernel's own verbs (`rxe_cpeer`).
 pub(crate) struct Theirs {
-    p: NonNull<CPeer>,
-    buf: *mut u8,
-    len: usize,
+    c: CPeer,
     info: Info,
 }
-
-// SAFETY: an rxe_cpeer endpoint may be used from any thread (the kernel's
-// verbs are thread safe for post and poll; connect and destroy take
-// `&mut self` or `self`), and its buffer is only copied in and out.
-unsafe impl Send for Theirs {}
 
 impl Theirs {
     /// An endpoint on the kernel's device `name`, whose address is `gid`.
     pub(crate) fn new(name: &CStr, gid: Gid, ud: bool, len: usize, depth: u32) -> Result<Theirs> {
-        let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
-        let mut p = ptr::null_mut();
-        let mut ci = CInfo {
-            addr: 0,
-            rkey: 0,
-            qpn: 0,
-        };
-        // SAFETY: `name` is NUL-terminated, `gid.0` is 16 readable bytes,
-        // and `p` and `ci` are writable for the call; the C side keeps
-        // none of the pointers.
-        errno(unsafe {
-            rxe_cpeer_create(
-                name.as_char_ptr().cast(),
-                gid.0.as_ptr(),
-                ud as u32,
-                len32,
-                depth,
-                &mut p,
-                &mut ci,
-            )
-        })?;
-        let p = NonNull::new(p).ok_or(EINVAL)?;
-        // SAFETY: `p` is a live endpoint (created above).
-        let buf = unsafe { rxe_cpeer_buf(p.as_ptr()) };
+        let (c, ci) = CPeer::create(name, &gid, ud, len, depth)?;
         Ok(Theirs {
-            p,
-            buf,
-            len,
+            c,
             info: Info {
                 addr: ci.addr,
                 rkey: ci.rkey,
@@ -491,20 +347,6 @@ impl Theirs {
                 gid,
             },
         })
-    }
-
-    fn check(&self, offset: usize, len: usize) -> Result {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(()),
-            _ => Err(EINVAL),
-        }
-    }
-}
-
-impl Drop for Theirs {
-    fn drop(&mut self) {
-        // SAFETY: `p` is live and is not used after this.
-        unsafe { rxe_cpeer_destroy(self.p.as_ptr()) };
     }
 }
 
@@ -514,52 +356,28 @@ impl Endpoint for Theirs {
     }
 
     fn connect(&mut self, peer: &Info, sq_psn: u32, rq_psn: u32, mtu: Mtu) -> Result {
-        // SAFETY: `p` is live; the GID is 16 readable bytes, not kept.
-        errno(unsafe {
-            rxe_cpeer_connect(
-                self.p.as_ptr(),
-                peer.qpn,
-                peer.gid.0.as_ptr(),
-                sq_psn,
-                rq_psn,
-                mtu.bytes(),
-            )
-        })
+        self.c
+            .connect(peer.qpn, &peer.gid, sq_psn, rq_psn, mtu.bytes())
     }
 
     fn post_send(&self, wr: &Wr) -> Result {
-        // SAFETY: `p` is live; `wr` is a readable `struct rxe_cpeer_wr`
-        // (same layout), not kept; the C side checks the offsets.
-        errno(unsafe { rxe_cpeer_post_send(self.p.as_ptr(), wr) })
+        self.c.post_send(wr)
     }
 
     fn post_recv(&self, wr_id: u64, offset: u32, length: u32) -> Result {
-        // SAFETY: `p` is live; the C side checks the offsets.
-        errno(unsafe { rxe_cpeer_post_recv(self.p.as_ptr(), wr_id, offset, length) })
+        self.c.post_recv(wr_id, offset, length)
     }
 
     fn poll(&self, recv: bool, out: &mut [Completion]) -> usize {
-        let n = u32::try_from(out.len()).unwrap_or(u32::MAX);
-        // SAFETY: `p` is live; `out` holds `n` writable completions of
-        // the C layout.
-        let got = unsafe { rxe_cpeer_poll(self.p.as_ptr(), recv as u32, out.as_mut_ptr(), n) };
-        got.max(0) as usize
+        self.c.poll(recv, out)
     }
 
     fn write(&self, offset: usize, data: &[u8]) -> Result {
-        self.check(offset, data.len())?;
-        // SAFETY: the range is inside the endpoint's buffer of `len`
-        // bytes (checked), which lives as long as `self`; no Rust
-        // reference into it exists (the device writes it as DMA memory).
-        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
-        Ok(())
+        self.c.write(offset, data)
     }
 
     fn read(&self, offset: usize, out: &mut [u8]) -> Result {
-        self.check(offset, out.len())?;
-        // SAFETY: as in `write`, reading instead.
-        unsafe { ptr::copy_nonoverlapping(self.buf.add(offset), out.as_mut_ptr(), out.len()) };
-        Ok(())
+        self.c.read(offset, out)
     }
 }
 
@@ -571,7 +389,7 @@ pub(crate) fn wait(e: &dyn Endpoint, recv: bool, ms: u32) -> Result<Completion> 
         if e.poll(recv, &mut c) == 1 {
             return Ok(c[0]);
         }
-        rdma::testing::msleep(1);
+        rdma::kshim::testing::msleep(1);
     }
     Err(kernel::error::code::EAGAIN)
 }

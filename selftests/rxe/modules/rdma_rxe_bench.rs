@@ -26,17 +26,22 @@
 //! completion or a stall aborts the run with an error: this is a benchmark,
 //! not a test, but it does not report figures of a broken run.
 
+#![deny(unsafe_code)]
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENOMEM};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::time::Ktime;
 
-use rdma::attr::{Gid, Mtu};
-use rdma::testing;
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, Mtu};
 
 #[allow(dead_code)]
 mod peer;
+// The C test peer's binding: the one module with `unsafe`.
+#[allow(dead_code)]
+mod cpeer_sys;
 use peer::{Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
 
 module! {

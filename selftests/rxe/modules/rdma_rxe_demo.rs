@@ -7,6 +7,8 @@
 //! packets, time, rate, data verified) and fails to load if anything did
 //! not work.
 
+#![forbid(unsafe_code)]
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -14,19 +16,19 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 use kernel::time::{ktime_ms_delta, Ktime};
 
-use rdma::ah::{AhAttr, GlobalRoute};
-use rdma::attr::{Gid, Mtu};
-use rdma::cq::Cq;
 use rdma::device::{self, DeviceRef};
-use rdma::mem::Buffer;
-use rdma::mr::Mr;
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::testing;
-use rdma::verbs::{Access, WcStatus};
-use rdma::wc::Wc;
-use rdma::wr::{SendOp, SendWr};
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::opcodes::{Access, WcStatus};
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{AhAttr, GlobalRoute};
+use rdma::verbs::cq::Cq;
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::{SendOp, SendWr};
 
 module! {
     type: RxeDemo,

@@ -12,13 +12,15 @@
 //! bytes past it untouched), completions on both sides (status, opcode,
 //! length, immediate, source QP).
 
+#![deny(unsafe_code)]
+
 use kernel::c_str;
 use kernel::error::code::EINVAL;
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
 
-use rdma::attr::{Gid, Mtu};
+use rdma::spec::attr::{Gid, Mtu};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -26,6 +28,8 @@ use ktap::{check, Ktap};
 
 #[allow(dead_code)]
 mod peer;
+// The C test peer's binding: the one module with `unsafe`.
+mod cpeer_sys;
 use peer::{wait, wc_op, Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
 
 module! {

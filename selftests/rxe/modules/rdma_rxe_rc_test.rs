@@ -14,6 +14,8 @@
 //! and QPs destroyed with traffic in flight. Send PSNs start just below
 //! the 24-bit wrap so every transfer crosses it.
 
+#![forbid(unsafe_code)]
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -21,20 +23,20 @@ use kernel::str::CStr;
 use kernel::sync::{new_spinlock, Arc, SpinLock};
 use kernel::time::{ktime_ms_delta, Ktime};
 
-use rdma::ah::{AhAttr, GlobalRoute};
-use rdma::attr::{Gid, Mtu};
-use rdma::cq::{Cq, CqCore};
+use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::{self, Device, DeviceRef};
-use rdma::event::{Element, Event, EventHandler, EventKind};
-use rdma::mem::{Buffer, Sge};
-use rdma::mr::{BufSlice, Mr};
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::testing;
-use rdma::verbs::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
-use rdma::wc::Wc;
-use rdma::wr::{RecvWr, SendOp, SendWr};
+use rdma::kshim::mem::{Buffer, Sge};
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{AhAttr, GlobalRoute};
+use rdma::verbs::cq::{Cq, CqCore};
+use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::verbs::pd::{Pd, PdFlags};
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -89,6 +91,8 @@ struct Opts {
     rnr_retry: u8,
     min_rnr_timer: u8,
     wr: u32,
+    /// The PD has a global key (`UNSAFE_GLOBAL_RKEY`).
+    global_rkey: bool,
 }
 
 fn all_remote() -> Access {
@@ -108,6 +112,7 @@ impl Default for Opts {
             // 0.01 ms.
             min_rnr_timer: 1,
             wr: 64,
+            global_rkey: false,
         }
     }
 }
@@ -115,7 +120,12 @@ impl Default for Opts {
 impl End {
     fn new(port: Port<'_>, o: &Opts) -> Result<End> {
         let dev = device::get_by_name(port.name).ok_or(ENODEV)?;
-        let pd = Pd::alloc(dev.arc())?;
+        let flags = if o.global_rkey {
+            PdFlags::UNSAFE_GLOBAL_RKEY
+        } else {
+            PdFlags::NONE
+        };
+        let pd = Pd::alloc_with(dev.arc(), flags)?;
         let cq = Cq::create(dev.arc(), 1024, None)?;
         let qp = Qp::create(
             pd.core(),
@@ -241,7 +251,7 @@ fn poll(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
 
 /// Polls one completion and checks it.
 fn expect(cq: &CqCore, wr_id: u64, status: WcStatus, opcode: Option<WcOpcode>) -> Result<Wc> {
-    let wc = rdma::vec::pop(&mut poll(cq, 1)?).ok_or(EAGAIN)?;
+    let wc = rdma::kshim::vec::pop(&mut poll(cq, 1)?).ok_or(EAGAIN)?;
     if wc.wr_id != wr_id || wc.status != status || opcode.is_some_and(|o| o != wc.opcode) {
         testing::msleep(100);
         let mut rest: [Wc; 8] = Default::default();
@@ -954,16 +964,18 @@ fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
     )?;
     check(!fr.is_valid(), "invalid after SEND with invalidate")?;
     remote_failure(&x, &y, w, 64)?;
-    // A DMA MR: any address, full rights.
-    let (x, y) = pair(a, b, &Opts::default())?;
-    // SAFETY: the only addresses posted with this MR's keys are inside
-    // `y.buf`, which outlives the requests (they are polled below).
-    let dma = unsafe { Mr::get_dma(y.pd.core(), all_remote())? };
+    // The PD's global key: a DMA MR over every buffer.
+    let global = Opts {
+        global_rkey: true,
+        ..Opts::default()
+    };
+    let (x, y) = pair(a, b, &global)?;
+    let rkey = y.pd.unsafe_global_rkey().ok_or(EINVAL)?;
     fill_pattern(&x.buf, 0, 3000, 43)?;
     let sg = [x.sge(0, 3000)?];
     let w = SendOp::Write {
         remote_addr: y.buf.addr(100),
-        rkey: dma.rkey(),
+        rkey,
     };
     x.qp.post_send(&[SendWr::new(4, w, &sg)])
         .map_err(|(_, e)| e)?;

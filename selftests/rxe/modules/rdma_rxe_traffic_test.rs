@@ -10,6 +10,8 @@
 //! `remove` stops the worker and destroys every object, then logs how many
 //! requests had completed, which the script checks.
 
+#![forbid(unsafe_code)]
+
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::c_str;
@@ -19,20 +21,20 @@ use kernel::str::CStr;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
-use rdma::ah::{AhAttr, GlobalRoute};
-use rdma::attr::{Gid, Mtu};
-use rdma::client::{Client, ClientRegistration};
-use rdma::cq::{Cq, CqCore};
+use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::{self, Device, DeviceRef};
-use rdma::mem::Buffer;
-use rdma::mr::Mr;
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpCore, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::testing;
-use rdma::verbs::{Access, WcStatus};
-use rdma::wc::Wc;
-use rdma::wr::{SendOp, SendWr};
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::testing;
+use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::opcodes::{Access, WcStatus};
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{AhAttr, GlobalRoute};
+use rdma::verbs::cq::{Cq, CqCore};
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpCore, QpInitAttr};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::{SendOp, SendWr};
 
 module! {
     type: TrafficTest,

@@ -9,25 +9,27 @@
 //! immediate data, an address handle made from the completion, and what
 //! must not arrive.
 
+#![forbid(unsafe_code)]
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-use rdma::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::attr::Gid;
-use rdma::cq::{Cq, CqCore};
 use rdma::device::{self, Device, DeviceRef};
-use rdma::mem::Buffer;
-use rdma::mr::Mr;
-use rdma::pd::Pd;
-use rdma::qp::{Qp, QpAttr, QpCap, QpInitAttr};
-use rdma::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::testing;
-use rdma::verbs::{Access, WcFlags, WcOpcode, WcStatus};
-use rdma::wc::Wc;
-use rdma::wr::{RecvWr, SendOp, SendWr, UdDest};
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::testing;
+use rdma::spec::attr::Gid;
+use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
+use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::verbs::cq::{Cq, CqCore};
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -316,7 +318,7 @@ fn devices_listed(names: &[&CStr]) -> Result {
         let d: DeviceRef = device::get_by_name(n).ok_or(ENODEV)?;
         let dev: &Device = &d;
         check(
-            dev.query_port(1)?.state == rdma::attr::PortState::Active,
+            dev.query_port(1)?.state == rdma::spec::attr::PortState::Active,
             "port active",
         )?;
     }

@@ -27,9 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use rxe_proto::icrc::crc32_le;
-use rxe_proto::opcode::{Position, Transport};
-use rxe_proto::packet::{build, parse, IpHeader};
+use rxe_wire::icrc::crc32_le;
+use rxe_wire::opcode::{Position, Transport};
+use rxe_wire::packet::{build, parse, IpHeader};
 
 /// The largest payload a RoCE packet carries (4096-byte path MTU).
 const MAX_PAYLOAD: usize = 4096;
@@ -231,7 +231,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The C stack's RC SEND ONLY of rxe/proto/tests/c_capture.rs.
+    /// The C stack's RC SEND ONLY of rxe/wire/tests/c_capture.rs.
     const C_RC_SEND: &str = "4500006ca683400040117f5d0a4f00010a4f0002c13212b7005800000400ffff0000001180edb9bb7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b6989ae30";
 
     /// Rewrites a field of a good packet and fixes its checksums by

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C wrappers of static inline kernel functions (see helpers.h).
+ *
+ * Field reads of struct net_device go through here too: READ_ONCE() where
+ * the kernel updates a field without the reader's lock.
+ */
+#include <linux/bottom_half.h>
+#include <linux/delay.h>
+#include <linux/irq_work.h>
+#include <linux/jiffies.h>
+#include <linux/percpu.h>
+#include <linux/ratelimit.h>
+#include <linux/timer.h>
+#include <linux/netdevice.h>
+#include <linux/preempt.h>
+#include <linux/spinlock.h>
+
+#include "helpers.h"
+
+void rdma_rs_dev_hold(struct net_device *dev)
+{
+	dev_hold(dev);
+}
+
+void rdma_rs_dev_put(struct net_device *dev)
+{
+	dev_put(dev);
+}
+
+int rdma_rs_netdev_ifindex(const struct net_device *dev)
+{
+	return READ_ONCE(dev->ifindex);
+}
+
+unsigned int rdma_rs_netdev_mtu(const struct net_device *dev)
+{
+	return READ_ONCE(dev->mtu);
+}
+
+const char *rdma_rs_netdev_name(const struct net_device *dev)
+{
+	return dev->name;
+}
+
+void rdma_rs_might_sleep(void)
+{
+	might_sleep();
+}
+
+unsigned long rdma_rs_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rdma_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+bool rdma_rs_in_task(void)
+{
+	return in_task();
+}
+
+void rdma_rs_msleep(unsigned int msecs)
+{
+	msleep(msecs);
+}
+
+void rdma_rs_cond_resched(void)
+{
+	cond_resched();
+}
+
+unsigned long rdma_rs_local_irq_save(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	return flags;
+}
+
+void rdma_rs_local_irq_restore(unsigned long flags)
+{
+	local_irq_restore(flags);
+}
+
+void rdma_rs_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rdma_rs_local_bh_enable(void)
+{
+	local_bh_enable();
+}
+
+void rdma_rs_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))
+{
+	init_irq_work(work, func);
+}
+
+/*
+ * Verb call-chain marking: a depth per CPU and per context level, changed
+ * with preemption disabled (see rdma_core/verb.rs).
+ */
+struct rdma_rs_verb_depth {
+	unsigned int level[4];
+};
+
+static DEFINE_PER_CPU(struct rdma_rs_verb_depth, rdma_rs_verb_depth);
+
+static int rdma_rs_ctx_level(void)
+{
+	if (in_nmi())
+		return 3;
+	if (in_hardirq())
+		return 2;
+	if (in_serving_softirq())
+		return 1;
+	return 0;
+}
+
+void rdma_rs_verb_enter(void)
+{
+	preempt_disable();
+	this_cpu_inc(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]);
+}
+
+void rdma_rs_verb_exit(void)
+{
+	this_cpu_dec(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]);
+	preempt_enable();
+}
+
+bool rdma_rs_in_verb(void)
+{
+	bool in;
+
+	preempt_disable();
+	in = this_cpu_read(rdma_rs_verb_depth.level[rdma_rs_ctx_level()]) != 0;
+	preempt_enable();
+	return in;
+}
+
+bool rdma_rs_ratelimit_inline(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, 5 * HZ, 10);
+
+	return __ratelimit(&rs);
+}
+
+void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+int rdma_rs_timer_arm_us(struct timer_list *timer, unsigned int usecs)
+{
+	return mod_timer(timer, jiffies + usecs_to_jiffies(usecs) + 1);
+}
+
+int rdma_rs_timer_shutdown(struct timer_list *timer)
+{
+	return timer_shutdown_sync(timer);
+}
+
+/* The lock of every kshim::global::Global: taken only to swap or clone. */
+static DEFINE_SPINLOCK(rdma_rs_globals);
+
+unsigned long rdma_rs_globals_lock(void)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rdma_rs_globals, flags);
+	return flags;
+}
+
+void rdma_rs_globals_unlock(unsigned long flags)
+{
+	spin_unlock_irqrestore(&rdma_rs_globals, flags);
+}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kobject side of `/sys/class/rdma_rs`: the class, one tree of files
+//! per device, and the page a `show` callback writes.
+//!
+//! The kobject plumbing is C (`sysfs_glue.c`, which lays the tree out as
+//! `/sys/class/infiniband` is); every file's text comes from a
+//! [`SysfsShow`] (the device model's is `rdma::device::sysfs`), called
+//! through [`rdma_rs_sysfs_show`].
+
+use core::ffi::c_void;
+use core::fmt::{self, Write};
+use core::ptr::NonNull;
+
+use kernel::error::{code::EINVAL, from_err_ptr, to_result};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+use crate::kshim::bindings;
+
+pub(crate) use crate::kshim::bindings::rdma_rs_attr_id as attr_id;
+
+/// The size of the buffer sysfs and configfs give a `show` callback.
+const PAGE_SIZE: usize = 4096;
+
+/// Registers the class. Module init only.
+pub(crate) fn init() -> Result {
+    // SAFETY: no preconditions; called once, at module init.
+    to_result(unsafe { bindings::rdma_rs_sysfs_init() })
+}
+
+/// Unregisters the class. Module exit only, after every tree is gone.
+pub(crate) fn exit() {
+    // SAFETY: `init` succeeded (the module loaded) and every tree was
+    // removed (every device is unregistered once every provider module is
+    // gone).
+    unsafe { bindings::rdma_rs_sysfs_exit() }
+}
+
+/// What a tree's files show.
+pub(crate) trait SysfsShow: Send + Sync {
+    /// Writes file `attr` (an [`attr_id`]) of port `port`, entry `index`
+    /// (for table files), into `out`.
+    fn show(&self, attr: u32, port: u32, index: u32, out: &mut Page) -> Result;
+}
+
+/// The numbers of ports and table entries a tree has files for.
+pub(crate) struct Shape {
+    pub(crate) ports: u32,
+    pub(crate) gids: u32,
+    pub(crate) pkeys: u32,
+}
+
+/// One device's tree of files; removed when dropped.
+///
+/// # Invariants
+///
+/// - `raw` came from a successful `rdma_rs_sysfs_add` and is not freed yet.
+/// - The pointer the C side hands back to `show` is that of `source`'s
+///   content, alive as long as the tree (it is freed after `raw`).
+pub(crate) struct Tree {
+    raw: NonNull<bindings::rdma_rs_sysfs>,
+    /// Freed after `raw` (field order is drop order; see `drop`).
+    _source: KBox<Arc<dyn SysfsShow>>,
+}
+
+// SAFETY: the tree is only created and removed through this handle, and the
+// C functions may be called from any thread in process context; `source`
+// is `Send`.
+unsafe impl Send for Tree {}
+
+impl Tree {
+    /// Creates the tree `name` whose files `source` shows. The tree holds a
+    /// reference to `source` until it is dropped.
+    pub(crate) fn add(name: &CStr, source: Arc<dyn SysfsShow>, shape: Shape) -> Result<Tree> {
+        let source = KBox::new(source, GFP_KERNEL)?;
+        let cookie = core::ptr::from_ref::<Arc<dyn SysfsShow>>(&source).cast::<c_void>();
+        // SAFETY: the name is NUL-terminated and copied; `cookie` is only
+        // handed back to `rdma_rs_sysfs_show`, which runs until the tree is
+        // removed in `drop`, before `source` is freed.
+        let raw = from_err_ptr(unsafe {
+            bindings::rdma_rs_sysfs_add(
+                name.as_char_ptr(),
+                cookie,
+                shape.ports,
+                shape.gids,
+                shape.pkeys,
+            )
+        })?;
+        // INVARIANT: not an error pointer, hence a valid tree showing
+        // `source`.
+        let raw = NonNull::new(raw).ok_or(EINVAL)?;
+        Ok(Tree {
+            raw,
+            _source: source,
+        })
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the tree is live; this is its only
+        // removal. It waits for `show` calls in progress, so `_source` is no
+        // longer used when it is freed after this.
+        unsafe { bindings::rdma_rs_sysfs_del(self.raw.as_ptr()) }
+    }
+}
+
+/// Writes into the page sysfs or configfs gave a `show` callback.
+///
+/// # Invariants
+///
+/// `buf` is valid for writes of `PAGE_SIZE` bytes while the `Page` lives,
+/// and `len < PAGE_SIZE`.
+pub struct Page {
+    buf: *mut u8,
+    len: usize,
+}
+
+impl Page {
+    /// Wraps a page buffer.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for writes of PAGE_SIZE bytes while the `Page`
+    /// lives.
+    pub(crate) unsafe fn new(buf: *mut u8) -> Page {
+        // INVARIANT: the caller's guarantee; nothing written yet.
+        Page { buf, len: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Write for Page {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len();
+        if self.len + n >= PAGE_SIZE {
+            return Err(fmt::Error);
+        }
+        // SAFETY: `buf` is valid for PAGE_SIZE bytes (type invariant) and
+        // the bounds were checked above.
+        unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), self.buf.add(self.len), n) };
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// The `show` of every file of every tree, called by `sysfs_glue.c`.
+///
+/// # Safety
+///
+/// `cookie` must be the pointer a [`Tree`] gave `rdma_rs_sysfs_add`, for a
+/// tree that is not removed yet, and `buf` a PAGE_SIZE buffer.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_sysfs_show(
+    cookie: *const c_void,
+    attr: u32,
+    port: u32,
+    index: u32,
+    buf: *mut u8,
+) -> isize {
+    // SAFETY: per the function's contract `cookie` points at the live
+    // `source` of a tree (type invariant of `Tree`).
+    let source = unsafe { &*cookie.cast::<Arc<dyn SysfsShow>>() };
+    // SAFETY: `buf` is a PAGE_SIZE buffer (the function's contract).
+    let mut out = unsafe { Page::new(buf) };
+    match source.show(attr, port, index, &mut out) {
+        Ok(()) => out.len as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}

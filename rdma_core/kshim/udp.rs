@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! UDP tunnel sockets and raw IPv4 transmit, for RoCE v2 providers.
+//!
+//! [`UdpSocket::open_v4`] binds a UDP port in the network namespace of a
+//! netdev and hands every datagram, as an owned [`SkBuff`], to a
+//! [`UdpHandler`] in softirq context ([`UdpSocket::open_v6`] for IPv6).
+//! [`ip4_xmit`] and [`ip6_xmit`] send a complete packet (headers included:
+//! a RoCE v2 ICRC covers them) out of a netdev.
+//! The plumbing is C (`udp_glue.c`); the 6.12 kernel crate has no
+//! networking.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use kernel::error::code::ENOMEM;
+use kernel::error::{from_err_ptr, to_result};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::kshim::bindings;
+use crate::kshim::net::NetDevice;
+
+/// A received datagram; freed when dropped (any context).
+pub struct SkBuff(NonNull<bindings::sk_buff>);
+
+// SAFETY: an skb is owned by one holder at a time and may be freed from
+// any context.
+unsafe impl Send for SkBuff {}
+
+impl SkBuff {
+    /// The packet from its IP header to its end (linear: the socket
+    /// linearised it).
+    pub fn l3(&self) -> &[u8] {
+        let mut len = 0u32;
+        // SAFETY: the skb is owned and linear; the helper returns its
+        // network header and the length to the tail.
+        let p = unsafe { bindings::rdma_rs_skb_l3(self.0.as_ptr(), &mut len) };
+        // SAFETY: `p` points at `len` bytes of the skb's linear data, which
+        // live as long as `self` and are not written meanwhile.
+        unsafe { core::slice::from_raw_parts(p, len as usize) }
+    }
+
+    /// The interface index it arrived on.
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: the skb is owned.
+        unsafe { bindings::rdma_rs_skb_ifindex(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: the skb is owned by this handle, freed once.
+        unsafe { bindings::rdma_rs_skb_free(self.0.as_ptr()) }
+    }
+}
+
+/// Receives the datagrams of a [`UdpSocket`].
+pub trait UdpHandler: Send + Sync {
+    /// One datagram, in softirq context: must not sleep.
+    fn recv(&self, skb: SkBuff);
+}
+
+/// A UDP tunnel socket; closed when dropped (process context).
+pub struct UdpSocket {
+    sock: NonNull<bindings::socket>,
+    /// The context the C side hands back; freed after the socket is closed.
+    handler: *mut Arc<dyn UdpHandler>,
+}
+
+// SAFETY: the socket is only closed through this handle, from any thread.
+unsafe impl Send for UdpSocket {}
+// SAFETY: `&UdpSocket` gives no access to anything.
+unsafe impl Sync for UdpSocket {}
+
+impl UdpSocket {
+    /// Binds IPv4 UDP `port` in the namespace of `dev`. Process context.
+    pub fn open_v4(dev: &NetDevice, port: u16, handler: Arc<dyn UdpHandler>) -> Result<UdpSocket> {
+        Self::open(dev, port, handler, false)
+    }
+
+    /// Binds IPv6 UDP `port` (IPv6 only, zero checksums accepted) in the
+    /// namespace of `dev`. Process context.
+    pub fn open_v6(dev: &NetDevice, port: u16, handler: Arc<dyn UdpHandler>) -> Result<UdpSocket> {
+        Self::open(dev, port, handler, true)
+    }
+
+    fn open(
+        dev: &NetDevice,
+        port: u16,
+        handler: Arc<dyn UdpHandler>,
+        v6: bool,
+    ) -> Result<UdpSocket> {
+        crate::kshim::verb::might_sleep();
+        let ctx = KBox::into_raw(KBox::new(handler, GFP_KERNEL)?);
+        // SAFETY: `dev` is live; `ctx` stays valid until `drop` frees it,
+        // after the socket is closed and the last receive has returned.
+        let sock = from_err_ptr(unsafe {
+            bindings::rdma_rs_udp_open(dev.as_raw(), port, ctx.cast::<c_void>(), v6)
+        });
+        match sock.and_then(|p| NonNull::new(p).ok_or(kernel::error::code::EINVAL)) {
+            Ok(sock) => Ok(UdpSocket { sock, handler: ctx }),
+            Err(e) => {
+                // SAFETY: `ctx` came from `into_raw` above and the C side
+                // did not keep it.
+                drop(unsafe { KBox::from_raw(ctx) });
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        // SAFETY: the socket is open and closed only here; the helper waits
+        // for receives in progress.
+        unsafe { bindings::rdma_rs_udp_close(self.sock.as_ptr()) };
+        // SAFETY: no receive can run any more; the box came from `into_raw`.
+        drop(unsafe { KBox::from_raw(self.handler) });
+    }
+}
+
+/// The C side's receive entry point.
+///
+/// # Safety
+///
+/// `ctx` must be the context of an open [`UdpSocket`], `skb` an skb whose
+/// ownership passes to this function.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_udp_recv(ctx: *mut c_void, skb: *mut bindings::sk_buff) {
+    let Some(skb) = NonNull::new(skb) else {
+        return;
+    };
+    // SAFETY: per the contract.
+    let handler = unsafe { &*ctx.cast::<Arc<dyn UdpHandler>>() };
+    handler.recv(SkBuff(skb));
+}
+
+/// The route of a sender with one destination (a connected QP): the
+/// first packet looks it up, the next ones reuse it until the kernel
+/// invalidates it (a route or neighbour change) or [`RouteCache::reset`]
+/// says the destination changed (`struct dst_cache`, per CPU).
+pub struct RouteCache(NonNull<bindings::dst_cache>);
+
+// SAFETY: the cache is per CPU and the glue uses it with softirqs off, so
+// concurrent senders on several CPUs each use their own slot; reset and
+// free are allowed from any task.
+unsafe impl Send for RouteCache {}
+// SAFETY: as above.
+unsafe impl Sync for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache. Process context.
+    pub fn new() -> Result<RouteCache> {
+        // SAFETY: no preconditions; NULL on failure.
+        let p = unsafe { bindings::rdma_rs_route_cache_new() };
+        NonNull::new(p).map(RouteCache).ok_or(ENOMEM)
+    }
+
+    /// Forgets the route: the destination or source changed.
+    pub fn reset(&self) {
+        // SAFETY: the cache is live (owned by `self`).
+        unsafe { bindings::rdma_rs_route_cache_reset(self.0.as_ptr()) }
+    }
+
+    fn raw(cache: Option<&RouteCache>) -> *mut bindings::dst_cache {
+        cache.map_or(core::ptr::null_mut(), |c| c.0.as_ptr())
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        // SAFETY: the cache is live and not used after this; it drops
+        // the routes it holds.
+        unsafe { bindings::rdma_rs_route_cache_free(self.0.as_ptr()) }
+    }
+}
+
+/// Sends a complete IPv4 packet (`pkt` starts with the IP header) out of
+/// `dev`, routed in its namespace (through `cache` if given: then every
+/// packet sent through it must go to the same destination). Any context
+/// where softirqs may be enabled.
+pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
+    // SAFETY: `dev` is live; `pkt` is valid for its length and copied; the
+    // cache is live or NULL.
+    to_result(unsafe {
+        bindings::rdma_rs_ip4_xmit(
+            dev.as_raw(),
+            RouteCache::raw(cache),
+            pkt.as_ptr(),
+            pkt.len() as u32,
+        )
+    })
+}
+
+/// Sends a complete IPv6 packet (`pkt` starts with the IPv6 header) out of
+/// `dev`, as [`ip4_xmit`] does.
+pub fn ip6_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
+    // SAFETY: as in `ip4_xmit`.
+    to_result(unsafe {
+        bindings::rdma_rs_ip6_xmit(
+            dev.as_raw(),
+            RouteCache::raw(cache),
+            pkt.as_ptr(),
+            pkt.len() as u32,
+        )
+    })
+}
+
+/// The kernel's CRC32 (`crc32_le`, accelerated where the CPU can).
+pub fn crc32_le(crc: u32, data: &[u8]) -> u32 {
+    // SAFETY: `data` is valid for its length.
+    unsafe { bindings::rdma_rs_crc32_le(crc, data.as_ptr(), data.len()) }
+}

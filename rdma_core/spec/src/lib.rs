@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel-independent part of the RDMA core: what the specification
+//! (IBTA, and the C verbs ABI) fixes, as plain types and state machines.
+//!
+//! Everything in this crate is pure Rust over `core` only: no allocation, no
+//! `kernel` crate, no I/O. Each module is a single self-contained file (siblings
+//! refer to each other as `super::`) so that the kernel crate compiles it
+//! unchanged as `rdma::spec`, while the host unit-tests it with
+//! `cargo test -p rdma-spec`.
+//!
+//! - [`qp_state`]: the IBTA queue pair state machine and the attributes each
+//!   `modify_qp` transition requires or accepts.
+//! - [`opcodes`]: work request and completion opcodes, statuses and flags.
+//! - [`attr`]: device and port attribute types (node type, link layer,
+//!   port state, speeds and widths).
+//!
+//! Room beside them for the MAD and CM codecs and state machines.
+
+#![no_std]
+
+pub mod attr;
+pub mod opcodes;
+pub mod qp_state;

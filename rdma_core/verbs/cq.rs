@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues and the completion machinery (`ib_create_cq`,
+//! `ib_alloc_cq`, `ib_poll_cq`, `ib_req_notify_cq`, `ib_peek_cq`,
+//! `ib_resize_cq`, `rdma_set_cq_moderation`, `ib_process_cq_direct`).
+//!
+//! The ring of completions lives in the core: providers [`CqCore::push`]
+//! completions, consumers [`CqCore::poll`] them. Who runs the consumer's code
+//! is decided here, not by the provider:
+//!
+//! - a CQ made with [`Cq::create`] has a raw [`CompHandler`], called when
+//!   the CQ is armed ([`CqCore::req_notify`]) and a matching completion
+//!   arrives; the consumer polls and re-arms itself;
+//! - a CQ made with [`Cq::alloc`] is polled by the core in its [`PollCtx`]
+//!   (softirq through `irq_poll`, a high-priority or an unbound workqueue),
+//!   `BUDGET` completions at a time, each handed to the
+//!   [`CqeDone`](crate::verbs::wc::CqeDone) its work request named; the core
+//!   re-arms with report-missed-events and polls again when it must.
+//!   [`PollCtx::Direct`] CQs are polled by their owner with
+//!   [`CqCore::process_direct`].
+//!
+//! At most one handler of a CQ runs at a time, whatever the provider does:
+//! a `running` flag under the CQ's dispatch lock is claimed before a handler
+//! starts; a notification that arrives meanwhile sets `pending`, and the
+//! running handler goes round again. A provider that pushes from within the
+//! call chain of a verb (its `post_send`, say) would call the consumer back
+//! inside the consumer's own call: the core sees it (`crate::kshim::verb`), counts
+//! and reports it, and defers the handler to a workqueue.
+//!
+//! Moderation ([`CqCore::modify`]): with a count, the handler is held back
+//! until that many completions are waiting or the period (a timer) runs out.
+
+pub mod pool;
+
+use core::ops::Deref;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::error::code::{EINVAL, ENODEV, ENOSPC};
+use kernel::prelude::*;
+use kernel::sync::{new_condvar, Arc, CondVar};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+use crate::device::event::{Element, Event, EventKind};
+use crate::device::Device;
+use crate::kshim::irq_poll::{IrqPoll, IrqPollItem};
+use crate::kshim::sync::SpinLockIrq;
+use crate::kshim::timer::{Timer, TimerItem};
+use crate::spec::opcodes::{NotifyFlags, WcStatus};
+use crate::verbs::restrack::UseCount;
+use crate::verbs::wc::Wc;
+
+/// Completions the core handles per round before it yields the CPU.
+pub const BUDGET: usize = 64;
+
+/// Completions polled at once by the core (kept on the stack).
+const BATCH: usize = 8;
+
+/// Where the core runs the completion handling of a CQ (`enum
+/// ib_poll_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollCtx {
+    /// No handler: the owner polls with [`CqCore::process_direct`].
+    Direct,
+    /// Softirq context (`irq_poll`): the callbacks must not sleep.
+    Softirq,
+    /// The high-priority system workqueue: the callbacks may sleep.
+    Workqueue,
+    /// The unbound system workqueue: the callbacks may sleep.
+    UnboundWorkqueue,
+}
+
+/// A raw completion handler (`comp_handler` of `ib_create_cq`).
+pub trait CompHandler: Send + Sync {
+    /// The CQ has a completion of the kind it was armed for. Called in the
+    /// provider's completion context (work or softirq), or from a
+    /// workqueue; never two at once for one CQ. Must not sleep.
+    fn completion(&self, cq: &CqCore);
+}
+
+/// Armed state of a CQ.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    No,
+    Solicited,
+    Next,
+}
+
+struct Ring {
+    wcs: KVec<Wc>,
+    head: usize,
+    count: usize,
+    /// The number of entries the owner asked for.
+    cqe: usize,
+    armed: Armed,
+    /// Moderation: how many completions to collect before notifying.
+    mod_count: u16,
+    /// Moderation period in microseconds.
+    mod_period: u16,
+    /// An armed notification is held back by moderation.
+    held: bool,
+}
+
+struct DispatchState {
+    running: bool,
+    pending: bool,
+    dead: bool,
+}
+
+/// The core's completion queue.
+#[pin_data]
+pub struct CqCore {
+    dev: Arc<Device>,
+    num: u32,
+    ctx: Option<PollCtx>,
+    handler: Option<Arc<dyn CompHandler>>,
+    #[pin]
+    ring: SpinLockIrq<Ring>,
+    #[pin]
+    disp: SpinLockIrq<DispatchState>,
+    #[pin]
+    idle: CondVar,
+    #[pin]
+    work: Work<CqCore>,
+    /// Runs the handler of a [`PollCtx::Softirq`] CQ.
+    #[pin]
+    iop: IrqPoll<CqCore>,
+    /// Ends a moderation period ([`CqCore::modify`]).
+    #[pin]
+    timer: Timer<CqCore>,
+    pub(crate) uses: UseCount,
+    released: AtomicBool,
+    inline_signals: AtomicU64,
+    overflows: AtomicU64,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for CqCore { self.work }
+}
+
+impl WorkItem for CqCore {
+    type Pointer = Arc<CqCore>;
+
+    fn run(this: Arc<CqCore>) {
+        if this.ctx.is_some() {
+            this.run_pool_work();
+        } else {
+            this.run_raw();
+        }
+    }
+}
+
+impl IrqPollItem for CqCore {
+    fn poll(this: &Arc<Self>, budget: usize) -> usize {
+        if this.disp.lock().dead {
+            return 0;
+        }
+        this.poll_dispatch(budget)
+    }
+
+    fn completed(this: &Arc<Self>) {
+        let again = !this.disp.lock().dead && this.rearm();
+        if this.round_done(again) {
+            this.iop.sched(this);
+        }
+    }
+}
+
+/// The moderation timer: notify for what was held back.
+impl TimerItem for CqCore {
+    fn timer(&self) -> &Timer<Self> {
+        &self.timer
+    }
+
+    fn fired(this: Arc<Self>) {
+        let fire = {
+            let mut r = this.ring.lock();
+            let fire = r.held && r.count > 0;
+            if fire {
+                r.held = false;
+                r.armed = Armed::No;
+            }
+            fire
+        };
+        if fire {
+            this.trigger(false);
+        }
+    }
+}
+
+impl CqCore {
+    /// The CQ's number on its device.
+    pub fn num(&self) -> u32 {
+        self.num
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The poll context, `None` for a CQ with a raw handler.
+    pub fn poll_ctx(&self) -> Option<PollCtx> {
+        self.ctx
+    }
+
+    /// The number of entries the CQ holds.
+    pub fn capacity(&self) -> usize {
+        self.ring.lock().cqe
+    }
+
+    /// Times a provider signalled from within a verb's call chain.
+    pub fn inline_signals(&self) -> u64 {
+        self.inline_signals.load(Ordering::Relaxed)
+    }
+
+    /// Times a completion found the CQ full.
+    pub fn overflows(&self) -> u64 {
+        self.overflows.load(Ordering::Relaxed)
+    }
+
+    /// Moves up to `out.len()` completions into `out` (`ib_poll_cq`) and
+    /// returns how many. Any context; never sleeps.
+    pub fn poll(&self, out: &mut [Wc]) -> usize {
+        let _verb = crate::kshim::verb::Verb::enter();
+        let mut r = self.ring.lock();
+        let n = core::cmp::min(out.len(), r.count);
+        let cap = r.wcs.len();
+        for slot in out.iter_mut().take(n) {
+            let head = r.head;
+            *slot = core::mem::take(&mut r.wcs[head]);
+            r.head = (head + 1) % cap;
+        }
+        r.count -= n;
+        n
+    }
+
+    /// How many completions are waiting, up to `n` (`ib_peek_cq`). Any
+    /// context.
+    pub fn peek(&self, n: usize) -> usize {
+        core::cmp::min(n, self.ring.lock().count)
+    }
+
+    /// Arms the CQ (`ib_req_notify_cq`): `NEXT_COMP` for any completion,
+    /// `SOLICITED` for a solicited or failed one (exactly one of the two).
+    /// With `REPORT_MISSED_EVENTS`, returns true when completions are
+    /// already waiting (the caller must poll again). Any context.
+    pub fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
+        let _verb = crate::kshim::verb::Verb::enter();
+        let which = flags.0 & (NotifyFlags::SOLICITED.0 | NotifyFlags::NEXT_COMP.0);
+        let armed = if flags.has_unknown() {
+            return Err(EINVAL);
+        } else if which == NotifyFlags::NEXT_COMP.0 {
+            Armed::Next
+        } else if which == NotifyFlags::SOLICITED.0 {
+            Armed::Solicited
+        } else {
+            return Err(EINVAL);
+        };
+        if self.ctx == Some(PollCtx::Direct) {
+            return Err(EINVAL);
+        }
+        let mut r = self.ring.lock();
+        // A solicited arm does not weaken an armed "next".
+        if !(r.armed == Armed::Next && armed == Armed::Solicited) {
+            r.armed = armed;
+        }
+        Ok(flags.contains(NotifyFlags::REPORT_MISSED_EVENTS) && r.count > 0)
+    }
+
+    /// Adds a completion (for providers). `solicited` is the solicited
+    /// event bit of the message that completed (receives). Any context.
+    ///
+    /// A full CQ drops the completion, raises a `CqErr` event and returns
+    /// `ENOSPC`: the provider must then move the QP to the error state.
+    pub fn push(self: &Arc<Self>, wc: Wc, solicited: bool) -> Result {
+        self.push_inner(wc, solicited, false)
+    }
+
+    /// A completion the core itself generates (flushes), from inside a verb:
+    /// the handler is deferred, and that is not a provider's fault.
+    pub(crate) fn push_from_core(self: &Arc<Self>, wc: Wc) -> Result {
+        self.push_inner(wc, false, true)
+    }
+
+    fn push_inner(self: &Arc<Self>, wc: Wc, solicited: bool, from_core: bool) -> Result {
+        let failed = wc.status != WcStatus::Success;
+        let (notify, arm_timer) = {
+            let mut r = self.ring.lock();
+            if r.count >= r.cqe {
+                drop(r);
+                self.overflows.fetch_add(1, Ordering::Relaxed);
+                self.dev.dispatch_event(Event {
+                    kind: EventKind::CqErr,
+                    element: Element::Cq(self.num),
+                });
+                return Err(ENOSPC);
+            }
+            let cap = r.wcs.len();
+            let tail = (r.head + r.count) % cap;
+            r.wcs[tail] = wc;
+            r.count += 1;
+            let hit = match r.armed {
+                Armed::Next => true,
+                Armed::Solicited => solicited || failed,
+                Armed::No => false,
+            };
+            if !hit {
+                (false, false)
+            } else if r.mod_count > 1 && r.count < usize::from(r.mod_count) {
+                // Held back by moderation until the count or the period.
+                let first = !r.held;
+                r.held = true;
+                (false, first && r.mod_period > 0)
+            } else {
+                r.armed = Armed::No;
+                r.held = false;
+                (true, false)
+            }
+        };
+        if arm_timer {
+            let period = u32::from(self.ring.lock().mod_period);
+            Timer::arm_us(self, period);
+        }
+        if notify {
+            let in_verb = crate::kshim::verb::in_verb();
+            if in_verb && !from_core {
+                self.inline_signals.fetch_add(1, Ordering::Relaxed);
+                crate::kshim::verb::report_inline(self.dev.name(), self.num);
+            }
+            self.trigger(in_verb);
+        }
+        Ok(())
+    }
+
+    /// Starts the handler unless one runs; `defer` forces a raw handler to
+    /// a workqueue.
+    fn trigger(self: &Arc<Self>, defer: bool) {
+        {
+            let mut d = self.disp.lock();
+            if d.dead {
+                return;
+            }
+            if d.running {
+                d.pending = true;
+                return;
+            }
+            d.running = true;
+            d.pending = false;
+        }
+        match self.ctx {
+            Some(PollCtx::Softirq) => {
+                self.iop.sched(self);
+            }
+            Some(PollCtx::Workqueue) => self.queue(workqueue::system_highpri()),
+            Some(PollCtx::UnboundWorkqueue) => self.queue(workqueue::system_unbound()),
+            Some(PollCtx::Direct) => self.set_idle(),
+            None if self.handler.is_none() => self.set_idle(),
+            None if defer => self.queue(workqueue::system_highpri()),
+            None => self.run_raw(),
+        }
+    }
+
+    fn queue(self: &Arc<Self>, wq: &workqueue::Queue) {
+        if wq.enqueue(self.clone()).is_err() {
+            // Already queued: that run will see `pending`.
+            self.disp.lock().pending = true;
+        }
+    }
+
+    fn set_idle(&self) {
+        let mut d = self.disp.lock();
+        d.running = false;
+        d.pending = false;
+        self.idle.notify_all();
+    }
+
+    /// Ends a round: true if the handler must run again (and stays
+    /// claimed), false if the CQ is idle now.
+    fn round_done(&self, again: bool) -> bool {
+        let mut d = self.disp.lock();
+        if !d.dead && (again || d.pending) {
+            d.pending = false;
+            return true;
+        }
+        d.running = false;
+        d.pending = false;
+        self.idle.notify_all();
+        false
+    }
+
+    fn run_raw(&self) {
+        let Some(handler) = &self.handler else {
+            self.set_idle();
+            return;
+        };
+        loop {
+            if self.disp.lock().dead {
+                self.set_idle();
+                return;
+            }
+            handler.completion(self);
+            if !self.round_done(false) {
+                return;
+            }
+        }
+    }
+
+    /// Polls up to `budget` completions and hands each to its work
+    /// request's `done`; returns how many.
+    fn poll_dispatch(&self, budget: usize) -> usize {
+        let mut batch: [Wc; BATCH] = Default::default();
+        let mut total = 0;
+        while total < budget {
+            let want = core::cmp::min(BATCH, budget - total);
+            let n = self.poll(&mut batch[..want]);
+            for wc in batch.iter_mut().take(n) {
+                let wc = core::mem::take(wc);
+                if let Some(cqe) = &wc.cqe {
+                    cqe.done(self, &wc);
+                }
+            }
+            total += n;
+            if n < want {
+                break;
+            }
+        }
+        total
+    }
+
+    /// Re-arms for the next completion; true if some are already waiting.
+    fn rearm(&self) -> bool {
+        self.req_notify(NotifyFlags::NEXT_COMP | NotifyFlags::REPORT_MISSED_EVENTS)
+            .unwrap_or(false)
+    }
+
+    fn run_pool_work(self: Arc<Self>) {
+        if self.disp.lock().dead {
+            self.set_idle();
+            return;
+        }
+        let n = self.poll_dispatch(BUDGET);
+        let again = n >= BUDGET || self.rearm();
+        if self.round_done(again) {
+            let wq = if self.ctx == Some(PollCtx::UnboundWorkqueue) {
+                workqueue::system_unbound()
+            } else {
+                workqueue::system_highpri()
+            };
+            // Not queued (this run dequeued it), so this succeeds; if it
+            // did not, the queued run does the work.
+            let _ = wq.enqueue(self);
+        }
+    }
+
+    /// Polls and dispatches up to `budget` completions in the caller's
+    /// context (`ib_process_cq_direct`); only for [`PollCtx::Direct`] CQs
+    /// (`EINVAL` otherwise). Returns how many were handled.
+    pub fn process_direct(&self, budget: usize) -> Result<usize> {
+        if self.ctx != Some(PollCtx::Direct) {
+            return Err(EINVAL);
+        }
+        Ok(self.poll_dispatch(budget))
+    }
+
+    /// Changes the number of entries (`ib_resize_cq`): `EINVAL` below the
+    /// completions waiting now, for 0 or above the device's limit. May
+    /// sleep.
+    pub fn resize(&self, cqe: u32) -> Result {
+        crate::kshim::verb::might_sleep();
+        if self.released.load(Ordering::Acquire) {
+            return Err(ENODEV);
+        }
+        let max = self.dev.attr().max_cqe;
+        if cqe == 0 || cqe > max {
+            return Err(EINVAL);
+        }
+        let mut fresh = new_ring_storage(cqe as usize)?;
+        let old = {
+            let mut r = self.ring.lock();
+            if (cqe as usize) < r.count {
+                return Err(EINVAL);
+            }
+            let cap = r.wcs.len();
+            for i in 0..r.count {
+                let from = (r.head + i) % cap;
+                fresh[i] = core::mem::take(&mut r.wcs[from]);
+            }
+            r.head = 0;
+            r.cqe = cqe as usize;
+            core::mem::replace(&mut r.wcs, fresh)
+        };
+        drop(old);
+        Ok(())
+    }
+
+    /// Sets interrupt moderation (`rdma_set_cq_moderation`): notify once
+    /// `count` completions are waiting or `period_us` microseconds after the
+    /// first one, whichever comes first. `count` 0 or 1 turns it off.
+    pub fn modify(&self, count: u16, period_us: u16) -> Result {
+        if self.released.load(Ordering::Acquire) {
+            return Err(ENODEV);
+        }
+        let mut r = self.ring.lock();
+        r.mod_count = count;
+        r.mod_period = period_us;
+        Ok(())
+    }
+
+    /// Stops handler dispatch for good and waits for a running handler.
+    /// Process context.
+    fn stop_dispatch(&self) {
+        crate::kshim::verb::might_sleep();
+        let mut d = self.disp.lock();
+        d.dead = true;
+        while d.running {
+            self.idle.wait(&mut d);
+        }
+        drop(d);
+        // `dead` is set, so nothing arms or schedules them again; both
+        // wait for a running callback.
+        self.timer.shutdown();
+        if self.ctx == Some(PollCtx::Softirq) {
+            self.iop.disable();
+        }
+    }
+
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.stop_dispatch();
+            self.dev.res.cq.release(self.num);
+        }
+    }
+
+    pub(crate) fn teardown(&self) {
+        self.uses.force_kill();
+        self.release();
+    }
+
+    /// Takes a use for a QP or SRQ.
+    pub(crate) fn get_use(&self) -> Result {
+        self.uses.get()
+    }
+
+    /// Gives a use back; may finish an orphaned CQ's destruction, so only in
+    /// process context.
+    pub(crate) fn put_use(&self) {
+        if self.uses.put() {
+            self.release();
+        }
+    }
+}
+
+fn new_ring_storage(cqe: usize) -> Result<KVec<Wc>> {
+    let mut v = KVec::with_capacity(cqe, GFP_KERNEL)?;
+    for _ in 0..cqe {
+        v.push(Wc::default(), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// A completion queue, owned by a ULP.
+pub struct Cq {
+    core: Arc<CqCore>,
+}
+
+impl Cq {
+    fn new_core(
+        dev: &Arc<Device>,
+        cqe: u32,
+        ctx: Option<PollCtx>,
+        handler: Option<Arc<dyn CompHandler>>,
+    ) -> Result<Cq> {
+        crate::kshim::verb::might_sleep();
+        let _usage = dev.try_get().ok_or(ENODEV)?;
+        if cqe == 0 || cqe > dev.attr().max_cqe {
+            return Err(EINVAL);
+        }
+        let wcs = new_ring_storage(cqe as usize)?;
+        let num = dev.res.cq.reserve()?;
+        let ring = Ring {
+            wcs,
+            head: 0,
+            count: 0,
+            cqe: cqe as usize,
+            armed: Armed::No,
+            mod_count: 0,
+            mod_period: 0,
+            held: false,
+        };
+        let core = Arc::pin_init(
+            pin_init!(CqCore {
+                dev: dev.clone(),
+                num,
+                ctx,
+                handler,
+                ring <- crate::new_spinlock_irq!(ring, "CqCore::ring"),
+                disp <- crate::new_spinlock_irq!(
+                    DispatchState { running: false, pending: false, dead: false },
+                    "CqCore::disp"
+                ),
+                idle <- new_condvar!("CqCore::idle"),
+                work <- new_work!("CqCore::work"),
+                iop <- IrqPoll::new(BUDGET as u32),
+                timer <- Timer::new(),
+                uses: UseCount::new(),
+                released: AtomicBool::new(false),
+                inline_signals: AtomicU64::new(0),
+                overflows: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        );
+        let core = match core {
+            Ok(c) => c,
+            Err(e) => {
+                dev.res.cq.release(num);
+                return Err(e);
+            }
+        };
+        dev.res.cq.publish(num, core.clone());
+        if ctx.is_some() && ctx != Some(PollCtx::Direct) {
+            core.rearm();
+        }
+        Ok(Cq { core })
+    }
+
+    /// Creates a CQ of `cqe` entries with a raw completion handler
+    /// (`ib_create_cq`). May sleep.
+    pub fn create(
+        dev: &Arc<Device>,
+        cqe: u32,
+        handler: Option<Arc<dyn CompHandler>>,
+    ) -> Result<Cq> {
+        Cq::new_core(dev, cqe, None, handler)
+    }
+
+    /// Creates a CQ the core polls in `ctx` (`ib_alloc_cq`): completions go
+    /// to their work requests' [`CqeDone`](crate::verbs::wc::CqeDone). May sleep.
+    pub fn alloc(dev: &Arc<Device>, cqe: u32, ctx: PollCtx) -> Result<Cq> {
+        Cq::new_core(dev, cqe, Some(ctx), None)
+    }
+
+    /// Destroys the CQ (`ib_destroy_cq`): `EBUSY`, with the handle back,
+    /// while QPs or SRQs use it. Waits for a running handler. May sleep.
+    pub fn destroy(self) -> core::result::Result<(), (Cq, Error)> {
+        crate::kshim::verb::might_sleep();
+        match self.core.uses.kill() {
+            Ok(()) => {
+                self.core.release();
+                Ok(())
+            }
+            Err(e) => Err((self, e)),
+        }
+    }
+
+    /// The shared core object.
+    pub fn core(&self) -> &Arc<CqCore> {
+        &self.core
+    }
+}
+
+impl Deref for Cq {
+    type Target = CqCore;
+
+    fn deref(&self) -> &CqCore {
+        &self.core
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        if self.core.uses.orphan() {
+            self.core.release();
+        }
+    }
+}

@@ -1,0 +1,714 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions (`ib_get_dma_mr`, `ib_alloc_mr`, `ib_map_mr_sg`,
+//! `ib_dereg_mr`) and the checked memory access providers use.
+//!
+//! Three kinds:
+//!
+//! - a *buffer* MR covers a range of a [`Buffer`] and keeps it alive;
+//! - a *fast-registration* MR ([`Mr::alloc_fast_reg`]) gets its pages from
+//!   [`MrCore::map_mr_sg`] and becomes valid when a `REG_MR` work request
+//!   executes (with a new key byte and access rights); `LOCAL_INV` or a
+//!   SEND with invalidate make it invalid again;
+//! - a *DMA* MR covers every live [`Buffer`], whatever its owner: the
+//!   global key of a PD allocated with `UNSAFE_GLOBAL_RKEY`
+//!   ([`crate::verbs::pd::PdFlags`]), as in the C core; an address that no
+//!   live buffer holds is refused (`Bounds`), so the key cannot reach other
+//!   kernel memory.
+//!
+//! Keys are `index << 8 | key`: the index is the MR's slot in its device's
+//! table, the low byte changes on every fast registration so a stale key is
+//! refused. lkey and rkey are the same number, as in rxe.
+//!
+//! A provider never touches memory on its own: [`MrCore::copy_in`],
+//! [`MrCore::copy_out`] and the SGE helpers [`gather`] and [`scatter`] check
+//! the key, the PD, the range and the access rights first, and report a
+//! refusal as an [`AccessError`] the provider turns into a completion
+//! status.
+
+use core::ops::Deref;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use kernel::error::code::{EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::device::Device;
+use crate::kshim::errno::eopnotsupp;
+use crate::kshim::mem::{self, Buffer, Sge};
+use crate::kshim::sync::SpinLockIrq;
+use crate::spec::opcodes::Access;
+use crate::verbs::pd::PdCore;
+
+/// Why an access to registered memory was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// No valid MR has this key.
+    Key,
+    /// The MR belongs to another PD.
+    Pd,
+    /// The range is not inside the MR.
+    Bounds,
+    /// The MR does not grant the access.
+    Rights,
+}
+
+/// A piece of memory an access reaches: `len` bytes at a device address,
+/// in a buffer the region holds, or (DMA MR) in whichever live buffer
+/// holds them.
+enum Piece<'a> {
+    Buffer(&'a Arc<Buffer>, u64),
+    Live(u64),
+}
+
+impl Piece<'_> {
+    fn write(&self, data: &[u8]) -> core::result::Result<(), AccessError> {
+        match self {
+            Piece::Buffer(b, a) => b.write_at(*a, data),
+            Piece::Live(a) => mem::dma_write(*a, data),
+        }
+        .map_err(|_| AccessError::Bounds)
+    }
+
+    fn read(&self, out: &mut [u8]) -> core::result::Result<(), AccessError> {
+        match self {
+            Piece::Buffer(b, a) => b.read_at(*a, out),
+            Piece::Live(a) => mem::dma_read(*a, out),
+        }
+        .map_err(|_| AccessError::Bounds)
+    }
+}
+
+/// What an MR is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MrKind {
+    /// Every address ([`Mr::get_dma`]).
+    Dma,
+    /// A range of one [`Buffer`].
+    Buffer,
+    /// Pages set by `map_mr_sg`, valid after `REG_MR`.
+    FastReg,
+}
+
+/// A piece of a buffer, for [`MrCore::map_mr_sg`].
+pub struct BufSlice<'a> {
+    /// The buffer.
+    pub buf: &'a Arc<Buffer>,
+    /// Offset of the first byte.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// A contiguous piece of a fast-registration MR.
+struct Segment {
+    buf: Arc<Buffer>,
+    /// Device address of the first byte.
+    addr: u64,
+    len: u64,
+}
+
+struct MrState {
+    valid: bool,
+    key: u8,
+    access: Access,
+    iova: u64,
+    length: u64,
+    /// The fast-registration pages; room for `max_segs` was reserved at
+    /// allocation.
+    segs: KVec<Segment>,
+    /// `map_mr_sg` ran since the last registration.
+    mapped: bool,
+}
+
+/// The core's memory region.
+#[pin_data]
+pub struct MrCore {
+    pd: Arc<PdCore>,
+    index: u32,
+    kind: MrKind,
+    /// The buffer of a buffer MR (immutable after creation).
+    buffer: Option<Arc<Buffer>>,
+    max_segs: u32,
+    #[pin]
+    state: SpinLockIrq<MrState>,
+    released: AtomicBool,
+}
+
+impl MrCore {
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.index << 8 | u32::from(self.state.lock().key)
+    }
+
+    /// The remote key (the same number as the local key).
+    pub fn rkey(&self) -> u32 {
+        self.lkey()
+    }
+
+    /// The kind of MR.
+    pub fn kind(&self) -> MrKind {
+        self.kind
+    }
+
+    /// The first device address of the region (its I/O virtual address).
+    pub fn iova(&self) -> u64 {
+        self.state.lock().iova
+    }
+
+    /// The length of the region in bytes.
+    pub fn length(&self) -> u64 {
+        self.state.lock().length
+    }
+
+    /// The access rights.
+    pub fn access(&self) -> Access {
+        self.state.lock().access
+    }
+
+    /// Whether the region can be accessed now.
+    pub fn is_valid(&self) -> bool {
+        self.state.lock().valid
+    }
+
+    /// The PD of the region.
+    pub fn pd(&self) -> &Arc<PdCore> {
+        &self.pd
+    }
+
+    /// Sets the pages of a fast-registration MR (`ib_map_mr_sg`): the
+    /// slices become one virtually contiguous region starting at the first
+    /// slice's address. Like the C verb it maps as many slices as the
+    /// page rules allow (every slice but the first starts on a `page_size`
+    /// boundary, every slice but the last ends on one) and returns how many.
+    /// `EINVAL` if the MR is not a fast-registration MR or is valid now, if
+    /// `page_size` is not a power of two of at least 4 KiB, or if no slice
+    /// can be mapped. Process context (the previous pages may be freed).
+    pub fn map_mr_sg(&self, slices: &[BufSlice<'_>], page_size: u32) -> Result<usize> {
+        crate::kshim::verb::might_sleep();
+        if self.kind != MrKind::FastReg || !page_size.is_power_of_two() || page_size < 4096 {
+            return Err(EINVAL);
+        }
+        let mask = u64::from(page_size) - 1;
+        let mut fresh = KVec::with_capacity(self.max_segs as usize, GFP_KERNEL)?;
+        let mut total: u64 = 0;
+        for (i, s) in slices.iter().enumerate() {
+            if i as u32 >= self.max_segs || s.len == 0 {
+                break;
+            }
+            let addr = s.buf.addr(s.offset);
+            if !s.buf.contains(addr, s.len as u64) {
+                return Err(EINVAL);
+            }
+            if i > 0 && addr & mask != 0 {
+                break;
+            }
+            if i > 0 {
+                // The previous slice must end on a boundary.
+                let prev: &Segment = &fresh[i - 1];
+                if (prev.addr + prev.len) & mask != 0 {
+                    break;
+                }
+            }
+            fresh.push(
+                Segment {
+                    buf: s.buf.clone(),
+                    addr,
+                    len: s.len as u64,
+                },
+                GFP_KERNEL,
+            )?;
+            total += s.len as u64;
+        }
+        if fresh.is_empty() {
+            return Err(EINVAL);
+        }
+        let n = fresh.len();
+        let old = {
+            let mut st = self.state.lock();
+            if st.valid {
+                return Err(EINVAL);
+            }
+            st.iova = fresh[0].addr;
+            st.length = total;
+            st.mapped = true;
+            core::mem::replace(&mut st.segs, fresh)
+        };
+        // The old pages may hold the last reference to a buffer: freed here,
+        // outside the spinlock.
+        drop(old);
+        Ok(n)
+    }
+
+    /// Executes a `REG_MR` work request: the mapped pages become valid under
+    /// `key` (whose index part must be this MR's) with `access`. For
+    /// providers, in send queue order.
+    pub fn fast_reg(&self, key: u32, access: Access) -> core::result::Result<(), AccessError> {
+        if self.kind != MrKind::FastReg || key >> 8 != self.index || !access.check() {
+            return Err(AccessError::Key);
+        }
+        let mut st = self.state.lock();
+        if st.valid || !st.mapped {
+            return Err(AccessError::Key);
+        }
+        st.key = key as u8;
+        st.access = access;
+        st.valid = true;
+        Ok(())
+    }
+
+    /// Executes a `LOCAL_INV` (or the invalidation of a SEND with
+    /// invalidate): the region stops being accessible under `key`.
+    pub fn invalidate(&self, key: u32) -> core::result::Result<(), AccessError> {
+        let mut st = self.state.lock();
+        if self.kind != MrKind::FastReg || key >> 8 != self.index || key as u8 != st.key {
+            return Err(AccessError::Key);
+        }
+        st.valid = false;
+        st.mapped = false;
+        Ok(())
+    }
+
+    /// Checks an access of `len` bytes at `iova` under `key` from PD `pd`
+    /// and runs `f` on each contiguous piece of memory (pointer, length),
+    /// in order. The state lock is held for fast-registration MRs, so the
+    /// pages cannot change underneath.
+    fn access_with(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        len: u64,
+        need: Access,
+        mut f: impl FnMut(Piece<'_>, usize) -> core::result::Result<(), AccessError>,
+    ) -> core::result::Result<(), AccessError> {
+        if !ptr::eq(&*self.pd, pd) {
+            return Err(AccessError::Pd);
+        }
+        let st = self.state.lock();
+        if !st.valid || key as u8 != st.key {
+            return Err(AccessError::Key);
+        }
+        if !st.access.contains(need) {
+            return Err(AccessError::Rights);
+        }
+        if self.kind != MrKind::Dma
+            && (iova < st.iova || len > st.length || iova - st.iova > st.length - len)
+        {
+            return Err(AccessError::Bounds);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        match self.kind {
+            MrKind::Dma => {
+                drop(st);
+                f(Piece::Live(iova), len as usize)?;
+            }
+            MrKind::Buffer => {
+                drop(st);
+                if let Some(buf) = &self.buffer {
+                    f(Piece::Buffer(buf, iova), len as usize)?;
+                }
+            }
+            MrKind::FastReg => {
+                let mut off = iova - st.iova;
+                let mut left = len;
+                for s in st.segs.iter() {
+                    if left == 0 {
+                        break;
+                    }
+                    if off >= s.len {
+                        off -= s.len;
+                        continue;
+                    }
+                    let n = core::cmp::min(s.len - off, left);
+                    f(Piece::Buffer(&s.buf, s.addr + off), n as usize)?;
+                    left -= n;
+                    off = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `len` bytes at `iova` may be accessed under `key` from
+    /// PD `pd` with rights `need`, without touching them.
+    pub fn check(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        len: u64,
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        self.access_with(key, pd, iova, len, need, |_, _| Ok(()))
+    }
+
+    /// Writes `data` into the region at `iova` (the device storing received
+    /// data or an RDMA WRITE). `need` is the right the access requires:
+    /// `LOCAL_WRITE` for local scatter, `REMOTE_WRITE` for a peer's WRITE.
+    pub fn copy_in(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        data: &[u8],
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        let mut done = 0;
+        self.access_with(key, pd, iova, data.len() as u64, need, |p, n| {
+            p.write(&data[done..done + n])?;
+            done += n;
+            Ok(())
+        })
+    }
+
+    /// Reads `out.len()` bytes of the region at `iova` (the device
+    /// gathering data to send, or serving a peer's RDMA READ with
+    /// `REMOTE_READ`).
+    pub fn copy_out(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        out: &mut [u8],
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        let mut done = 0;
+        self.access_with(key, pd, iova, out.len() as u64, need, |p, n| {
+            p.read(&mut out[done..done + n])?;
+            done += n;
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the 8 bytes at `iova` for an atomic operation, under
+    /// the MR's state lock so atomics on one region are serialised.
+    /// `iova` must be 8-byte aligned (`Bounds` otherwise).
+    pub fn atomic(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
+        self.atomic_with(key, pd, iova, Access::REMOTE_ATOMIC, f)
+    }
+
+    /// An atomic through a memory window, which checked the rights itself.
+    pub(crate) fn atomic_unchecked_rights(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
+        self.atomic_with(key, pd, iova, Access::NONE, f)
+    }
+
+    pub(crate) fn atomic_with(
+        &self,
+        key: u32,
+        pd: &PdCore,
+        iova: u64,
+        need: Access,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
+        if iova % 8 != 0 {
+            return Err(AccessError::Bounds);
+        }
+        let mut target: Option<(Option<Arc<Buffer>>, u64)> = None;
+        self.access_with(key, pd, iova, 8, need, |p, n| {
+            if n == 8 {
+                target = Some(match p {
+                    Piece::Buffer(b, a) => (Some(b.clone()), a),
+                    Piece::Live(a) => (None, a),
+                });
+            }
+            Ok(())
+        })?;
+        let Some((buf, addr)) = target else {
+            return Err(AccessError::Bounds);
+        };
+        // Atomics on one region are serialised by its state lock.
+        let _serialise = self.state.lock();
+        match buf {
+            Some(b) => b.atomic_at(addr, f),
+            None => mem::dma_atomic(addr, f),
+        }
+        .map_err(|_| AccessError::Bounds)
+    }
+
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            {
+                let mut st = self.state.lock();
+                st.valid = false;
+            }
+            let segs = core::mem::take(&mut self.state.lock().segs);
+            drop(segs);
+            self.pd.device().res.mr.release(self.index);
+            self.pd.put_use();
+        }
+    }
+
+    pub(crate) fn teardown(&self) {
+        self.release();
+    }
+}
+
+/// A memory region, owned by a ULP. Dropping it deregisters it.
+pub struct Mr {
+    core: Arc<MrCore>,
+}
+
+impl Mr {
+    fn create(
+        pd: &Arc<PdCore>,
+        kind: MrKind,
+        buffer: Option<Arc<Buffer>>,
+        iova: u64,
+        length: u64,
+        access: Access,
+        max_segs: u32,
+    ) -> Result<Mr> {
+        crate::kshim::verb::might_sleep();
+        if !access.check() {
+            return Err(EINVAL);
+        }
+        let dev = pd.device();
+        let _usage = dev.try_get().ok_or(ENODEV)?;
+        let segs = KVec::with_capacity(max_segs as usize, GFP_KERNEL)?;
+        pd.get_use()?;
+        let index = match dev.res.mr.reserve() {
+            Ok(i) => i,
+            Err(e) => {
+                pd.put_use();
+                return Err(e);
+            }
+        };
+        let state = MrState {
+            valid: kind != MrKind::FastReg,
+            key: 0,
+            access,
+            iova,
+            length,
+            segs,
+            mapped: false,
+        };
+        let core = Arc::pin_init(
+            pin_init!(MrCore {
+                pd: pd.clone(),
+                index,
+                kind,
+                buffer,
+                max_segs,
+                state <- crate::new_spinlock_irq!(state, "MrCore::state"),
+                released: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        );
+        let core = match core {
+            Ok(c) => c,
+            Err(e) => {
+                dev.res.mr.release(index);
+                pd.put_use();
+                return Err(e);
+            }
+        };
+        dev.res.mr.publish(index, core.clone());
+        Ok(Mr { core })
+    }
+
+    /// Registers `len` bytes of `buf` from `offset` with `access`
+    /// (`EINVAL` for a range outside the buffer or bad access flags). The
+    /// region's I/O virtual address is the device address of the first
+    /// byte. May sleep.
+    pub fn reg_buffer(
+        pd: &Arc<PdCore>,
+        buf: &Arc<Buffer>,
+        offset: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<Mr> {
+        if len == 0 || !buf.contains(buf.addr(offset), len as u64) {
+            return Err(EINVAL);
+        }
+        let iova = buf.addr(offset);
+        Mr::create(
+            pd,
+            MrKind::Buffer,
+            Some(buf.clone()),
+            iova,
+            len as u64,
+            access,
+            0,
+        )
+    }
+
+    /// Allocates a fast-registration MR of up to `max_num_sg` pieces
+    /// (`ib_alloc_mr` with `IB_MR_TYPE_MEM_REG`). `EOPNOTSUPP` unless the
+    /// device has the memory management extensions; `EINVAL` above its
+    /// page list limit. May sleep.
+    pub fn alloc_fast_reg(pd: &Arc<PdCore>, max_num_sg: u32) -> Result<Mr> {
+        let attr = pd.device().attr();
+        if !attr
+            .cap_flags
+            .contains(crate::device::DeviceCaps::MEM_MGT_EXTENSIONS)
+        {
+            return Err(eopnotsupp());
+        }
+        if max_num_sg == 0 || max_num_sg > attr.max_fast_reg_page_list_len {
+            return Err(EINVAL);
+        }
+        Mr::create(pd, MrKind::FastReg, None, 0, 0, Access::NONE, max_num_sg)
+    }
+
+    /// A DMA MR (`ib_get_dma_mr`): every live [`Buffer`], for a PD's
+    /// global key ([`crate::verbs::pd::PdFlags::UNSAFE_GLOBAL_RKEY`]). May
+    /// sleep.
+    pub(crate) fn dma(pd: &Arc<PdCore>, access: Access) -> Result<Mr> {
+        Mr::create(pd, MrKind::Dma, None, 0, u64::MAX, access, 0)
+    }
+
+    /// Deregisters the region (`ib_dereg_mr`). May sleep.
+    pub fn dereg(self) {
+        crate::kshim::verb::might_sleep();
+        drop(self);
+    }
+
+    /// The shared core object.
+    pub fn core(&self) -> &Arc<MrCore> {
+        &self.core
+    }
+}
+
+impl Deref for Mr {
+    type Target = MrCore;
+
+    fn deref(&self) -> &MrCore {
+        &self.core
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        self.core.release();
+    }
+}
+
+impl Device {
+    /// The MR that `key` names (index part), if any. The key byte is checked
+    /// on access. Any context.
+    pub fn mr_by_key(&self, key: u32) -> Option<Arc<MrCore>> {
+        self.res.mr.get(key >> 8)
+    }
+}
+
+/// Walks `sges` from byte `offset` of the list and calls `f` with
+/// (SGE, offset within it, length) for `len` bytes. `Bounds` if the list
+/// is shorter.
+fn walk_sges(
+    sges: &[Sge],
+    mut offset: u64,
+    len: u64,
+    mut f: impl FnMut(&Sge, u64, u64) -> core::result::Result<(), AccessError>,
+) -> core::result::Result<(), AccessError> {
+    let mut left = len;
+    for sge in sges {
+        if left == 0 {
+            break;
+        }
+        let l = u64::from(sge.length);
+        if offset >= l {
+            offset -= l;
+            continue;
+        }
+        let n = core::cmp::min(l - offset, left);
+        f(sge, offset, n)?;
+        left -= n;
+        offset = 0;
+    }
+    if left == 0 {
+        Ok(())
+    } else {
+        Err(AccessError::Bounds)
+    }
+}
+
+/// Copies `out.len()` bytes from the memory an SGE list describes, starting
+/// `offset` bytes into the list: the device gathering what it sends. Each
+/// SGE's key must be a valid MR of `pd` covering it.
+pub fn gather(
+    dev: &Device,
+    pd: &PdCore,
+    sges: &[Sge],
+    offset: u64,
+    out: &mut [u8],
+) -> core::result::Result<(), AccessError> {
+    let mut done = 0usize;
+    walk_sges(sges, offset, out.len() as u64, |sge, off, n| {
+        let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
+        let n = n as usize;
+        mr.copy_out(
+            sge.lkey,
+            pd,
+            sge.addr + off,
+            &mut out[done..done + n],
+            Access::NONE,
+        )?;
+        done += n;
+        Ok(())
+    })
+}
+
+/// Copies `data` into the memory an SGE list describes, starting `offset`
+/// bytes into the list: the device placing received data. Each SGE's MR
+/// must grant local write.
+pub fn scatter(
+    dev: &Device,
+    pd: &PdCore,
+    sges: &[Sge],
+    offset: u64,
+    data: &[u8],
+) -> core::result::Result<(), AccessError> {
+    let mut done = 0usize;
+    walk_sges(sges, offset, data.len() as u64, |sge, off, n| {
+        let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
+        let n = n as usize;
+        mr.copy_in(
+            sge.lkey,
+            pd,
+            sge.addr + off,
+            &data[done..done + n],
+            Access::LOCAL_WRITE,
+        )?;
+        done += n;
+        Ok(())
+    })
+}
+
+/// Checks every SGE of a list against its MR (key, PD, range and `need`,
+/// which is `LOCAL_WRITE` for a list the device will write), touching no
+/// memory: a provider checks before it starts moving data.
+pub fn check_sges(
+    dev: &Device,
+    pd: &PdCore,
+    sges: &[Sge],
+    need: Access,
+) -> core::result::Result<(), AccessError> {
+    for sge in sges {
+        let mr = dev.mr_by_key(sge.lkey).ok_or(AccessError::Key)?;
+        mr.check(sge.lkey, pd, sge.addr, u64::from(sge.length), need)?;
+    }
+    Ok(())
+}
+
+/// The total length of an SGE list (`EINVAL` past 4 GiB).
+pub fn sge_len(sges: &[Sge]) -> Result<u32> {
+    sges.iter()
+        .try_fold(0u32, |acc, s| acc.checked_add(s.length))
+        .ok_or(EINVAL)
+}

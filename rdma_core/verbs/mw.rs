@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory windows (`ib_alloc_mw`, `IB_WR_BIND_MW`, `ib_dealloc_mw`) and
+//! remote access by rkey, whether the key names an MR or an MW.
+//!
+//! A window is a remote-access view of part of an MR that has `MW_BIND`
+//! rights. It is bound by a `BIND_MW` work request, executed in send queue
+//! order by the provider ([`MwCore::bind`]). A type 1 window is usable by
+//! any QP of its PD and can be re-bound at will; a type 2 window is bound to
+//! one QP, and must be invalidated (`LOCAL_INV`, or a SEND with invalidate)
+//! before it can be bound again, as the IBTA says.
+//!
+//! Window keys live in the upper half of the 24-bit key index space, MR
+//! keys in the lower half, so one rkey names one object. Providers resolve
+//! every remote access through [`Device::remote_copy_in`] and its siblings,
+//! which apply the window's range, rights and QP rules and then the MR's.
+
+use core::ops::Deref;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use kernel::error::code::{EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::device::{Device, DeviceCaps};
+use crate::kshim::errno::eopnotsupp;
+use crate::kshim::sync::SpinLockIrq;
+use crate::spec::opcodes::Access;
+use crate::verbs::mr::{AccessError, MrCore};
+use crate::verbs::pd::PdCore;
+use crate::verbs::qp::QpCore;
+
+/// The first key index of memory windows.
+pub(crate) const MW_INDEX_BASE: u32 = 1 << 23;
+
+/// The type of a memory window (`enum ib_mw_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MwType {
+    /// Bound for its whole PD; re-bindable.
+    Type1 = 1,
+    /// Bound to one QP; invalidated before it is bound again.
+    Type2 = 2,
+}
+
+struct Binding {
+    mr: Arc<MrCore>,
+    addr: u64,
+    length: u64,
+    access: Access,
+    /// The QP a type 2 window is bound to.
+    qpn: u32,
+}
+
+struct MwState {
+    key: u8,
+    binding: Option<Binding>,
+}
+
+/// The core's memory window.
+#[pin_data]
+pub struct MwCore {
+    pd: Arc<PdCore>,
+    index: u32,
+    mw_type: MwType,
+    #[pin]
+    state: SpinLockIrq<MwState>,
+    released: AtomicBool,
+}
+
+impl MwCore {
+    /// The remote key.
+    pub fn rkey(&self) -> u32 {
+        self.index << 8 | u32::from(self.state.lock().key)
+    }
+
+    /// The window's type.
+    pub fn mw_type(&self) -> MwType {
+        self.mw_type
+    }
+
+    /// Whether the window is bound to memory.
+    pub fn is_bound(&self) -> bool {
+        self.state.lock().binding.is_some()
+    }
+
+    /// Executes a `BIND_MW` work request of `qp` (for providers, in send
+    /// queue order): the window covers `length` bytes of `mr` at `addr`
+    /// with `access`, under `key` (index part unchanged). The checks are
+    /// the IBTA's: same PD for QP, window and MR; the MR allows binding; a
+    /// writable window needs a locally writable MR; the range lies in the
+    /// MR; a type 2 window must be free and gets a non-empty range.
+    pub fn bind(
+        &self,
+        qp: &QpCore,
+        mr: &Arc<MrCore>,
+        key: u32,
+        addr: u64,
+        length: u64,
+        access: Access,
+    ) -> core::result::Result<(), AccessError> {
+        if key >> 8 != self.index || access.has_unknown() || access.contains(Access::ZERO_BASED) {
+            return Err(AccessError::Key);
+        }
+        if !core::ptr::eq(&**qp.pd(), &*self.pd) || !core::ptr::eq(&**mr.pd(), &*self.pd) {
+            return Err(AccessError::Pd);
+        }
+        let mr_access = mr.access();
+        let writable = access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
+        if !mr.is_valid()
+            || !mr_access.contains(Access::MW_BIND)
+            || (writable && !mr_access.contains(Access::LOCAL_WRITE))
+        {
+            return Err(AccessError::Rights);
+        }
+        let (start, len) = (mr.iova(), mr.length());
+        if addr < start || length > len || addr - start > len - length {
+            return Err(AccessError::Bounds);
+        }
+        let mut st = self.state.lock();
+        if self.mw_type == MwType::Type2 && (st.binding.is_some() || length == 0) {
+            return Err(AccessError::Key);
+        }
+        st.key = key as u8;
+        st.binding = Some(Binding {
+            mr: mr.clone(),
+            addr,
+            length,
+            access,
+            qpn: qp.qpn(),
+        });
+        Ok(())
+    }
+
+    /// Invalidates the window under `key` (`LOCAL_INV` or SEND with
+    /// invalidate): type 2 only.
+    pub fn invalidate(&self, key: u32) -> core::result::Result<(), AccessError> {
+        let old = {
+            let mut st = self.state.lock();
+            if self.mw_type != MwType::Type2 || key as u8 != st.key || st.binding.is_none() {
+                return Err(AccessError::Key);
+            }
+            st.binding.take()
+        };
+        drop(old);
+        Ok(())
+    }
+
+    /// The MR and its key behind an access through this window, after the
+    /// window's own checks.
+    fn resolve(
+        &self,
+        key: u32,
+        qp: &QpCore,
+        iova: u64,
+        len: u64,
+        need: Access,
+    ) -> core::result::Result<Arc<MrCore>, AccessError> {
+        let st = self.state.lock();
+        let b = st.binding.as_ref().ok_or(AccessError::Key)?;
+        if key as u8 != st.key {
+            return Err(AccessError::Key);
+        }
+        let qp_ok = match self.mw_type {
+            MwType::Type1 => core::ptr::eq(&**qp.pd(), &*self.pd),
+            MwType::Type2 => b.qpn == qp.qpn(),
+        };
+        if !qp_ok {
+            return Err(AccessError::Pd);
+        }
+        if !b.access.contains(need) {
+            return Err(AccessError::Rights);
+        }
+        if iova < b.addr || len > b.length || iova - b.addr > b.length - len {
+            return Err(AccessError::Bounds);
+        }
+        Ok(b.mr.clone())
+    }
+
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            let old = self.state.lock().binding.take();
+            drop(old);
+            self.pd.device().res.mw.release(self.index);
+            self.pd.put_use();
+        }
+    }
+
+    pub(crate) fn teardown(&self) {
+        self.release();
+    }
+}
+
+/// A memory window, owned by a ULP. Dropping it deallocates it.
+pub struct Mw {
+    core: Arc<MwCore>,
+}
+
+impl Mw {
+    /// Allocates a window on `pd` (`ib_alloc_mw`): `EOPNOTSUPP` without the
+    /// device's `MEM_WINDOW` capability. May sleep.
+    pub fn alloc(pd: &Arc<PdCore>, mw_type: MwType) -> Result<Mw> {
+        crate::kshim::verb::might_sleep();
+        let dev = pd.device();
+        let _usage = dev.try_get().ok_or(ENODEV)?;
+        if !dev.attr().cap_flags.contains(DeviceCaps::MEM_WINDOW) {
+            return Err(eopnotsupp());
+        }
+        pd.get_use()?;
+        let index = match dev.res.mw.reserve() {
+            Ok(i) => i,
+            Err(e) => {
+                pd.put_use();
+                return Err(e);
+            }
+        };
+        let core = Arc::pin_init(
+            pin_init!(MwCore {
+                pd: pd.clone(),
+                index,
+                mw_type,
+                state <- crate::new_spinlock_irq!(MwState { key: 0, binding: None }, "MwCore::state"),
+                released: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        );
+        let core = match core {
+            Ok(c) => c,
+            Err(e) => {
+                dev.res.mw.release(index);
+                pd.put_use();
+                return Err(e);
+            }
+        };
+        dev.res.mw.publish(index, core.clone());
+        Ok(Mw { core })
+    }
+
+    /// Deallocates the window (`ib_dealloc_mw`). May sleep.
+    pub fn dealloc(self) {
+        crate::kshim::verb::might_sleep();
+        drop(self);
+    }
+
+    /// The shared core object, for `BIND_MW` work requests.
+    pub fn core(&self) -> &Arc<MwCore> {
+        &self.core
+    }
+}
+
+impl Deref for Mw {
+    type Target = MwCore;
+
+    fn deref(&self) -> &MwCore {
+        &self.core
+    }
+}
+
+impl Drop for Mw {
+    fn drop(&mut self) {
+        self.core.release();
+    }
+}
+
+/// What an rkey resolves to, ready for an access with the MR's key.
+fn resolve(
+    dev: &Device,
+    rkey: u32,
+    qp: &QpCore,
+    iova: u64,
+    len: u64,
+    need: Access,
+) -> core::result::Result<(Arc<MrCore>, u32, Access), AccessError> {
+    let index = rkey >> 8;
+    if index >= MW_INDEX_BASE {
+        let mw = dev.res.mw.get(index).ok_or(AccessError::Key)?;
+        let mr = mw.resolve(rkey, qp, iova, len, need)?;
+        let key = mr.lkey();
+        // The window's rights were checked; the MR only has to be valid
+        // and cover the range.
+        Ok((mr, key, Access::NONE))
+    } else {
+        let mr = dev.mr_by_key(rkey).ok_or(AccessError::Key)?;
+        Ok((mr, rkey, need))
+    }
+}
+
+impl Device {
+    /// Checks a remote access by QP `qp` through `rkey` (an MR or an MW)
+    /// without touching memory.
+    pub fn remote_check(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        len: u64,
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, len, need)?;
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
+        mr.check(key, &pd, iova, len, need)
+    }
+
+    /// A peer's write of `data` at `iova` through `rkey`, for QP `qp`.
+    pub fn remote_copy_in(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        data: &[u8],
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, data.len() as u64, need)?;
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
+        mr.copy_in(key, &pd, iova, data, need)
+    }
+
+    /// A peer's read of `out.len()` bytes at `iova` through `rkey`.
+    pub fn remote_copy_out(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        out: &mut [u8],
+        need: Access,
+    ) -> core::result::Result<(), AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, out.len() as u64, need)?;
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
+        mr.copy_out(key, &pd, iova, out, need)
+    }
+
+    /// A peer's atomic on the 8 bytes at `iova` through `rkey`; returns the
+    /// old value.
+    pub fn remote_atomic(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> core::result::Result<u64, AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, 8, Access::REMOTE_ATOMIC)?;
+        if need == Access::NONE {
+            // Through a window: the window granted the atomic right.
+            let pd = mr.pd().clone();
+            mr.atomic_unchecked_rights(key, &pd, iova, f)
+        } else {
+            mr.atomic(key, qp.pd(), iova, f)
+        }
+    }
+
+    /// A peer's ATOMIC_WRITE of `value` to the 8 bytes at `iova` through
+    /// `rkey` (needs remote write rights).
+    pub fn remote_atomic_write(
+        &self,
+        rkey: u32,
+        qp: &QpCore,
+        iova: u64,
+        value: u64,
+    ) -> core::result::Result<(), AccessError> {
+        let (mr, key, need) = resolve(self, rkey, qp, iova, 8, Access::REMOTE_WRITE)?;
+        let pd = if need == Access::NONE {
+            mr.pd().clone()
+        } else {
+            qp.pd().clone()
+        };
+        mr.atomic_with(key, &pd, iova, need, |_| value).map(|_| ())
+    }
+
+    /// Invalidates `key` (an MR or a type 2 MW) for `LOCAL_INV` or a SEND
+    /// with invalidate.
+    pub fn invalidate_key(&self, key: u32) -> core::result::Result<(), AccessError> {
+        if key >> 8 >= MW_INDEX_BASE {
+            self.res
+                .mw
+                .get(key >> 8)
+                .ok_or(AccessError::Key)?
+                .invalidate(key)
+        } else {
+            self.mr_by_key(key).ok_or(AccessError::Key)?.invalidate(key)
+        }
+    }
+}
+
+/// Checks that a bind request names objects that can be bound at all.
+pub(crate) fn check_bind_request(mw: &MwCore, mr: &MrCore, pd: &PdCore) -> Result {
+    if !core::ptr::eq(&*mw.pd, pd) || !core::ptr::eq(&**mr.pd(), pd) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}

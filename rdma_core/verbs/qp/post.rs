@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Posting work requests (`ib_post_send`, `ib_post_recv`): each request
+//! is checked against the QP's type, state and capabilities, its memory
+//! keys and lengths, then copied into the ring as a queue entry, and the
+//! provider is told.
+
+use kernel::error::code::EINVAL;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::device::DeviceCaps;
+use crate::kshim::errno::eopnotsupp;
+use crate::spec::opcodes::{SendFlags, WrOpcode};
+use crate::spec::qp_state::{QpState, QpType};
+use crate::verbs::mr::MrKind;
+use crate::verbs::qp::QpCore;
+use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, MAX_INLINE, MAX_SGE};
+
+impl QpCore {
+    /// Posts send work requests (`ib_post_send`); on error, the index of
+    /// the first request not posted and why. Any context; never sleeps.
+    pub fn post_send(
+        self: &Arc<Self>,
+        wrs: &[SendWr<'_>],
+    ) -> core::result::Result<(), (usize, Error)> {
+        let _verb = crate::kshim::verb::Verb::enter();
+        let ops = self.ops.access().ok_or((0, ENODEV))?;
+        let state = self.state();
+        if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err((0, EINVAL));
+        }
+        let attr_port = self.attr.lock().port_num;
+        let mut result = Ok(());
+        {
+            let mut sq = self.sq.lock();
+            for (i, wr) in wrs.iter().enumerate() {
+                let r = match sq.ring.next_slot() {
+                    Ok(slot) => self.fill_send(slot, wr, attr_port),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    result = Err((i, e));
+                    break;
+                }
+                sq.ring.commit();
+            }
+        }
+        // The requests before a bad one are posted: ring for them.
+        if !matches!(result, Err((0, _))) {
+            if state == QpState::Err {
+                self.flush();
+            } else {
+                ops.post_send(self);
+            }
+        }
+        result
+    }
+
+    fn fill_send(&self, w: &mut SendWqe, wr: &SendWr<'_>, _port: u32) -> Result {
+        let op = wr.op.opcode();
+        if !op.allowed_on(self.qp_type) || wr.flags.has_unknown() {
+            return Err(EINVAL);
+        }
+        let caps = self.device().attr().cap_flags;
+        if matches!(
+            op,
+            WrOpcode::SendWithInv
+                | WrOpcode::LocalInv
+                | WrOpcode::RegMr
+                | WrOpcode::RdmaReadWithInv
+        ) && !caps.contains(DeviceCaps::MEM_MGT_EXTENSIONS)
+        {
+            return Err(eopnotsupp());
+        }
+        if op == WrOpcode::BindMw && !caps.contains(DeviceCaps::MEM_WINDOW) {
+            return Err(eopnotsupp());
+        }
+        let inline = wr.flags.contains(SendFlags::INLINE) && op.gathers();
+        if !inline && (wr.sg.len() > self.cap.max_send_sge as usize || wr.sg.len() > MAX_SGE) {
+            return Err(EINVAL);
+        }
+        let length = crate::verbs::mr::sge_len(wr.sg)?;
+        if (op.is_atomic() || op == WrOpcode::AtomicWrite) && length != 8 {
+            return Err(EINVAL);
+        }
+        w.wr_id = wr.wr_id;
+        w.cqe = wr.cqe.clone();
+        w.opcode = op;
+        w.flags = wr.flags;
+        w.signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
+        w.imm = 0;
+        w.invalidate_rkey = 0;
+        w.remote_addr = 0;
+        w.rkey = 0;
+        w.compare_add = 0;
+        w.swap = 0;
+        w.mr = None;
+        w.mw = None;
+        w.bind_length = 0;
+        w.flush_whole_mr = false;
+        w.ah = None;
+        w.length = length;
+        match wr.op {
+            SendOp::Send => {}
+            SendOp::SendWithImm(imm) => w.imm = imm,
+            SendOp::SendWithInv(k) | SendOp::LocalInv(k) => w.invalidate_rkey = k,
+            SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+            }
+            SendOp::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            } => {
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.invalidate_rkey = invalidate;
+            }
+            SendOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            } => {
+                if !flush.global && !flush.persistent {
+                    return Err(EINVAL);
+                }
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.bind_length = length;
+                w.flush = flush;
+                w.flush_whole_mr = whole_mr;
+            }
+            SendOp::AtomicWrite { remote_addr, rkey } => {
+                if remote_addr % 8 != 0 {
+                    return Err(EINVAL);
+                }
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+            }
+            SendOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => {
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.imm = imm;
+            }
+            SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                if remote_addr % 8 != 0 {
+                    return Err(EINVAL);
+                }
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.compare_add = compare;
+                w.swap = swap;
+            }
+            SendOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                if remote_addr % 8 != 0 {
+                    return Err(EINVAL);
+                }
+                w.remote_addr = remote_addr;
+                w.rkey = rkey;
+                w.compare_add = add;
+            }
+            SendOp::RegMr { mr, key, access } => {
+                if mr.kind() != MrKind::FastReg
+                    || !core::ptr::eq(&**mr.pd(), &*self.pd)
+                    || key >> 8 != mr.lkey() >> 8
+                    || !access.check()
+                {
+                    return Err(EINVAL);
+                }
+                w.mr = Some(mr.clone());
+                w.reg_key = key;
+                w.reg_access = access;
+            }
+            SendOp::BindMw {
+                mw,
+                mr,
+                key,
+                addr,
+                length,
+                access,
+            } => {
+                crate::verbs::mw::check_bind_request(mw, mr, &self.pd)?;
+                w.mw = Some(mw.clone());
+                w.mr = Some(mr.clone());
+                w.reg_key = key;
+                w.reg_access = access;
+                w.bind_addr = addr;
+                w.bind_length = length;
+            }
+        }
+        if matches!(self.qp_type, QpType::Ud | QpType::Gsi) {
+            let ud = wr.ud.as_ref().ok_or(EINVAL)?;
+            if !core::ptr::eq(&**ud.ah.pd(), &*self.pd) || ud.remote_qpn >= 1 << 24 {
+                return Err(EINVAL);
+            }
+            w.ah = Some(ud.ah.clone());
+            w.remote_qpn = ud.remote_qpn;
+            w.remote_qkey = ud.remote_qkey;
+        }
+        w.inline = inline;
+        if inline {
+            if length > self.cap.max_inline_data || length as usize > MAX_INLINE {
+                return Err(EINVAL);
+            }
+            w.num_sge = 0;
+            crate::verbs::mr::gather(
+                self.device(),
+                &self.pd,
+                wr.sg,
+                0,
+                &mut w.inline_data[..length as usize],
+            )
+            .map_err(|_| EINVAL)?;
+        } else {
+            w.num_sge = wr.sg.len();
+            w.sge[..wr.sg.len()].copy_from_slice(wr.sg);
+        }
+        Ok(())
+    }
+
+    /// Posts receive work requests (`ib_post_recv`). Any context; never
+    /// sleeps. `EINVAL` in RESET or with an SRQ.
+    pub fn post_recv(
+        self: &Arc<Self>,
+        wrs: &[RecvWr<'_>],
+    ) -> core::result::Result<(), (usize, Error)> {
+        let _verb = crate::kshim::verb::Verb::enter();
+        let ops = self.ops.access().ok_or((0, ENODEV))?;
+        let state = self.state();
+        if state == QpState::Reset || self.srq.is_some() {
+            return Err((0, EINVAL));
+        }
+        let mut result = Ok(());
+        {
+            let mut rq = self.rq.lock();
+            for (i, wr) in wrs.iter().enumerate() {
+                let r = match rq.ring.next_slot() {
+                    Ok(slot) => slot.fill(wr, self.cap.max_recv_sge),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    result = Err((i, e));
+                    break;
+                }
+                rq.ring.commit();
+            }
+        }
+        if !matches!(result, Err((0, _))) {
+            if state == QpState::Err {
+                self.flush();
+            } else {
+                ops.post_recv(self);
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The provider's side of a QP: the transport it implements ([`QpOps`]),
+//! and what it does with the queues the core owns: take send queue entries
+//! in order and complete them, take receive entries and complete them, move
+//! the QP to the error state, schedule its work.
+//!
+//! Completions go to the QP's CQs in posting order; entering the error
+//! state flushes what is left with `WR_FLUSH_ERR`.
+
+use core::any::Any;
+
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::workqueue;
+
+use crate::device::event::{Element, Event, EventKind};
+use crate::kshim::timer::Timer;
+use crate::spec::attr::Gid;
+use crate::spec::opcodes::{WcOpcode, WcStatus};
+use crate::spec::qp_state::{AttrMask, QpState};
+use crate::verbs::qp::{QpAttr, QpCore};
+use crate::verbs::wc::Wc;
+use crate::verbs::wr::{RecvWqe, SendWqe};
+
+/// A provider's transport for one QP.
+///
+/// `post_send` and `post_recv` are called from the consumer's context (any
+/// context, with preemption disabled): they must not sleep and must not
+/// complete work inline; they schedule it.
+pub trait QpOps: Any + Send + Sync {
+    /// A `modify_qp` the core has validated, before it commits. Returning an
+    /// error refuses it with nothing changed. May sleep.
+    fn modify(&self, _qp: &Arc<QpCore>, _attr: &QpAttr, _mask: AttrMask) -> Result {
+        Ok(())
+    }
+
+    /// New send queue entries are waiting. The default schedules
+    /// [`QpOps::run`].
+    fn post_send(&self, qp: &Arc<QpCore>) {
+        qp.schedule();
+    }
+
+    /// New receive queue entries are waiting.
+    fn post_recv(&self, _qp: &Arc<QpCore>) {}
+
+    /// The provider's work on the QP, in process context on a workqueue,
+    /// one run at a time per QP, after [`QpCore::schedule`]. The core
+    /// flushes it before the QP is destroyed, so a provider module has no
+    /// work of its own to cancel.
+    fn run(&self, _qp: &Arc<QpCore>) {}
+
+    /// The QP joined (`attach` true) or left a multicast group. May sleep.
+    fn mcast(&self, _qp: &Arc<QpCore>, _gid: &Gid, _attach: bool) -> Result {
+        Ok(())
+    }
+
+    /// The QP is going away: stop and wait for the provider's work on it.
+    /// After this returns the provider must not use the QP's queues. May
+    /// sleep.
+    fn destroy(&self, _qp: &QpCore) {}
+}
+
+impl QpCore {
+    /// Schedules the provider's [`QpOps::run`] (for providers). Any
+    /// context.
+    ///
+    /// The work goes to the unbound system workqueue, as rdma_rxe's does:
+    /// it runs on whichever CPU is free instead of waiting behind the task
+    /// that posted (a ULP polling its CQ on the posting CPU would otherwise
+    /// delay its own requests), and a work item never runs on two CPUs at
+    /// once, so a QP's work stays serial.
+    pub fn schedule(self: &Arc<Self>) {
+        // Already queued is fine: that run sees the new work.
+        let _ = workqueue::system_unbound().enqueue(self.clone());
+    }
+
+    /// Schedules the provider's [`QpOps::run`] in `usecs` microseconds (for
+    /// providers: retransmission and RNR timers). A later call replaces an
+    /// earlier one that has not fired; after the QP is destroyed it does
+    /// nothing. Any context.
+    pub fn schedule_in(self: &Arc<Self>, usecs: u32) {
+        Timer::arm_us(self, usecs);
+    }
+
+    /// The provider's object of this QP, if it is of type `T`: lets a
+    /// provider that found the QP by number reach its transport state.
+    pub fn provider<T: QpOps>(&self, f: impl FnOnce(&T)) -> bool {
+        let Some(ops) = self.ops.access() else {
+            return false;
+        };
+        let any: &dyn Any = &**ops;
+        match any.downcast_ref::<T>() {
+            Some(t) => {
+                f(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copies the oldest send entry the provider has not taken yet into
+    /// `out` (for providers). False when there is none or the queue is
+    /// flushed. Any context.
+    pub fn sq_next(&self, out: &mut SendWqe) -> bool {
+        let mut sq = self.sq.lock();
+        if sq.err {
+            return false;
+        }
+        let started = sq.started;
+        match sq.ring.get(started) {
+            Some(w) => {
+                out.clone_from(w);
+                sq.started += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copies the `i`-th send entry from the oldest (taken or not) into
+    /// `out` (for providers: to look before taking, or to send a taken
+    /// one again). False when there is none or the queue is flushed. Any
+    /// context.
+    pub fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
+        let sq = self.sq.lock();
+        if sq.err {
+            return false;
+        }
+        match sq.ring.get(i) {
+            Some(w) => {
+                out.clone_from(w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Calls `f` on the `i`-th send entry from the oldest, under the send
+    /// queue's lock (for providers reading a field or two without copying
+    /// the entry). None when there is none or the queue is flushed. Any
+    /// context; `f` must not call back into the QP.
+    pub fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+        let sq = self.sq.lock();
+        if sq.err {
+            return None;
+        }
+        sq.ring.get(i).map(f)
+    }
+
+    /// Takes the oldest entry not taken yet without copying it (for
+    /// providers that looked at it with [`QpCore::sq_peek`]). Any context.
+    pub fn sq_start(&self) -> bool {
+        let mut sq = self.sq.lock();
+        if sq.err || sq.started >= sq.ring.len() {
+            return false;
+        }
+        sq.started += 1;
+        true
+    }
+
+    /// Send entries the provider took and has not completed.
+    pub fn sq_in_flight(&self) -> usize {
+        self.sq.lock().started
+    }
+
+    /// Completes the oldest taken send entry with `status` (for providers,
+    /// in order): a completion goes to the send CQ if it failed or was
+    /// signaled; a failure moves the QP to the error state. False if there
+    /// was nothing to complete (the queue was flushed meanwhile). Any
+    /// context.
+    pub fn sq_complete(self: &Arc<Self>, status: WcStatus, byte_len: u32) -> bool {
+        let (wqe, drained) = {
+            let mut sq = self.sq.lock();
+            if sq.err || sq.started == 0 {
+                return false;
+            }
+            sq.started -= 1;
+            let wqe = sq.ring.pop();
+            (wqe, sq.ring.len() == 0)
+        };
+        let Some(wqe) = wqe else { return false };
+        if status != WcStatus::Success || wqe.signaled {
+            let wc = Wc {
+                wr_id: wqe.wr_id,
+                cqe: wqe.cqe,
+                status,
+                opcode: wqe.opcode.wc_opcode(),
+                byte_len,
+                qp_num: self.qpn,
+                ..Wc::default()
+            };
+            if self.send_cq.push(wc, false).is_err() {
+                self.set_error();
+            }
+        }
+        if status != WcStatus::Success {
+            self.set_error();
+        } else if drained && self.state() == QpState::Sqd {
+            self.sq_drained();
+        }
+        true
+    }
+
+    /// Takes the next receive entry (from the SRQ if the QP has one), for a
+    /// message that arrived. The provider owns it until it completes it with
+    /// [`QpCore::complete_recv`]. Any context.
+    pub fn rq_take(&self) -> Option<RecvWqe> {
+        if let Some(srq) = &self.srq {
+            if matches!(self.state(), QpState::Err | QpState::Reset) {
+                return None;
+            }
+            return srq.take();
+        }
+        let mut rq = self.rq.lock();
+        if rq.err {
+            return None;
+        }
+        rq.ring.pop()
+    }
+
+    /// Completes a receive entry taken with [`QpCore::rq_take`]: `wc` is
+    /// filled in with the entry's identity and this QP's number and goes to
+    /// the receive CQ; a failure moves the QP to the error state. Any
+    /// context.
+    pub fn complete_recv(self: &Arc<Self>, wqe: RecvWqe, mut wc: Wc, solicited: bool) {
+        wc.wr_id = wqe.wr_id;
+        wc.cqe = wqe.cqe;
+        wc.qp_num = self.qpn;
+        if !wc.opcode.is_recv() {
+            wc.opcode = WcOpcode::Recv;
+        }
+        let failed = wc.status != WcStatus::Success;
+        if self.recv_cq.push(wc, solicited).is_err() || failed {
+            self.set_error();
+        }
+    }
+
+    /// Moves the QP to the error state and flushes its queues (for
+    /// providers: a fatal transport error). Any context.
+    pub fn set_error(self: &Arc<Self>) {
+        let old = self.state.swap(QpState::Err.as_raw(), Ordering::AcqRel);
+        self.attr.lock().qp_state = QpState::Err;
+        if old != QpState::Reset.as_raw() && old != QpState::Err.as_raw() {
+            self.entered_error();
+        }
+    }
+
+    /// The QP just entered the error state: flush, and for a QP of an SRQ
+    /// say that it will consume no more of the SRQ's WQEs (the IBTA's
+    /// "last WQE reached", which tells the ULP it may destroy the QP).
+    pub(super) fn entered_error(self: &Arc<Self>) {
+        self.flush();
+        if self.srq.is_some() {
+            self.device().dispatch_event(Event {
+                kind: EventKind::QpLastWqeReached,
+                element: Element::Qp(self.qpn),
+            });
+        }
+    }
+
+    pub(super) fn sq_drained(&self) {
+        let notify = {
+            let mut a = self.attr.lock();
+            let n = a.sq_draining && a.en_sqd_async_notify;
+            a.sq_draining = false;
+            n
+        };
+        if notify {
+            self.device().dispatch_event(Event {
+                kind: EventKind::SqDrained,
+                element: Element::Qp(self.qpn),
+            });
+        }
+    }
+
+    /// Completes every outstanding request with `WR_FLUSH_ERR`. Taken one
+    /// at a time so no queue lock is held while completing.
+    pub(super) fn flush(self: &Arc<Self>) {
+        self.sq.lock().err = true;
+        loop {
+            let wqe = {
+                let mut sq = self.sq.lock();
+                sq.started = 0;
+                sq.ring.pop()
+            };
+            let Some(w) = wqe else { break };
+            let wc = Wc::flushed(w.wr_id, w.cqe, w.opcode.wc_opcode(), self.qpn);
+            let _ = self.send_cq.push_from_core(wc);
+        }
+        if self.srq.is_some() {
+            return;
+        }
+        self.rq.lock().err = true;
+        loop {
+            let wqe = self.rq.lock().ring.pop();
+            let Some(w) = wqe else { break };
+            let wc = Wc::flushed(w.wr_id, w.cqe, WcOpcode::Recv, self.qpn);
+            let _ = self.recv_cq.push_from_core(wc);
+        }
+    }
+}

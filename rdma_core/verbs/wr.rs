@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests as ULPs post them, and the queue entries providers execute.
+//!
+//! A ULP posts [`SendWr`]s and [`RecvWr`]s: borrowed, typed per opcode
+//! ([`SendOp`]), so a WRITE without a remote address or a UD send without
+//! an address handle cannot be written down. The core validates them and
+//! copies them into the QP's rings as [`SendWqe`]s and [`RecvWqe`]s, fixed
+//! size entries allocated with the queue, so posting never allocates. A
+//! provider takes entries out of the rings (`rdma::verbs::qp`) and owns its copy.
+
+use kernel::error::code::{EINVAL, ENOMEM};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::kshim::mem::Sge;
+use crate::spec::opcodes::{Access, SendFlags, WrOpcode};
+use crate::verbs::ah::AhCore;
+use crate::verbs::mr::MrCore;
+use crate::verbs::mw::MwCore;
+use crate::verbs::wc::CqeDone;
+
+/// The most SGEs a work request can have, whatever the device says.
+pub const MAX_SGE: usize = 8;
+
+/// The most inline data a send work request can carry.
+pub const MAX_INLINE: usize = 256;
+
+/// What a send work request does, with what it needs.
+#[derive(Clone, Copy)]
+pub enum SendOp<'a> {
+    /// SEND.
+    Send,
+    /// SEND with immediate data.
+    SendWithImm(u32),
+    /// SEND that invalidates the given rkey at the responder.
+    SendWithInv(u32),
+    /// RDMA WRITE.
+    Write {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate data.
+    WriteWithImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ.
+    Read {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA READ that invalidates the local key `invalidate` when done.
+    ReadWithInv {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Local key to invalidate.
+        invalidate: u32,
+    },
+    /// Make earlier writes to a remote range (or whole MR) globally visible
+    /// and/or persistent.
+    Flush {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Length of the range.
+        length: u64,
+        /// Placement: visibility, persistence, or both.
+        flush: FlushType,
+        /// Flush the whole MR, not just the range.
+        whole_mr: bool,
+    },
+    /// Store the 8 bytes of the SGE list at a remote address, atomically.
+    AtomicWrite {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// Atomic compare and swap of 8 bytes.
+    CmpAndSwp {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to compare with.
+        compare: u64,
+        /// Value to store if equal.
+        swap: u64,
+    },
+    /// Atomic fetch and add of 8 bytes.
+    FetchAndAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+    /// Invalidate a local key.
+    LocalInv(u32),
+    /// Bind a memory window to part of an MR.
+    BindMw {
+        /// The window.
+        mw: &'a Arc<MwCore>,
+        /// The MR it opens onto.
+        mr: &'a Arc<MrCore>,
+        /// The window's new key (index part unchanged).
+        key: u32,
+        /// First address of the window.
+        addr: u64,
+        /// Length of the window.
+        length: u64,
+        /// Rights granted through the window.
+        access: Access,
+    },
+    /// Register the pages mapped into a fast-registration MR.
+    RegMr {
+        /// The MR.
+        mr: &'a Arc<MrCore>,
+        /// Its new key (index part unchanged, new low byte).
+        key: u32,
+        /// Access rights it gets.
+        access: Access,
+    },
+}
+
+impl SendOp<'_> {
+    /// The opcode.
+    pub fn opcode(&self) -> WrOpcode {
+        match self {
+            SendOp::Send => WrOpcode::Send,
+            SendOp::SendWithImm(_) => WrOpcode::SendWithImm,
+            SendOp::SendWithInv(_) => WrOpcode::SendWithInv,
+            SendOp::Write { .. } => WrOpcode::RdmaWrite,
+            SendOp::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
+            SendOp::Read { .. } => WrOpcode::RdmaRead,
+            SendOp::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
+            SendOp::Flush { .. } => WrOpcode::Flush,
+            SendOp::AtomicWrite { .. } => WrOpcode::AtomicWrite,
+            SendOp::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
+            SendOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
+            SendOp::LocalInv(_) => WrOpcode::LocalInv,
+            SendOp::RegMr { .. } => WrOpcode::RegMr,
+            SendOp::BindMw { .. } => WrOpcode::BindMw,
+        }
+    }
+}
+
+/// What a FLUSH makes of the data (`IB_FLUSH_GLOBAL`, `IB_FLUSH_PERSISTENT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushType {
+    /// Visible to every agent of the responder.
+    pub global: bool,
+    /// Persistent across power loss.
+    pub persistent: bool,
+}
+
+impl FlushType {
+    /// The MR rights the flush needs.
+    pub fn access(self) -> Access {
+        let mut a = Access::NONE;
+        if self.global {
+            a = a | Access::FLUSH_GLOBAL;
+        }
+        if self.persistent {
+            a = a | Access::FLUSH_PERSISTENT;
+        }
+        a
+    }
+}
+
+/// Where a UD send goes.
+#[derive(Clone, Copy)]
+pub struct UdDest<'a> {
+    /// The address.
+    pub ah: &'a Arc<AhCore>,
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// Its Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A send work request (`struct ib_send_wr` and its extensions).
+pub struct SendWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Called with the completion (CQs of `Cq::alloc`).
+    pub cqe: Option<Arc<dyn CqeDone>>,
+    /// The operation.
+    pub op: SendOp<'a>,
+    /// Flags.
+    pub flags: SendFlags,
+    /// Local memory: gathered for SEND and WRITE, scattered for READ and
+    /// atomics (8 bytes).
+    pub sg: &'a [Sge],
+    /// Destination of a UD send.
+    pub ud: Option<UdDest<'a>>,
+}
+
+impl<'a> SendWr<'a> {
+    /// A signaled request with no UD destination and no callback.
+    pub fn new(wr_id: u64, op: SendOp<'a>, sg: &'a [Sge]) -> Self {
+        SendWr {
+            wr_id,
+            cqe: None,
+            op,
+            flags: SendFlags::SIGNALED,
+            sg,
+            ud: None,
+        }
+    }
+}
+
+/// A receive work request (`struct ib_recv_wr`).
+pub struct RecvWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Called with the completion (CQs of `Cq::alloc`).
+    pub cqe: Option<Arc<dyn CqeDone>>,
+    /// Where received data goes.
+    pub sg: &'a [Sge],
+}
+
+/// A posted send work request, as the provider executes it.
+#[derive(Clone)]
+pub struct SendWqe {
+    /// The request's identifier.
+    pub wr_id: u64,
+    /// Its completion callback.
+    pub cqe: Option<Arc<dyn CqeDone>>,
+    /// Opcode.
+    pub opcode: WrOpcode,
+    /// Flags as posted.
+    pub flags: SendFlags,
+    /// Whether a successful completion is reported (SIGNALED or the QP
+    /// signals all).
+    pub signaled: bool,
+    /// Immediate data (host order).
+    pub imm: u32,
+    /// The rkey a SEND with invalidate names, or the key of a LOCAL_INV.
+    pub invalidate_rkey: u32,
+    /// Remote address (RDMA and atomics).
+    pub remote_addr: u64,
+    /// Remote key (RDMA and atomics).
+    pub rkey: u32,
+    /// Compare (CmpAndSwp) or add (FetchAndAdd) operand.
+    pub compare_add: u64,
+    /// Swap operand.
+    pub swap: u64,
+    /// UD destination address.
+    pub ah: Option<Arc<AhCore>>,
+    /// UD destination QP.
+    pub remote_qpn: u32,
+    /// UD destination Q_Key.
+    pub remote_qkey: u32,
+    /// The MR of a REG_MR or BIND_MW.
+    pub mr: Option<Arc<MrCore>>,
+    /// The window of a BIND_MW.
+    pub mw: Option<Arc<MwCore>>,
+    /// New key of a REG_MR or BIND_MW.
+    pub reg_key: u32,
+    /// Access of a REG_MR or BIND_MW.
+    pub reg_access: Access,
+    /// First address of a BIND_MW.
+    pub bind_addr: u64,
+    /// Length of a BIND_MW or FLUSH.
+    pub bind_length: u64,
+    /// Placement of a FLUSH.
+    pub flush: FlushType,
+    /// A FLUSH of the whole MR.
+    pub flush_whole_mr: bool,
+    /// Total data length.
+    pub length: u32,
+    /// Number of valid entries in `sge` (0 for inline data).
+    pub num_sge: usize,
+    /// The SGEs.
+    pub sge: [Sge; MAX_SGE],
+    /// Whether the data is in `inline_data`.
+    pub inline: bool,
+    /// Inline data (first `length` bytes).
+    pub inline_data: [u8; MAX_INLINE],
+}
+
+impl Default for SendWqe {
+    fn default() -> Self {
+        SendWqe {
+            wr_id: 0,
+            cqe: None,
+            opcode: WrOpcode::Send,
+            flags: SendFlags::NONE,
+            signaled: false,
+            imm: 0,
+            invalidate_rkey: 0,
+            remote_addr: 0,
+            rkey: 0,
+            compare_add: 0,
+            swap: 0,
+            ah: None,
+            remote_qpn: 0,
+            remote_qkey: 0,
+            mr: None,
+            mw: None,
+            reg_key: 0,
+            reg_access: Access::NONE,
+            bind_addr: 0,
+            bind_length: 0,
+            flush: FlushType {
+                global: false,
+                persistent: false,
+            },
+            flush_whole_mr: false,
+            length: 0,
+            num_sge: 0,
+            sge: [Sge::default(); MAX_SGE],
+            inline: false,
+            inline_data: [0; MAX_INLINE],
+        }
+    }
+}
+
+impl SendWqe {
+    /// The SGEs in use.
+    pub fn sges(&self) -> &[Sge] {
+        &self.sge[..self.num_sge]
+    }
+}
+
+/// A posted receive work request.
+#[derive(Clone, Default)]
+pub struct RecvWqe {
+    /// The request's identifier.
+    pub wr_id: u64,
+    /// Its completion callback.
+    pub cqe: Option<Arc<dyn CqeDone>>,
+    /// Total length of the SGEs.
+    pub length: u32,
+    /// Number of valid entries in `sge`.
+    pub num_sge: usize,
+    /// The SGEs.
+    pub sge: [Sge; MAX_SGE],
+}
+
+impl RecvWqe {
+    /// The SGEs in use.
+    pub fn sges(&self) -> &[Sge] {
+        &self.sge[..self.num_sge]
+    }
+
+    pub(crate) fn fill(&mut self, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+        if wr.sg.len() > max_sge as usize || wr.sg.len() > MAX_SGE {
+            return Err(EINVAL);
+        }
+        self.wr_id = wr.wr_id;
+        self.cqe = wr.cqe.clone();
+        self.length = crate::verbs::mr::sge_len(wr.sg)?;
+        self.num_sge = wr.sg.len();
+        self.sge[..wr.sg.len()].copy_from_slice(wr.sg);
+        Ok(())
+    }
+}
+
+/// A ring of fixed-size entries: `count` entries from `head`.
+pub(crate) struct Ring<T> {
+    slots: KVec<T>,
+    head: usize,
+    count: usize,
+    /// The number of entries the owner asked for (at most `slots.len()`).
+    limit: usize,
+}
+
+impl<T: Default> Ring<T> {
+    pub(crate) fn new(size: usize) -> Result<Self> {
+        let mut slots = KVec::with_capacity(size, GFP_KERNEL)?;
+        for _ in 0..size {
+            slots.push(T::default(), GFP_KERNEL)?;
+        }
+        Ok(Ring {
+            slots,
+            head: 0,
+            count: 0,
+            limit: size,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The slot a new entry goes to (`ENOMEM` when full, as the C verbs
+    /// report a full queue); call [`Ring::commit`] once it is filled.
+    pub(crate) fn next_slot(&mut self) -> Result<&mut T> {
+        if self.count >= self.limit {
+            return Err(ENOMEM);
+        }
+        let at = (self.head + self.count) % self.slots.len();
+        Ok(&mut self.slots[at])
+    }
+
+    pub(crate) fn commit(&mut self) {
+        self.count += 1;
+    }
+
+    /// The `i`-th entry from the head.
+    pub(crate) fn get(&self, i: usize) -> Option<&T> {
+        (i < self.count).then(|| &self.slots[(self.head + i) % self.slots.len()])
+    }
+
+    /// Takes the oldest entry out.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if self.count == 0 {
+            return None;
+        }
+        let item = core::mem::take(&mut self.slots[self.head]);
+        self.head = (self.head + 1) % self.slots.len();
+        self.count -= 1;
+        Some(item)
+    }
+
+    /// Moves every entry into `fresh`, an empty ring allocated beforehand
+    /// (`EINVAL` if they do not fit).
+    pub(crate) fn transfer_to(&mut self, fresh: &mut Ring<T>) -> Result {
+        if fresh.limit < self.count || fresh.count != 0 {
+            return Err(EINVAL);
+        }
+        while let Some(item) = self.pop() {
+            *fresh.next_slot()? = item;
+            fresh.commit();
+        }
+        Ok(())
+    }
+}

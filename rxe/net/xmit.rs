@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending a packet: the IP header of a path, the UDP source port of a
+//! QP, and the way out: a packet for an address of one of our devices in
+//! the same namespace goes straight to that device's receive path (the
+//! loopback fast path); anything else goes to the IP stack of the netdev's
+//! namespace. Both transports (`ud.rs`, `rc.rs`) send through here.
+
+use core::sync::atomic::Ordering;
+
+use rdma::kshim::udp::RouteCache;
+use rdma::spec::attr::Gid;
+
+use crate::device::RxeDev;
+use crate::wire::packet::{self, Headers, IpHeader, Ipv4, Ipv6};
+
+/// The largest payload of a packet: the largest IB MTU.
+pub(crate) const MAX_PAYLOAD: usize = 4096;
+
+/// Room for the largest packet: IPv6 + UDP + BTH + the largest extension
+/// headers + payload + pad + ICRC, rounded up.
+pub(crate) const PACKET_ROOM: usize = MAX_PAYLOAD + 128;
+
+/// Room for a packet without payload (ACKs).
+pub(crate) const SMALL_ROOM: usize = 128;
+
+/// The CRC-32 the codec computes ICRCs with: the kernel's, which uses
+/// carry-less multiplication where the CPU has it.
+pub(crate) fn crc(seed: u32, data: &[u8]) -> u32 {
+    rdma::kshim::udp::crc32_le(seed, data)
+}
+
+/// The IP header of packets from `sgid` to `dgid` (both IPv4-mapped or
+/// both IPv6), without its identification. None for a mixed pair.
+pub(crate) fn ip_header(
+    sgid: &Gid,
+    dgid: &Gid,
+    traffic_class: u8,
+    hop_limit: u8,
+) -> Option<IpHeader> {
+    let hop_limit = if hop_limit == 0 { 64 } else { hop_limit };
+    match (sgid.to_ipv4(), dgid.to_ipv4()) {
+        (Some(src), Some(dst)) => Some(IpHeader::V4(Ipv4 {
+            tos: traffic_class,
+            id: 0,
+            dont_fragment: true,
+            ttl: hop_limit,
+            src,
+            dst,
+        })),
+        (None, None) => Some(IpHeader::V6(Ipv6 {
+            traffic_class,
+            // rxe sends flow label 0.
+            flow_label: 0,
+            hop_limit,
+            src: sgid.0,
+            dst: dgid.0,
+        })),
+        _ => None,
+    }
+}
+
+/// The destination address of an IP header, as a GID.
+pub(crate) fn dst_gid(ip: &IpHeader) -> Gid {
+    match ip {
+        IpHeader::V4(ip) => Gid::from_ipv4(ip.dst),
+        IpHeader::V6(ip) => Gid(ip.dst),
+    }
+}
+
+/// The source address of an IP header, as a GID.
+pub(crate) fn src_gid(ip: &IpHeader) -> Gid {
+    match ip {
+        IpHeader::V4(ip) => Gid::from_ipv4(ip.src),
+        IpHeader::V6(ip) => Gid(ip.src),
+    }
+}
+
+/// The UDP source port of a QP's packets, spread over 0xc000..0xffff by
+/// QPN as rxe does, so flows hash apart.
+pub(crate) fn source_port(qpn: u32) -> u16 {
+    0xc000 | (qpn.wrapping_mul(0x9e37_79b9) >> 18) as u16
+}
+
+/// Why a packet did not leave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendError {
+    /// The codec refused it (a bug of the caller, or a payload too long).
+    Build,
+    /// The network stack refused it (no route, no memory).
+    Network,
+}
+
+/// Builds `headers` and `payload` into `out` and sends the packet, through
+/// `route` if the sender has one destination. Any context; the caller must
+/// hold no lock its own receive path takes (the loopback path delivers
+/// before returning).
+pub(crate) fn send(
+    rd: &RxeDev,
+    route: Option<&RouteCache>,
+    headers: &Headers,
+    payload: &[u8],
+    out: &mut [u8],
+) -> Result<(), SendError> {
+    let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
+    let frame = &out[..n];
+    let dgid = dst_gid(&headers.ip);
+    if let Some(target) = rd.rxe().device_for(rd.netdev.net_id(), &dgid) {
+        rd.counters.loopback.fetch_add(1, Ordering::Relaxed);
+        crate::net::recv::receive_on(&target, frame);
+        return Ok(());
+    }
+    let sent = match headers.ip {
+        IpHeader::V4(_) => rdma::kshim::udp::ip4_xmit(&rd.netdev, route, frame),
+        IpHeader::V6(_) => rdma::kshim::udp::ip6_xmit(&rd.netdev, route, frame),
+    };
+    match sent {
+        Ok(()) => {
+            rd.counters.tx.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(_) => {
+            rd.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+            Err(SendError::Network)
+        }
+    }
+}

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The connected transports, RC and UC, over RoCE v2: one [`RcQp`] per QP,
+//! holding what the QP's attributes say about its connection ([`Conn`]),
+//! the requester's state (`req.rs`: sending requests, and as completer
+//! taking ACKs, NAKs and READ/atomic responses) and the responder's
+//! (`resp.rs`: executing requests, answering them).
+//!
+//! Execution: requests go out from the core's per-QP work
+//! ([`QpOps::run`]), which also sends READ responses. Packets arrive in
+//! softirq context from the namespace's socket, or in the sender's context
+//! on the loopback path; the requester and responder states are irq-safe
+//! spinlocks, and no lock is held while a packet is sent, since on the
+//! loopback path sending means receiving before the call returns. Timers
+//! (local ACK timeout, RNR wait) are deadlines the work checks; the core's
+//! QP timer ([`QpCore::schedule_in`]) wakes it.
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::kshim::sync::SpinLockIrq;
+use rdma::kshim::udp::RouteCache;
+use rdma::spec::attr::Gid;
+use rdma::spec::opcodes::Access;
+use rdma::spec::qp_state::{AttrMask, QpState};
+use rdma::verbs::qp::{QpAttr, QpCore, QpOps};
+use rdma::verbs::wr::SendWqe;
+
+use crate::device::RxeDev;
+use crate::net::xmit::{self, SendError, MAX_PAYLOAD, PACKET_ROOM};
+use crate::transport::req::ReqState;
+use crate::transport::resp::RespState;
+use crate::wire::headers::{Bth, ExtHeaders};
+use crate::wire::opcode::{Class, Opcode, Transport};
+use crate::wire::packet::{Headers, IpHeader, Packet, Udp};
+use crate::wire::psn::PSN_MASK;
+
+/// What the QP's attributes say about the connection, kept up to date by
+/// `modify` so the packet paths need not query the core.
+#[derive(Clone, Copy)]
+pub(crate) struct Conn {
+    /// IP header template (no identification) towards the remote port;
+    /// None until the address vector is set.
+    pub(crate) ip: Option<IpHeader>,
+    /// The remote port's address.
+    pub(crate) dgid: Gid,
+    /// Path MTU in bytes.
+    pub(crate) mtu: u32,
+    /// The remote QP.
+    pub(crate) dest_qpn: u32,
+    /// Rights granted to the remote QP.
+    pub(crate) access: Access,
+    /// Local ACK timeout; None for none.
+    pub(crate) timeout_us: Option<u64>,
+    /// Transport retries.
+    pub(crate) retry_cnt: u8,
+    /// RNR retries (7: without limit).
+    pub(crate) rnr_retry: u8,
+    /// The RNR timer code the responder advertises.
+    pub(crate) min_rnr_timer: u8,
+    /// Outstanding READs/atomics as requester (at least 1).
+    pub(crate) max_rd_atomic: u32,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Conn {
+            ip: None,
+            dgid: Gid::default(),
+            mtu: 1024,
+            dest_qpn: 0,
+            access: Access::NONE,
+            timeout_us: None,
+            retry_cnt: 0,
+            rnr_retry: 0,
+            min_rnr_timer: 0,
+            max_rd_atomic: 1,
+        }
+    }
+}
+
+/// The work's own buffers (only the work uses them, one run at a time).
+pub(crate) struct WorkBuf {
+    /// The packet under construction.
+    pub(crate) pkt: KVec<u8>,
+    /// The payload it is built from.
+    pub(crate) payload: KVec<u8>,
+    /// A copy of the send WQE being sent.
+    pub(crate) wqe: SendWqe,
+    /// Which one (its sequence number in the requester's list).
+    pub(crate) wqe_seq: Option<u64>,
+}
+
+/// An RC or UC QP's transport.
+#[pin_data]
+pub(crate) struct RcQp {
+    pub(crate) rd: Arc<RxeDev>,
+    /// UC rather than RC.
+    pub(crate) uc: bool,
+    #[pin]
+    pub(crate) conn: SpinLockIrq<Conn>,
+    #[pin]
+    pub(crate) req: SpinLockIrq<ReqState>,
+    #[pin]
+    pub(crate) resp: SpinLockIrq<RespState>,
+    #[pin]
+    pub(crate) work: Mutex<KBox<WorkBuf>>,
+    /// The route to the peer, looked up once (reset when the AV changes).
+    pub(crate) route: RouteCache,
+}
+
+/// A packet to send, described by its headers' variable parts.
+pub(crate) struct Out {
+    pub(crate) opcode: Opcode,
+    pub(crate) psn: u32,
+    pub(crate) ack_req: bool,
+    pub(crate) solicited: bool,
+    pub(crate) ext: ExtHeaders,
+}
+
+impl RcQp {
+    pub(crate) fn new(rd: Arc<RxeDev>, uc: bool, max_send_wr: u32) -> Result<Arc<RcQp>> {
+        let work = KBox::new(
+            WorkBuf {
+                pkt: KVec::from_elem(0u8, PACKET_ROOM, GFP_KERNEL)?,
+                payload: KVec::from_elem(0u8, MAX_PAYLOAD, GFP_KERNEL)?,
+                wqe: SendWqe::default(),
+                wqe_seq: None,
+            },
+            GFP_KERNEL,
+        )?;
+        let req = ReqState::new(max_send_wr as usize)?;
+        let resp = RespState::new()?;
+        let route = RouteCache::new()?;
+        Arc::pin_init(
+            pin_init!(RcQp {
+                rd,
+                uc,
+                conn <- rdma::new_spinlock_irq!(Conn::default(), "RcQp::conn"),
+                req <- rdma::new_spinlock_irq!(req, "RcQp::req"),
+                resp <- rdma::new_spinlock_irq!(resp, "RcQp::resp"),
+                work <- new_mutex!(work, "RcQp::work"),
+                route,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The connection as last modified.
+    pub(crate) fn conn(&self) -> Conn {
+        *self.conn.lock()
+    }
+
+    /// Builds and sends one packet of `qp` on `conn`. Any context; no
+    /// lock of this QP may be held.
+    pub(crate) fn send(
+        &self,
+        qp: &QpCore,
+        conn: &Conn,
+        out: Out,
+        payload: &[u8],
+        buf: &mut [u8],
+    ) -> core::result::Result<(), SendError> {
+        let Some(mut ip) = conn.ip else {
+            return Err(SendError::Build);
+        };
+        if let IpHeader::V4(v4) = &mut ip {
+            v4.id = self.rd.next_ip_id();
+        }
+        let headers = Headers {
+            ip,
+            udp: Udp {
+                src_port: xmit::source_port(qp.qpn()),
+                checksum: 0,
+            },
+            bth: Bth {
+                opcode: out.opcode as u8,
+                solicited: out.solicited,
+                pkey: 0xffff,
+                dest_qpn: conn.dest_qpn,
+                ack_req: out.ack_req,
+                psn: out.psn & PSN_MASK,
+                ..Bth::default()
+            },
+            ext: out.ext,
+        };
+        xmit::send(&self.rd, Some(&self.route), &headers, payload, buf)
+    }
+
+    /// A packet for this QP arrived (softirq, or the sender's context on
+    /// the loopback path): whether it was taken.
+    pub(crate) fn receive(&self, qp: &Arc<QpCore>, pkt: &Packet<'_>) -> bool {
+        let want = if self.uc {
+            Transport::Uc
+        } else {
+            Transport::Rc
+        };
+        if pkt.opcode.transport() != want {
+            return false;
+        }
+        // Only the connected peer may talk to a connected QP.
+        let conn = self.conn();
+        if conn.ip.is_none() || xmit::src_gid(&pkt.headers.ip) != conn.dgid {
+            return false;
+        }
+        match pkt.info().class {
+            Class::Request => self.responder_receive(qp, &conn, pkt),
+            Class::ReadResponse | Class::Ack if !self.uc => self.completer_receive(qp, &conn, pkt),
+            _ => false,
+        }
+    }
+
+    /// Records the attributes the packet paths use.
+    fn update_conn(&self, qp: &QpCore, attr: &QpAttr, mask: AttrMask) -> Result {
+        let mut c = self.conn();
+        if mask.contains(AttrMask::AV) {
+            let dev = qp.device();
+            let av = &attr.ah_attr;
+            let sgid = dev
+                .query_gid(av.port_num, u32::from(av.grh.sgid_index))
+                .map_err(|_| EINVAL)?;
+            c.ip = Some(
+                xmit::ip_header(
+                    &sgid.gid,
+                    &av.grh.dgid,
+                    av.grh.traffic_class,
+                    av.grh.hop_limit,
+                )
+                .ok_or(EINVAL)?,
+            );
+            c.dgid = av.grh.dgid;
+            self.route.reset();
+        }
+        if mask.contains(AttrMask::PATH_MTU) {
+            c.mtu = attr.path_mtu.bytes();
+        }
+        if mask.contains(AttrMask::DEST_QPN) {
+            c.dest_qpn = attr.dest_qp_num;
+        }
+        if mask.contains(AttrMask::ACCESS_FLAGS) {
+            c.access = attr.qp_access_flags;
+        }
+        if mask.contains(AttrMask::TIMEOUT) {
+            c.timeout_us = crate::wire::segment::ack_timeout_usec(attr.timeout);
+        }
+        if mask.contains(AttrMask::RETRY_CNT) {
+            c.retry_cnt = attr.retry_cnt;
+        }
+        if mask.contains(AttrMask::RNR_RETRY) {
+            c.rnr_retry = attr.rnr_retry;
+        }
+        if mask.contains(AttrMask::MIN_RNR_TIMER) {
+            c.min_rnr_timer = attr.min_rnr_timer;
+        }
+        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC) {
+            c.max_rd_atomic = u32::from(attr.max_rd_atomic).max(1);
+        }
+        *self.conn.lock() = c;
+        Ok(())
+    }
+}
+
+impl QpOps for RcQp {
+    fn modify(&self, qp: &Arc<QpCore>, attr: &QpAttr, mask: AttrMask) -> Result {
+        self.update_conn(qp, attr, mask)?;
+        if !mask.contains(AttrMask::STATE) {
+            return Ok(());
+        }
+        let c = self.conn();
+        match attr.qp_state {
+            QpState::Reset => {
+                self.req_reset();
+                self.resp_reset();
+            }
+            QpState::Rtr if qp.state() == QpState::Init => {
+                let rq_psn = if mask.contains(AttrMask::RQ_PSN) {
+                    attr.rq_psn
+                } else {
+                    qp.attr().rq_psn
+                };
+                self.resp_start(rq_psn);
+            }
+            QpState::Rts if qp.state() == QpState::Rtr => {
+                let sq_psn = if mask.contains(AttrMask::SQ_PSN) {
+                    attr.sq_psn
+                } else {
+                    qp.attr().sq_psn
+                };
+                self.req_start(sq_psn, &c);
+            }
+            QpState::Err => {
+                self.req_stop();
+                self.resp_flush(qp);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn run(&self, qp: &Arc<QpCore>) {
+        let mut work = self.work.lock();
+        self.send_read_responses(qp, &mut work);
+        self.requester_run(qp, &mut work);
+    }
+
+    fn destroy(&self, _qp: &QpCore) {
+        self.req_stop();
+        self.resp_reset();
+    }
+}

@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester of an RC or UC QP.
+//!
+//! The requester takes send WQEs in order, gives each its PSNs (one per
+//! packet; a READ takes as many as its response has packets), and sends
+//! their packets from the QP's work, at most [`WINDOW`] PSNs beyond the
+//! oldest unacknowledged one. It remembers, per WQE taken, only its first
+//! PSN, its packet count and kind; the WQE itself stays in the core's ring
+//! and is read again ([`QpCore::sq_peek`]) to send a packet a second time.
+//!
+//! What comes back (ACKs, NAKs, responses) is the completer's (`comp.rs`),
+//! which shares this file's [`ReqState`] under the same lock.
+
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::time::Ktime;
+
+use rdma::spec::opcodes::{SendFlags, WcStatus, WrOpcode};
+use rdma::spec::qp_state::QpState;
+use rdma::verbs::mr::{self, AccessError};
+use rdma::verbs::qp::QpCore;
+use rdma::verbs::wr::SendWqe;
+
+use crate::net::xmit::SendError;
+use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
+use crate::wire::headers::{AtomicEth, ExtHeaders, Feth, Ieth, ImmDt, Reth};
+use crate::wire::opcode::Opcode;
+use crate::wire::psn::{psn_add, psn_diff};
+use crate::wire::segment::{self, Message};
+
+/// The most PSNs sent and not acknowledged.
+pub(crate) const WINDOW: u32 = 128;
+
+/// An ACK is asked for at least every this many packets.
+const ACK_EVERY: u32 = 32;
+
+/// Packets the work sends per run before letting others run.
+const BUDGET: u32 = 128;
+
+/// What a WQE taken by the requester is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Executed locally (REG_MR, LOCAL_INV, BIND_MW): no packet.
+    Local,
+    /// SEND, RDMA WRITE, ATOMIC WRITE: done when acknowledged.
+    Plain,
+    /// RDMA READ or FLUSH: done when its response is in.
+    Read,
+    /// Compare-and-swap or fetch-and-add: done with its atomic ACK.
+    Atomic,
+}
+
+/// What the requester remembers of a WQE it took.
+#[derive(Clone, Copy)]
+pub(super) struct Taken {
+    pub(super) first_psn: u32,
+    pub(super) npkts: u32,
+    pub(super) kind: Kind,
+    pub(super) len: u32,
+    /// Every packet went out at least once.
+    pub(super) sent: bool,
+    /// The result, once known before any ACK (local operations, and
+    /// requests that failed locally).
+    pub(super) status: Option<WcStatus>,
+}
+
+impl Taken {
+    const EMPTY: Taken = Taken {
+        first_psn: 0,
+        npkts: 0,
+        kind: Kind::Local,
+        len: 0,
+        sent: false,
+        status: None,
+    };
+
+    pub(super) fn end_psn(&self) -> u32 {
+        psn_add(self.first_psn, self.npkts)
+    }
+
+    pub(super) fn waits_response(&self) -> bool {
+        matches!(self.kind, Kind::Read | Kind::Atomic)
+    }
+}
+
+/// The requester's state.
+pub(crate) struct ReqState {
+    /// The WQEs taken and not completed, by sequence number modulo the
+    /// length.
+    pub(super) slots: KVec<Taken>,
+    /// Sequence number of the oldest WQE taken.
+    pub(super) head: u64,
+    /// Sequence number the next WQE taken gets.
+    pub(super) tail: u64,
+    /// The WQE to send a packet of next, and which packet.
+    pub(super) cur: u64,
+    pub(super) cur_pkt: u32,
+    /// PSN of the next new packet.
+    pub(super) next_psn: u32,
+    /// The oldest PSN not acknowledged.
+    pub(super) una: u32,
+    /// Packets sent since the last one that asked for an ACK.
+    pub(super) noack: u32,
+    /// READs and atomics outstanding.
+    pub(super) rd_out: u32,
+    pub(super) retry_left: u8,
+    pub(super) rnr_left: u8,
+    /// Local ACK timeout deadline (ns, monotonic).
+    pub(super) deadline: Option<i64>,
+    /// Sending waits until then after an RNR NAK.
+    pub(super) rnr_until: Option<i64>,
+    /// Changes when sending restarts from `una`, so a packet built before
+    /// does not move the send position.
+    pub(super) gen: u32,
+    /// A READ response gap already asked for a resend.
+    pub(super) gap_retry: bool,
+    /// After a timeout: send one packet (asking for an ACK) and wait for
+    /// its answer before sending more, so recovery does not add to the
+    /// congestion that may have caused the loss.
+    pub(super) probe: bool,
+    pub(super) probe_sent: bool,
+    /// In RTS with a connection.
+    pub(super) active: bool,
+    /// A request failed locally: take no more WQEs.
+    pub(super) halted: bool,
+    /// The work stopped with WQEs waiting for an answer of the responder
+    /// (window, slots, READ/atomic credits, fence, probe): the next ACK
+    /// that makes progress schedules it. Any other ACK does not, so a
+    /// stream of ACKs does not wake the work for nothing.
+    pub(super) blocked: bool,
+}
+
+impl ReqState {
+    pub(crate) fn new(max_wr: usize) -> Result<ReqState> {
+        Ok(ReqState {
+            slots: KVec::from_elem(Taken::EMPTY, max_wr.max(1), GFP_KERNEL)?,
+            head: 0,
+            tail: 0,
+            cur: 0,
+            cur_pkt: 0,
+            next_psn: 0,
+            una: 0,
+            noack: 0,
+            rd_out: 0,
+            retry_left: 0,
+            rnr_left: 0,
+            deadline: None,
+            rnr_until: None,
+            gen: 0,
+            gap_retry: false,
+            probe: false,
+            probe_sent: false,
+            active: false,
+            halted: false,
+            blocked: false,
+        })
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.head = 0;
+        self.tail = 0;
+        self.cur = 0;
+        self.cur_pkt = 0;
+        self.noack = 0;
+        self.rd_out = 0;
+        self.deadline = None;
+        self.rnr_until = None;
+        self.gen = self.gen.wrapping_add(1);
+        self.gap_retry = false;
+        self.probe = false;
+        self.probe_sent = false;
+        self.active = false;
+        self.halted = false;
+        self.blocked = false;
+    }
+
+    /// Sending goes on from `una`: at the first packet not yet
+    /// acknowledged of the first WQE from `start` that still has one, or
+    /// after everything taken.
+    pub(super) fn send_from_una(&mut self, start: u64) {
+        let una = self.una;
+        let from = (start..self.tail).find(|&s| {
+            let e = self.get(s);
+            e.kind != Kind::Local && e.status.is_none() && psn_diff(e.end_psn(), una) > 0
+        });
+        match from {
+            Some(seq) => {
+                let first = self.get(seq).first_psn;
+                self.cur = seq;
+                self.cur_pkt = psn_diff(una, first).max(0) as u32;
+            }
+            None => {
+                self.cur = self.tail;
+                self.cur_pkt = 0;
+            }
+        }
+    }
+
+    pub(super) fn slot(&mut self, seq: u64) -> &mut Taken {
+        let n = self.slots.len() as u64;
+        &mut self.slots[(seq % n) as usize]
+    }
+
+    pub(super) fn get(&self, seq: u64) -> Taken {
+        let n = self.slots.len() as u64;
+        self.slots[(seq % n) as usize]
+    }
+
+    /// The oldest WQE still waiting for a READ or atomic response.
+    pub(super) fn first_waiting(&self) -> Option<u64> {
+        (self.head..self.tail).find(|&s| self.get(s).waits_response())
+    }
+}
+
+/// One packet the work decided to send.
+struct Step {
+    seq: u64,
+    pkt: u32,
+    psn: u32,
+    npkts: u32,
+    kind: Kind,
+    ack_req: bool,
+    gen: u32,
+}
+
+enum Next {
+    Packet(Step),
+    Local(u64),
+}
+
+pub(super) fn now_ns() -> i64 {
+    Ktime::ktime_get().to_ns()
+}
+
+pub(super) fn usecs_until(now: i64, t: i64) -> u32 {
+    (((t - now).max(0) / 1000) as u64).min(u64::from(u32::MAX)) as u32
+}
+
+/// The kind and packet count of a WQE at path MTU `mtu`.
+fn classify(w: &SendWqe, mtu: u32) -> (Kind, u32) {
+    match w.opcode {
+        WrOpcode::Send
+        | WrOpcode::SendWithImm
+        | WrOpcode::SendWithInv
+        | WrOpcode::RdmaWrite
+        | WrOpcode::RdmaWriteWithImm => (Kind::Plain, segment::packet_count(w.length, mtu)),
+        WrOpcode::AtomicWrite => (Kind::Plain, 1),
+        WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
+            (Kind::Read, segment::packet_count(w.length, mtu))
+        }
+        WrOpcode::Flush => (Kind::Read, 1),
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => (Kind::Atomic, 1),
+        _ => (Kind::Local, 0),
+    }
+}
+
+pub(super) fn local_status(e: AccessError) -> WcStatus {
+    match e {
+        AccessError::Bounds => WcStatus::LocLenErr,
+        _ => WcStatus::LocProtErr,
+    }
+}
+
+/// Executes a local operation: its completion status.
+fn execute_local(qp: &QpCore, w: &SendWqe) -> WcStatus {
+    let dev = qp.device();
+    match w.opcode {
+        WrOpcode::LocalInv => match dev.invalidate_key(w.invalidate_rkey) {
+            Ok(()) => WcStatus::Success,
+            Err(_) => WcStatus::LocProtErr,
+        },
+        WrOpcode::RegMr => match &w.mr {
+            Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => WcStatus::Success,
+            _ => WcStatus::LocProtErr,
+        },
+        WrOpcode::BindMw => match (&w.mw, &w.mr) {
+            (Some(mw), Some(m))
+                if mw
+                    .bind(qp, m, w.reg_key, w.bind_addr, w.bind_length, w.reg_access)
+                    .is_ok() =>
+            {
+                WcStatus::Success
+            }
+            _ => WcStatus::MwBindErr,
+        },
+        _ => WcStatus::LocQpOpErr,
+    }
+}
+
+impl RcQp {
+    /// Back to nothing taken (RESET).
+    pub(crate) fn req_reset(&self) {
+        self.req.lock().clear();
+    }
+
+    /// RTS: the first PSN, the retry budgets.
+    pub(crate) fn req_start(&self, sq_psn: u32, conn: &Conn) {
+        let mut st = self.req.lock();
+        st.clear();
+        st.next_psn = sq_psn;
+        st.una = sq_psn;
+        st.retry_left = conn.retry_cnt;
+        st.rnr_left = conn.rnr_retry;
+        st.active = true;
+    }
+
+    /// The QP is in error or going away: send and complete nothing more
+    /// (the core flushes the WQEs).
+    pub(crate) fn req_stop(&self) {
+        self.req.lock().active = false;
+    }
+
+    /// Sends what there is to send (the QP's work).
+    pub(crate) fn requester_run(&self, qp: &Arc<QpCore>, w: &mut WorkBuf) {
+        for _ in 0..BUDGET {
+            let conn = self.conn();
+            let next = {
+                let mut st = self.req.lock();
+                if !st.active || !matches!(qp.state(), QpState::Rts | QpState::Sqd) {
+                    return;
+                }
+                if !self.check_timers(&mut st, qp, &conn) {
+                    return;
+                }
+                match self.next_step(&mut st, qp, &conn, w) {
+                    Some(n) => n,
+                    None => return,
+                }
+            };
+            match next {
+                Next::Local(seq) => {
+                    let status = execute_local(qp, &w.wqe);
+                    let mut st = self.req.lock();
+                    if st.active && seq >= st.head && seq < st.tail {
+                        st.slot(seq).status = Some(status);
+                        self.complete_ready(&mut st, qp);
+                    }
+                }
+                Next::Packet(step) => {
+                    let res = self.send_request(qp, &conn, w, &step);
+                    let mut st = self.req.lock();
+                    if !st.active
+                        || st.gen != step.gen
+                        || st.cur != step.seq
+                        || st.cur_pkt != step.pkt
+                    {
+                        continue;
+                    }
+                    if let Err(status) = res {
+                        // Completes in order once everything before it has;
+                        // nothing after it is taken.
+                        let e = st.slot(step.seq);
+                        e.status = Some(status);
+                        e.sent = true;
+                        st.halted = true;
+                        st.cur = step.seq + 1;
+                        st.cur_pkt = 0;
+                        self.complete_ready(&mut st, qp);
+                        continue;
+                    }
+                    let e = st.slot(step.seq);
+                    if step.kind != Kind::Plain || step.pkt + 1 >= step.npkts {
+                        e.sent = true;
+                        st.cur = step.seq + 1;
+                        st.cur_pkt = 0;
+                    } else {
+                        st.cur_pkt += 1;
+                    }
+                    if self.uc {
+                        st.una = psn_add(step.psn, 1);
+                    } else if st.deadline.is_none() && st.una != st.next_psn {
+                        if let Some(t) = conn.timeout_us {
+                            st.deadline = Some(now_ns() + (t as i64) * 1000);
+                            qp.schedule_in(t.min(u64::from(u32::MAX)) as u32);
+                        }
+                    }
+                    // Its ACK may have come before it was marked sent (on
+                    // the loopback path, during the send itself).
+                    self.complete_ready(&mut st, qp);
+                }
+            }
+        }
+        // More to do: let other work run first.
+        qp.schedule();
+    }
+
+    /// Handles an expired RNR wait or ACK timeout. False when sending must
+    /// wait (the timer is armed) or the QP failed.
+    fn check_timers(&self, st: &mut ReqState, qp: &Arc<QpCore>, conn: &Conn) -> bool {
+        let now = now_ns();
+        if let Some(t) = st.rnr_until {
+            if now < t {
+                qp.schedule_in(usecs_until(now, t));
+                return false;
+            }
+            st.rnr_until = None;
+            self.restart(st);
+        }
+        if let Some(t) = st.deadline {
+            if now < t {
+                // ACKs moved the deadline since the timer was armed.
+                qp.schedule_in(usecs_until(now, t));
+                return true;
+            }
+            if st.una == st.next_psn {
+                st.deadline = None;
+                return true;
+            }
+            self.rd.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            if st.retry_left == 0 {
+                self.fail_head(st, qp, WcStatus::RetryExcErr);
+                return false;
+            }
+            st.retry_left -= 1;
+            let t = conn.timeout_us.unwrap_or(0);
+            st.deadline = Some(now + (t as i64) * 1000);
+            qp.schedule_in(t.min(u64::from(u32::MAX)) as u32);
+            self.restart(st);
+            st.probe = true;
+        }
+        true
+    }
+
+    /// Decides the next packet (or local operation), taking a new WQE if
+    /// everything taken is out. The WQE is copied to `w.wqe`.
+    fn next_step(
+        &self,
+        st: &mut ReqState,
+        qp: &QpCore,
+        conn: &Conn,
+        w: &mut WorkBuf,
+    ) -> Option<Next> {
+        loop {
+            if st.probe_sent {
+                // Waiting for the answer to the probe.
+                st.blocked = true;
+                return None;
+            }
+            if st.cur < st.tail {
+                let seq = st.cur;
+                let e = st.get(seq);
+                if e.kind == Kind::Local || e.status.is_some() {
+                    st.cur += 1;
+                    st.cur_pkt = 0;
+                    continue;
+                }
+                if w.wqe_seq != Some(seq) {
+                    if !qp.sq_peek((seq - st.head) as usize, &mut w.wqe) {
+                        st.blocked = true;
+                        return None;
+                    }
+                    w.wqe_seq = Some(seq);
+                }
+                let pkt = st.cur_pkt;
+                let last = e.kind != Kind::Plain || pkt + 1 >= e.npkts;
+                let ack_req = !self.uc && (last || st.noack + 1 >= ACK_EVERY || st.probe);
+                st.noack = if ack_req { 0 } else { st.noack + 1 };
+                if st.probe {
+                    st.probe_sent = true;
+                }
+                return Some(Next::Packet(Step {
+                    seq,
+                    pkt,
+                    psn: psn_add(e.first_psn, pkt),
+                    npkts: e.npkts,
+                    kind: e.kind,
+                    ack_req,
+                    gen: st.gen,
+                }));
+            }
+            // SQD finishes what was taken and starts nothing new.
+            if st.halted || qp.state() == QpState::Sqd {
+                return None;
+            }
+            let idx = (st.tail - st.head) as usize;
+            if psn_diff(st.next_psn, st.una) >= WINDOW as i32 || idx >= st.slots.len() {
+                st.blocked = true;
+                return None;
+            }
+            // Nothing posted: posting schedules the work.
+            if !qp.sq_peek(idx, &mut w.wqe) {
+                return None;
+            }
+            let seq = st.tail;
+            w.wqe_seq = Some(seq);
+            let (kind, npkts) = classify(&w.wqe, conn.mtu);
+            let waits = matches!(kind, Kind::Read | Kind::Atomic);
+            if (waits && st.rd_out >= conn.max_rd_atomic)
+                || (w.wqe.flags.contains(SendFlags::FENCE) && st.rd_out > 0)
+            {
+                st.blocked = true;
+                return None;
+            }
+            if !qp.sq_start() {
+                return None;
+            }
+            let first_psn = st.next_psn;
+            *st.slot(seq) = Taken {
+                first_psn,
+                npkts,
+                kind,
+                len: w.wqe.length,
+                sent: false,
+                status: None,
+            };
+            st.tail += 1;
+            st.next_psn = psn_add(first_psn, npkts);
+            if waits {
+                st.rd_out += 1;
+            }
+            st.cur_pkt = 0;
+            if kind == Kind::Local {
+                st.cur = st.tail;
+                return Some(Next::Local(seq));
+            }
+        }
+    }
+
+    /// Builds and sends packet `s.pkt` of the WQE in `w.wqe`. A local
+    /// failure (bad local memory) is the WQE's completion status; a packet
+    /// the network refused counts as lost.
+    fn send_request(
+        &self,
+        qp: &QpCore,
+        conn: &Conn,
+        w: &mut WorkBuf,
+        s: &Step,
+    ) -> core::result::Result<(), WcStatus> {
+        let WorkBuf {
+            pkt: buf,
+            payload,
+            wqe,
+            ..
+        } = w;
+        let mtu = conn.mtu;
+        let last = s.pkt + 1 >= s.npkts;
+        let mut ext = ExtHeaders::default();
+        let mut solicited = false;
+        let (opcode, data): (Opcode, &[u8]) = match wqe.opcode {
+            WrOpcode::Send
+            | WrOpcode::SendWithImm
+            | WrOpcode::SendWithInv
+            | WrOpcode::RdmaWrite
+            | WrOpcode::RdmaWriteWithImm => {
+                let imm = wqe.opcode.has_imm();
+                let msg = match wqe.opcode {
+                    WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => Message::Write { imm },
+                    op => Message::Send {
+                        imm,
+                        inv: op == WrOpcode::SendWithInv,
+                    },
+                };
+                let op = segment::request_opcode(self.uc, msg, s.pkt, s.npkts)
+                    .ok_or(WcStatus::LocQpOpErr)?;
+                let (off, len) = segment::slice(s.pkt, wqe.length, mtu);
+                let data = &mut payload[..len as usize];
+                fill(qp, wqe, off, data)?;
+                if matches!(msg, Message::Write { .. }) && s.pkt == 0 {
+                    ext.reth = Some(Reth {
+                        va: wqe.remote_addr,
+                        rkey: wqe.rkey,
+                        len: wqe.length,
+                    });
+                }
+                if last {
+                    solicited = wqe.flags.contains(SendFlags::SOLICITED);
+                    if imm {
+                        ext.immdt = Some(ImmDt { imm: wqe.imm });
+                    }
+                    if wqe.opcode == WrOpcode::SendWithInv {
+                        ext.ieth = Some(Ieth {
+                            rkey: wqe.invalidate_rkey,
+                        });
+                    }
+                }
+                (op, &*data)
+            }
+            WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
+                // Sent again from packet `pkt` of its response: a request
+                // for the rest.
+                let (off, _) = segment::slice(s.pkt, wqe.length, mtu);
+                ext.reth = Some(Reth {
+                    va: wqe.remote_addr.wrapping_add(u64::from(off)),
+                    rkey: wqe.rkey,
+                    len: wqe.length - off,
+                });
+                (Opcode::RcRdmaReadRequest, &[][..])
+            }
+            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+                let cmp = wqe.opcode == WrOpcode::AtomicCmpAndSwp;
+                ext.atomic_eth = Some(AtomicEth {
+                    va: wqe.remote_addr,
+                    rkey: wqe.rkey,
+                    swap_add: if cmp { wqe.swap } else { wqe.compare_add },
+                    compare: if cmp { wqe.compare_add } else { 0 },
+                });
+                let op = if cmp {
+                    Opcode::RcCompareSwap
+                } else {
+                    Opcode::RcFetchAdd
+                };
+                (op, &[][..])
+            }
+            WrOpcode::AtomicWrite => {
+                let data = &mut payload[..8];
+                fill(qp, wqe, 0, data)?;
+                ext.reth = Some(Reth {
+                    va: wqe.remote_addr,
+                    rkey: wqe.rkey,
+                    len: 8,
+                });
+                (Opcode::RcAtomicWrite, &*data)
+            }
+            WrOpcode::Flush => {
+                let placement = u8::from(wqe.flush.global) | (u8::from(wqe.flush.persistent) << 1);
+                ext.feth = Some(Feth::new(u8::from(wqe.flush_whole_mr), placement));
+                ext.reth = Some(Reth {
+                    va: wqe.remote_addr,
+                    rkey: wqe.rkey,
+                    len: if wqe.flush_whole_mr {
+                        0
+                    } else {
+                        wqe.bind_length.min(u64::from(u32::MAX)) as u32
+                    },
+                });
+                (Opcode::RcFlush, &[][..])
+            }
+            _ => return Err(WcStatus::LocQpOpErr),
+        };
+        let out = Out {
+            opcode,
+            psn: s.psn,
+            ack_req: s.ack_req,
+            solicited,
+            ext,
+        };
+        match self.send(qp, conn, out, data, buf) {
+            Ok(()) => Ok(()),
+            // Lost: the ACK timeout sends it again.
+            Err(SendError::Network) => Ok(()),
+            Err(SendError::Build) => Err(WcStatus::LocLenErr),
+        }
+    }
+}
+
+/// Fills `out` with the WQE's data from byte `off`: inline data or its
+/// SGEs' memory.
+fn fill(qp: &QpCore, w: &SendWqe, off: u32, out: &mut [u8]) -> core::result::Result<(), WcStatus> {
+    if w.inline {
+        let off = off as usize;
+        let src = w
+            .inline_data
+            .get(off..off + out.len())
+            .ok_or(WcStatus::LocLenErr)?;
+        out.copy_from_slice(src);
+        return Ok(());
+    }
+    mr::gather(qp.device(), qp.pd(), w.sges(), u64::from(off), out).map_err(local_status)
+}

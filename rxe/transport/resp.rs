@@ -1,0 +1,1002 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder of an RC or UC QP.
+//!
+//! Requests are taken in PSN order (softirq, or the sender's context on
+//! the loopback path): SEND data goes into the receive WQE taken at the
+//! message's first packet, RDMA WRITE data into the memory its RETH names
+//! (checked on the first packet and again on every copy), atomics execute
+//! at once and are remembered for a replay, and READ and FLUSH requests
+//! are queued for the QP's work, which sends their responses.
+//!
+//! RC answers: an ACK where the requester asked for one, an RNR NAK when
+//! no receive WQE is posted (the PSN is not consumed, the requester tries
+//! again after the advertised timer), a PSN sequence NAK once per gap, a
+//! second answer to duplicates (ACK again, READ again, atomic replayed),
+//! and for invalid requests, access violations and bad receive memory a
+//! NAK after which the QP is in the error state. UC answers nothing: a
+//! gap or an error drops the rest of the message, and the receive WQE it
+//! had is used for the next one.
+
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::device::event::{Element, Event, EventKind};
+use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
+use rdma::verbs::mr;
+use rdma::verbs::qp::QpCore;
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::RecvWqe;
+
+use crate::net::xmit::SMALL_ROOM;
+use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
+use crate::wire::headers::{Aeth, AtomicAckEth, ExtHeaders, NakCode, Syndrome};
+use crate::wire::opcode::{Opcode, Operation, Position};
+use crate::wire::packet::Packet;
+use crate::wire::psn::{psn_add, psn_diff, psn_sub};
+use crate::wire::segment;
+
+/// READ and FLUSH requests queued at most (`max_dest_rd_atomic` of rxe).
+const MAX_READS: usize = 128;
+
+/// Atomic results kept for replays.
+const REPLAYS: usize = 16;
+
+/// READ response packets the work sends per run.
+const BUDGET: u32 = 128;
+
+/// The credit field of an ACK: rxe advertises no credits.
+const NO_CREDITS: u8 = Syndrome::CREDITS_INVALID;
+
+/// The message being received.
+enum Cur {
+    None,
+    Send {
+        wqe: RecvWqe,
+        off: u32,
+    },
+    Write {
+        va: u64,
+        rkey: u32,
+        resid: u32,
+        total: u32,
+    },
+}
+
+/// An answer the work sends, in PSN order: a READ or FLUSH response, or
+/// an ACK that must not overtake the READ responses queued before it.
+#[derive(Clone, Copy, Default)]
+struct ReadJob {
+    psn: u32,
+    va: u64,
+    rkey: u32,
+    len: u32,
+    /// Response packets sent.
+    sent: u32,
+    /// Not a READ: this answer.
+    reply: Option<Reply>,
+}
+
+/// The responder's state.
+pub(crate) struct RespState {
+    /// The PSN expected next.
+    epsn: u32,
+    /// Message sequence number: requests completed.
+    msn: u32,
+    cur: Cur,
+    /// UC: a receive WQE kept from a dropped message.
+    spare: Option<RecvWqe>,
+    /// UC: the rest of the message is dropped.
+    drop_msg: bool,
+    /// A sequence NAK went out for the current gap.
+    nak_sent: bool,
+    reads: KVec<ReadJob>,
+    read_head: usize,
+    read_count: usize,
+    replays: [(u32, u64, bool); REPLAYS],
+    replay_next: usize,
+    active: bool,
+}
+
+impl RespState {
+    pub(crate) fn new() -> Result<RespState> {
+        Ok(RespState {
+            epsn: 0,
+            msn: 0,
+            cur: Cur::None,
+            spare: None,
+            drop_msg: false,
+            nak_sent: false,
+            reads: KVec::from_elem(ReadJob::default(), MAX_READS, GFP_KERNEL)?,
+            read_head: 0,
+            read_count: 0,
+            replays: [(0, 0, false); REPLAYS],
+            replay_next: 0,
+            active: false,
+        })
+    }
+
+    /// Back to nothing received; returns the receive WQEs it held.
+    fn clear(&mut self) -> (Option<RecvWqe>, Option<RecvWqe>) {
+        let cur = match core::mem::replace(&mut self.cur, Cur::None) {
+            Cur::Send { wqe, .. } => Some(wqe),
+            _ => None,
+        };
+        let spare = self.spare.take();
+        self.drop_msg = false;
+        self.nak_sent = false;
+        self.read_head = 0;
+        self.read_count = 0;
+        self.replays = [(0, 0, false); REPLAYS];
+        self.active = false;
+        (cur, spare)
+    }
+
+    fn push_read(&mut self, job: ReadJob) -> bool {
+        if self.read_count >= MAX_READS {
+            return false;
+        }
+        let at = (self.read_head + self.read_count) % MAX_READS;
+        self.reads[at] = job;
+        self.read_count += 1;
+        true
+    }
+
+    /// Queues an answer behind the READ responses. A plain ACK replaces
+    /// one queued last (it acknowledges everything that one did); with the
+    /// queue full the answer is dropped, and the requester's retry gets
+    /// another.
+    fn queue_reply(&mut self, reply: Reply) {
+        if self.read_count > 0 {
+            let last = (self.read_head + self.read_count - 1) % MAX_READS;
+            let plain = |r: &Option<Reply>| {
+                matches!(
+                    r,
+                    Some(Reply::Ack {
+                        syndrome: Syndrome::Ack { .. },
+                        ..
+                    })
+                )
+            };
+            if plain(&self.reads[last].reply) && plain(&Some(reply)) {
+                self.reads[last].reply = Some(reply);
+                return;
+            }
+        }
+        let _ = self.push_read(ReadJob {
+            reply: Some(reply),
+            ..ReadJob::default()
+        });
+    }
+
+    /// A READ asked for again from PSN `psn`: if the job that answers it
+    /// is still queued, it restarts (or skips ahead) to that packet.
+    fn rewind_read(&mut self, psn: u32, mtu: u32) -> bool {
+        for i in 0..self.read_count {
+            let at = (self.read_head + i) % MAX_READS;
+            let job = &mut self.reads[at];
+            if job.reply.is_some() {
+                continue;
+            }
+            let k = psn_diff(psn, job.psn);
+            if k >= 0 && (k as u32) < segment::packet_count(job.len, mtu) {
+                job.sent = k as u32;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn front_read(&self) -> Option<ReadJob> {
+        (self.read_count > 0).then(|| self.reads[self.read_head])
+    }
+
+    fn replay(&self, psn: u32) -> Option<u64> {
+        self.replays
+            .iter()
+            .find(|&&(p, _, valid)| valid && p == psn)
+            .map(|&(_, orig, _)| orig)
+    }
+
+    fn remember(&mut self, psn: u32, orig: u64) {
+        self.replays[self.replay_next] = (psn, orig, true);
+        self.replay_next = (self.replay_next + 1) % REPLAYS;
+    }
+
+    /// Takes the receive WQE a new message goes into.
+    fn take_wqe(&mut self, qp: &QpCore) -> Option<RecvWqe> {
+        self.spare.take().or_else(|| qp.rq_take())
+    }
+
+    /// UC: drops the message in progress, keeping its receive WQE.
+    fn drop_message(&mut self) {
+        if let Cur::Send { wqe, .. } = core::mem::replace(&mut self.cur, Cur::None) {
+            self.spare = Some(wqe);
+        }
+    }
+}
+
+/// The answer to a request, sent once the state's lock is released.
+#[derive(Clone, Copy, Debug)]
+enum Reply {
+    None,
+    Ack {
+        psn: u32,
+        syndrome: Syndrome,
+        msn: u32,
+    },
+    AtomicAck {
+        psn: u32,
+        msn: u32,
+        orig: u64,
+    },
+}
+
+/// What handling a request led to.
+struct Outcome {
+    reply: Reply,
+    /// The QP goes to the error state after the reply.
+    error: bool,
+    /// A READ response is queued for the work.
+    schedule: bool,
+    /// The packet was used (for the counters).
+    taken: bool,
+}
+
+impl Outcome {
+    const DROP: Outcome = Outcome {
+        reply: Reply::None,
+        error: false,
+        schedule: false,
+        taken: false,
+    };
+
+    fn taken(reply: Reply) -> Outcome {
+        Outcome {
+            reply,
+            error: false,
+            schedule: false,
+            taken: true,
+        }
+    }
+}
+
+/// Whether a packet's payload length fits its place in a message.
+fn payload_fits(pos: Position, len: usize, mtu: u32) -> bool {
+    let mtu = mtu as usize;
+    match pos {
+        Position::First | Position::Middle => len == mtu,
+        Position::Last => len >= 1 && len <= mtu,
+        Position::Only => len <= mtu,
+    }
+}
+
+impl RcQp {
+    /// RTR: the first PSN expected.
+    pub(crate) fn resp_start(&self, rq_psn: u32) {
+        let held = {
+            let mut st = self.resp.lock();
+            let held = st.clear();
+            st.epsn = rq_psn;
+            st.msn = 0;
+            st.active = true;
+            held
+        };
+        drop(held);
+    }
+
+    /// RESET, or the QP is going away: forget everything, completing
+    /// nothing.
+    pub(crate) fn resp_reset(&self) {
+        let held = self.resp.lock().clear();
+        drop(held);
+    }
+
+    /// The QP is in error: the receive WQEs held are flushed.
+    pub(crate) fn resp_flush(&self, qp: &Arc<QpCore>) {
+        let (a, b) = self.resp.lock().clear();
+        for wqe in [a, b].into_iter().flatten() {
+            let wc = Wc {
+                status: WcStatus::WrFlushErr,
+                opcode: WcOpcode::Recv,
+                ..Wc::default()
+            };
+            qp.complete_recv(wqe, wc, false);
+        }
+    }
+
+    /// A request arrived: whether it was taken.
+    pub(crate) fn responder_receive(
+        &self,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> bool {
+        use rdma::spec::qp_state::QpState;
+        if !matches!(
+            qp.state(),
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) {
+            return false;
+        }
+        let out = {
+            let mut st = self.resp.lock();
+            if !st.active {
+                return false;
+            }
+            let mut out = self.respond(&mut st, qp, conn, pkt);
+            // Answers go in PSN order: behind READ responses still queued,
+            // an ACK waits its turn (an error NAK does not: the QP stops).
+            if st.read_count > 0 && !out.error && !matches!(out.reply, Reply::None) {
+                st.queue_reply(out.reply);
+                out.reply = Reply::None;
+                out.schedule = true;
+            }
+            out
+        };
+        self.answer(qp, conn, out.reply);
+        if out.error {
+            self.resp_flush(qp);
+            qp.set_error();
+            // The ULP learns why its QP stopped (the requester's side
+            // learns it from its completion).
+            let kind = match out.reply {
+                Reply::Ack {
+                    syndrome: Syndrome::Nak(NakCode::RemoteAccessError),
+                    ..
+                } => EventKind::QpAccessErr,
+                Reply::Ack {
+                    syndrome: Syndrome::Nak(NakCode::InvalidRequest | NakCode::InvalidRdRequest),
+                    ..
+                } => EventKind::QpReqErr,
+                _ => EventKind::QpFatal,
+            };
+            qp.device().dispatch_event(Event {
+                kind,
+                element: Element::Qp(qp.qpn()),
+            });
+        }
+        if out.schedule {
+            qp.schedule();
+        }
+        out.taken
+    }
+
+    fn answer(&self, qp: &QpCore, conn: &Conn, reply: Reply) {
+        let mut buf = [0u8; SMALL_ROOM];
+        let (opcode, psn, ext) = match reply {
+            Reply::None => return,
+            Reply::Ack { psn, syndrome, msn } => (
+                Opcode::RcAcknowledge,
+                psn,
+                ExtHeaders {
+                    aeth: Some(Aeth {
+                        syndrome: syndrome.to_u8(),
+                        msn,
+                    }),
+                    ..ExtHeaders::default()
+                },
+            ),
+            Reply::AtomicAck { psn, msn, orig } => (
+                Opcode::RcAtomicAcknowledge,
+                psn,
+                ExtHeaders {
+                    aeth: Some(Aeth {
+                        syndrome: Syndrome::Ack {
+                            credits: NO_CREDITS,
+                        }
+                        .to_u8(),
+                        msn,
+                    }),
+                    atomic_ack_eth: Some(AtomicAckEth { orig }),
+                    ..ExtHeaders::default()
+                },
+            ),
+        };
+        let out = Out {
+            opcode,
+            psn,
+            ack_req: false,
+            solicited: false,
+            ext,
+        };
+        // A lost answer is answered again when the request comes again.
+        let _ = self.send(qp, conn, out, &[], &mut buf);
+    }
+
+    /// The reply and state change for one request (the state's lock held).
+    fn respond(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let info = pkt.info();
+        let d = psn_diff(psn, st.epsn);
+        if d > 0 {
+            // Packets are missing.
+            if self.uc {
+                st.drop_message();
+                if !info.position.is_first() {
+                    st.drop_msg = true;
+                    st.epsn = psn_add(psn, 1);
+                    return Outcome::DROP;
+                }
+                st.drop_msg = false;
+                st.epsn = psn;
+            } else {
+                if st.nak_sent {
+                    return Outcome::DROP;
+                }
+                st.nak_sent = true;
+                self.rd.counters.seq_naks_tx.fetch_add(1, Ordering::Relaxed);
+                return Outcome::taken(Reply::Ack {
+                    psn: st.epsn,
+                    syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+                    msn: st.msn,
+                });
+            }
+        } else if d < 0 {
+            if self.uc {
+                return Outcome::DROP;
+            }
+            self.rd.counters.duplicates.fetch_add(1, Ordering::Relaxed);
+            return self.duplicate(st, qp, conn, pkt);
+        }
+        st.nak_sent = false;
+        if self.uc && st.drop_msg {
+            if !info.position.is_first() {
+                st.epsn = psn_add(psn, 1);
+                return Outcome::DROP;
+            }
+            st.drop_msg = false;
+        }
+        let in_sequence = match (&st.cur, info.operation) {
+            (Cur::None, _) => info.position.is_first(),
+            (Cur::Send { .. }, Operation::Send) | (Cur::Write { .. }, Operation::RdmaWrite) => {
+                !info.position.is_first()
+            }
+            _ => false,
+        };
+        if !in_sequence {
+            if self.uc {
+                st.drop_message();
+                if !info.position.is_first() {
+                    st.drop_msg = true;
+                    st.epsn = psn_add(psn, 1);
+                    return Outcome::DROP;
+                }
+            } else {
+                return self.fatal(st, NakCode::InvalidRequest, psn);
+            }
+        }
+        match info.operation {
+            Operation::Send => self.recv_send(st, qp, conn, pkt),
+            Operation::RdmaWrite => self.recv_write(st, qp, conn, pkt),
+            Operation::RdmaReadRequest | Operation::Flush => {
+                let out = self.recv_read(st, qp, conn, pkt);
+                if out.taken && !out.error {
+                    let n = if info.operation == Operation::Flush {
+                        1
+                    } else {
+                        segment::packet_count(pkt.headers.ext.reth.map_or(0, |r| r.len), conn.mtu)
+                    };
+                    st.epsn = psn_add(psn, n);
+                    st.msn = psn_add(st.msn, 1);
+                }
+                out
+            }
+            Operation::CompareSwap | Operation::FetchAdd => self.recv_atomic(st, qp, conn, pkt),
+            Operation::AtomicWrite => self.recv_atomic_write(st, qp, conn, pkt),
+            _ => self.fatal(st, NakCode::InvalidRequest, psn),
+        }
+    }
+
+    /// RC: NAK `code` for `psn`, and the QP goes to the error state. UC:
+    /// the message is dropped.
+    fn fatal(&self, st: &mut RespState, code: NakCode, psn: u32) -> Outcome {
+        if self.uc {
+            st.drop_message();
+            st.drop_msg = true;
+            st.epsn = psn_add(psn, 1);
+            return Outcome::DROP;
+        }
+        Outcome {
+            reply: Reply::Ack {
+                psn,
+                syndrome: Syndrome::Nak(code),
+                msn: st.msn,
+            },
+            error: true,
+            schedule: false,
+            taken: true,
+        }
+    }
+
+    /// The ACK of an in-order request, if the requester asked for one.
+    fn ack(&self, st: &RespState, pkt: &Packet<'_>) -> Reply {
+        if self.uc || !pkt.headers.bth.ack_req {
+            return Reply::None;
+        }
+        Reply::Ack {
+            psn: pkt.psn(),
+            syndrome: Syndrome::Ack {
+                credits: NO_CREDITS,
+            },
+            msn: st.msn,
+        }
+    }
+
+    /// RNR NAK (RC): no receive WQE; the PSN is not consumed.
+    fn rnr(&self, st: &mut RespState, conn: &Conn, psn: u32) -> Outcome {
+        if self.uc {
+            st.drop_msg = true;
+            st.epsn = psn_add(psn, 1);
+            return Outcome::DROP;
+        }
+        self.rd.counters.rnr_naks_tx.fetch_add(1, Ordering::Relaxed);
+        Outcome::taken(Reply::Ack {
+            psn,
+            syndrome: Syndrome::RnrNak {
+                timer: conn.min_rnr_timer,
+            },
+            msn: st.msn,
+        })
+    }
+
+    fn recv_send(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let info = pkt.info();
+        let data = pkt.payload;
+        if !payload_fits(info.position, data.len(), conn.mtu) {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        }
+        if info.position.is_first() {
+            let Some(wqe) = st.take_wqe(qp) else {
+                return self.rnr(st, conn, psn);
+            };
+            st.cur = Cur::Send { wqe, off: 0 };
+        }
+        let Cur::Send { wqe, off } = &mut st.cur else {
+            return Outcome::DROP;
+        };
+        let dev = qp.device();
+        let end = u64::from(*off) + data.len() as u64;
+        let failed = if end > u64::from(wqe.length) {
+            Some((WcStatus::LocLenErr, NakCode::InvalidRequest))
+        } else if mr::scatter(dev, qp.pd(), wqe.sges(), u64::from(*off), data).is_err() {
+            Some((WcStatus::LocProtErr, NakCode::RemoteOperationalError))
+        } else {
+            None
+        };
+        if let Some((status, code)) = failed {
+            let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) else {
+                return Outcome::DROP;
+            };
+            let wc = Wc {
+                status,
+                opcode: WcOpcode::Recv,
+                ..Wc::default()
+            };
+            qp.complete_recv(wqe, wc, false);
+            return self.fatal(st, code, psn);
+        }
+        *off = end as u32;
+        st.epsn = psn_add(psn, 1);
+        if !info.position.is_last() {
+            return Outcome::taken(self.ack(st, pkt));
+        }
+        let Cur::Send { wqe, off } = core::mem::replace(&mut st.cur, Cur::None) else {
+            return Outcome::DROP;
+        };
+        let mut wc = Wc {
+            status: WcStatus::Success,
+            opcode: WcOpcode::Recv,
+            byte_len: off,
+            ..Wc::default()
+        };
+        if let Some(imm) = pkt.headers.ext.immdt {
+            wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
+            wc.imm_data = imm.imm;
+        }
+        if let Some(ieth) = pkt.headers.ext.ieth {
+            if dev.invalidate_key(ieth.rkey).is_err() {
+                wc.status = WcStatus::LocProtErr;
+                qp.complete_recv(wqe, wc, false);
+                return self.fatal(st, NakCode::InvalidRequest, psn);
+            }
+            wc.wc_flags = wc.wc_flags | WcFlags::WITH_INVALIDATE;
+            wc.invalidate_rkey = ieth.rkey;
+        }
+        st.msn = psn_add(st.msn, 1);
+        qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
+        Outcome::taken(self.ack(st, pkt))
+    }
+
+    fn recv_write(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let info = pkt.info();
+        let data = pkt.payload;
+        let dev = qp.device();
+        if info.position.is_first() {
+            let Some(reth) = pkt.headers.ext.reth else {
+                return self.fatal(st, NakCode::InvalidRequest, psn);
+            };
+            let allowed = conn.access.contains(Access::REMOTE_WRITE)
+                && dev
+                    .remote_check(
+                        reth.rkey,
+                        qp,
+                        reth.va,
+                        u64::from(reth.len),
+                        Access::REMOTE_WRITE,
+                    )
+                    .is_ok();
+            if !allowed {
+                return self.fatal(st, NakCode::RemoteAccessError, psn);
+            }
+            st.cur = Cur::Write {
+                va: reth.va,
+                rkey: reth.rkey,
+                resid: reth.len,
+                total: reth.len,
+            };
+        }
+        let Cur::Write {
+            va,
+            rkey,
+            resid,
+            total,
+        } = st.cur
+        else {
+            return Outcome::DROP;
+        };
+        let last = info.position.is_last();
+        let fits = if last {
+            data.len() == resid as usize && data.len() <= conn.mtu as usize
+        } else {
+            payload_fits(info.position, data.len(), conn.mtu) && data.len() < resid as usize
+        };
+        if !fits {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        }
+        // WRITE with immediate consumes a receive WQE with its last packet:
+        // without one, RNR before anything is written.
+        let wqe = if last && info.has_immediate() {
+            match st.take_wqe(qp) {
+                Some(w) => Some(w),
+                None => return self.rnr(st, conn, psn),
+            }
+        } else {
+            None
+        };
+        if !data.is_empty()
+            && dev
+                .remote_copy_in(rkey, qp, va, data, Access::REMOTE_WRITE)
+                .is_err()
+        {
+            if let Some(w) = wqe {
+                st.spare = Some(w);
+            }
+            return self.fatal(st, NakCode::RemoteAccessError, psn);
+        }
+        st.epsn = psn_add(psn, 1);
+        if !last {
+            st.cur = Cur::Write {
+                va: va.wrapping_add(data.len() as u64),
+                rkey,
+                resid: resid - data.len() as u32,
+                total,
+            };
+            return Outcome::taken(self.ack(st, pkt));
+        }
+        st.cur = Cur::None;
+        st.msn = psn_add(st.msn, 1);
+        if let Some(wqe) = wqe {
+            let wc = Wc {
+                status: WcStatus::Success,
+                opcode: WcOpcode::RecvRdmaWithImm,
+                byte_len: total,
+                wc_flags: WcFlags::WITH_IMM,
+                imm_data: pkt.headers.ext.immdt.map_or(0, |i| i.imm),
+                ..Wc::default()
+            };
+            qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
+        }
+        Outcome::taken(self.ack(st, pkt))
+    }
+
+    /// Checks a READ or FLUSH request and queues its response.
+    fn recv_read(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let Some(reth) = pkt.headers.ext.reth else {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        };
+        let dev = qp.device();
+        let job = if let Some(feth) = pkt.headers.ext.feth {
+            let p = feth.placement_type();
+            let mut need = Access::NONE;
+            if p & 1 != 0 {
+                need = need | Access::FLUSH_GLOBAL;
+            }
+            if p & 2 != 0 {
+                need = need | Access::FLUSH_PERSISTENT;
+            }
+            let len = if feth.selectivity() == 1 { 0 } else { reth.len };
+            if dev
+                .remote_check(reth.rkey, qp, reth.va, u64::from(len), need)
+                .is_err()
+            {
+                return self.fatal(st, NakCode::RemoteAccessError, psn);
+            }
+            // Memory is the persistence domain here: a full fence is the
+            // flush.
+            core::sync::atomic::fence(Ordering::SeqCst);
+            ReadJob {
+                psn,
+                ..ReadJob::default()
+            }
+        } else {
+            let allowed = conn.access.contains(Access::REMOTE_READ)
+                && dev
+                    .remote_check(
+                        reth.rkey,
+                        qp,
+                        reth.va,
+                        u64::from(reth.len),
+                        Access::REMOTE_READ,
+                    )
+                    .is_ok();
+            if !allowed {
+                return self.fatal(st, NakCode::RemoteAccessError, psn);
+            }
+            ReadJob {
+                psn,
+                va: reth.va,
+                rkey: reth.rkey,
+                len: reth.len,
+                sent: 0,
+                reply: None,
+            }
+        };
+        if !st.push_read(job) {
+            return self.fatal(st, NakCode::InvalidRdRequest, psn);
+        }
+        Outcome {
+            reply: Reply::None,
+            error: false,
+            schedule: true,
+            taken: true,
+        }
+    }
+
+    fn recv_atomic(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let Some(a) = pkt.headers.ext.atomic_eth else {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        };
+        if a.va % 8 != 0 {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        }
+        if !conn.access.contains(Access::REMOTE_ATOMIC) {
+            return self.fatal(st, NakCode::RemoteAccessError, psn);
+        }
+        let cmp = pkt.opcode == Opcode::RcCompareSwap;
+        let orig = qp.device().remote_atomic(a.rkey, qp, a.va, |old| {
+            if !cmp {
+                old.wrapping_add(a.swap_add)
+            } else if old == a.compare {
+                a.swap_add
+            } else {
+                old
+            }
+        });
+        let Ok(orig) = orig else {
+            return self.fatal(st, NakCode::RemoteAccessError, psn);
+        };
+        st.remember(psn, orig);
+        st.epsn = psn_add(psn, 1);
+        st.msn = psn_add(st.msn, 1);
+        Outcome::taken(Reply::AtomicAck {
+            psn,
+            msn: st.msn,
+            orig,
+        })
+    }
+
+    fn recv_atomic_write(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        let (Some(reth), Ok(bytes)) = (pkt.headers.ext.reth, <[u8; 8]>::try_from(pkt.payload))
+        else {
+            return self.fatal(st, NakCode::InvalidRequest, psn);
+        };
+        if !conn.access.contains(Access::REMOTE_WRITE)
+            || qp
+                .device()
+                .remote_atomic_write(reth.rkey, qp, reth.va, u64::from_ne_bytes(bytes))
+                .is_err()
+        {
+            return self.fatal(st, NakCode::RemoteAccessError, psn);
+        }
+        st.epsn = psn_add(psn, 1);
+        st.msn = psn_add(st.msn, 1);
+        Outcome::taken(self.ack(st, pkt))
+    }
+
+    /// A request seen before (RC): answered again, nothing executed twice.
+    fn duplicate(
+        &self,
+        st: &mut RespState,
+        qp: &Arc<QpCore>,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let psn = pkt.psn();
+        match pkt.info().operation {
+            Operation::Send | Operation::RdmaWrite | Operation::AtomicWrite => {
+                if !pkt.headers.bth.ack_req {
+                    return Outcome::DROP;
+                }
+                Outcome::taken(Reply::Ack {
+                    psn: psn_sub(st.epsn, 1),
+                    syndrome: Syndrome::Ack {
+                        credits: NO_CREDITS,
+                    },
+                    msn: st.msn,
+                })
+            }
+            Operation::RdmaReadRequest | Operation::Flush => {
+                // Still queued: send it again from the packet asked for
+                // rather than queue a second copy.
+                if st.rewind_read(psn, conn.mtu) {
+                    return Outcome {
+                        reply: Reply::None,
+                        error: false,
+                        schedule: true,
+                        taken: true,
+                    };
+                }
+                let out = self.recv_read(st, qp, conn, pkt);
+                if out.error {
+                    // A duplicate that fails the check now is dropped: the
+                    // first one was answered.
+                    return Outcome::DROP;
+                }
+                out
+            }
+            Operation::CompareSwap | Operation::FetchAdd => match st.replay(psn) {
+                Some(orig) => Outcome::taken(Reply::AtomicAck {
+                    psn,
+                    msn: st.msn,
+                    orig,
+                }),
+                None => Outcome::DROP,
+            },
+            _ => Outcome::DROP,
+        }
+    }
+
+    /// Sends the queued READ and FLUSH responses (the QP's work).
+    pub(crate) fn send_read_responses(&self, qp: &Arc<QpCore>, w: &mut WorkBuf) {
+        for _ in 0..BUDGET {
+            let conn = self.conn();
+            let (job, msn) = {
+                let st = self.resp.lock();
+                if !st.active {
+                    return;
+                }
+                match st.front_read() {
+                    Some(j) => (j, st.msn),
+                    None => return,
+                }
+            };
+            if let Some(reply) = job.reply {
+                self.answer(qp, &conn, reply);
+                let mut st = self.resp.lock();
+                if st.front_read().is_some_and(|f| f.reply.is_some()) {
+                    st.read_head = (st.read_head + 1) % MAX_READS;
+                    st.read_count -= 1;
+                }
+                continue;
+            }
+            let n = segment::packet_count(job.len, conn.mtu);
+            let k = job.sent;
+            let (off, len) = segment::slice(k, job.len, conn.mtu);
+            let data = &mut w.payload[..len as usize];
+            let psn = psn_add(job.psn, k);
+            if len > 0
+                && qp
+                    .device()
+                    .remote_copy_out(
+                        job.rkey,
+                        qp,
+                        job.va.wrapping_add(u64::from(off)),
+                        data,
+                        Access::REMOTE_READ,
+                    )
+                    .is_err()
+            {
+                // The memory went away since the request was checked.
+                let out = {
+                    let mut st = self.resp.lock();
+                    self.fatal(&mut st, NakCode::RemoteAccessError, psn)
+                };
+                self.answer(qp, &conn, out.reply);
+                self.resp_flush(qp);
+                qp.set_error();
+                return;
+            }
+            let opcode = segment::read_response_opcode(k, n);
+            let mut ext = ExtHeaders::default();
+            if opcode
+                .info()
+                .headers
+                .contains(crate::wire::opcode::ExtHeader::Aeth)
+            {
+                ext.aeth = Some(Aeth {
+                    syndrome: Syndrome::Ack {
+                        credits: NO_CREDITS,
+                    }
+                    .to_u8(),
+                    msn,
+                });
+            }
+            let out = Out {
+                opcode,
+                psn,
+                ack_req: false,
+                solicited: false,
+                ext,
+            };
+            // A lost response is asked for again by the requester.
+            let _ = self.send(qp, &conn, out, data, &mut w.pkt);
+            let mut st = self.resp.lock();
+            if let Some(front) = st.front_read() {
+                if front.reply.is_none() && front.psn == job.psn && front.sent == k {
+                    if k + 1 >= n {
+                        st.read_head = (st.read_head + 1) % MAX_READS;
+                        st.read_count -= 1;
+                    } else {
+                        let h = st.read_head;
+                        st.reads[h].sent += 1;
+                    }
+                }
+            }
+        }
+        qp.schedule();
+    }
+}

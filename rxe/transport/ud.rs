@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The UD transport over RoCE v2 (IPv4 and IPv6): SEND (with immediate)
+//! out through the netdev, and received UD packets delivered to their QP.
+//!
+//! Sending runs in the core's per-QP work (`QpOps::run`): each send queue
+//! entry becomes one packet (UD messages fit one MTU), built with the
+//! host-tested codec and sent through `xmit.rs`. A received UD packet
+//! (from `recv.rs`, softirq or loopback) is checked against the QP's state
+//! and Q_Key, and its GRH and payload scattered into the next receive WQE.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
+use rdma::spec::qp_state::{QpState, QpType};
+use rdma::verbs::mr;
+use rdma::verbs::qp::{QpCore, QpOps};
+use rdma::verbs::wc::Wc;
+use rdma::verbs::wr::SendWqe;
+
+use crate::device::RxeDev;
+use crate::net::xmit::{self, MAX_PAYLOAD, PACKET_ROOM};
+use crate::wire::headers::{Bth, Deth, ExtHeaders, ImmDt};
+use crate::wire::opcode::Opcode;
+use crate::wire::packet::{Headers, IpHeader, Packet, Udp};
+
+/// Bytes of the GRH in front of UD receive data.
+const GRH_LEN: usize = 40;
+
+/// The QP1 Q_Key (GSI), which a UD QP can never be given.
+const GSI_QKEY: u32 = 0x8001_0000;
+
+/// A UD QP's transport.
+#[pin_data]
+pub(crate) struct UdQp {
+    rd: Arc<RxeDev>,
+    psn: AtomicU32,
+    /// The packet under construction, then the payload it is built from
+    /// (the work runs one at a time per QP).
+    #[pin]
+    buf: Mutex<KVec<u8>>,
+}
+
+impl UdQp {
+    pub(crate) fn new(rd: Arc<RxeDev>) -> Result<Arc<UdQp>> {
+        let buf = KVec::from_elem(0u8, PACKET_ROOM + MAX_PAYLOAD, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(UdQp {
+                rd,
+                psn: AtomicU32::new(0),
+                buf <- new_mutex!(buf, "UdQp::buf"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Sends one request: the sender's completion status.
+    fn send(&self, qp: &QpCore, w: &SendWqe, out: &mut [u8]) -> WcStatus {
+        let Some(dev) = self.rd.device() else {
+            return WcStatus::FatalErr;
+        };
+        let Some(ah) = &w.ah else {
+            return WcStatus::LocQpOpErr;
+        };
+        let av = ah.query();
+        let Ok(sgid) = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index)) else {
+            return WcStatus::LocQpOpErr;
+        };
+        let Some(mut ip) = xmit::ip_header(
+            &sgid.gid,
+            &av.grh.dgid,
+            av.grh.traffic_class,
+            av.grh.hop_limit,
+        ) else {
+            // An IPv4 source with an IPv6 destination, or the reverse.
+            return WcStatus::LocQpOpErr;
+        };
+        if let IpHeader::V4(v4) = &mut ip {
+            v4.id = self.rd.next_ip_id();
+        }
+        let mtu = dev
+            .query_port(1)
+            .map(|p| p.active_mtu.bytes() as usize)
+            .unwrap_or(256);
+        let len = w.length as usize;
+        if len > mtu || len > MAX_PAYLOAD {
+            return WcStatus::LocLenErr;
+        }
+        // The payload is gathered into the second half of the buffer, then
+        // the codec writes the whole packet into the first.
+        let (front, payload) = out.split_at_mut(PACKET_ROOM);
+        let payload = &mut payload[..len];
+        if w.inline {
+            payload.copy_from_slice(&w.inline_data[..len]);
+        } else if mr::gather(&dev, qp.pd(), w.sges(), 0, payload).is_err() {
+            return WcStatus::LocProtErr;
+        }
+        let imm = w.opcode == WrOpcode::SendWithImm;
+        let opcode = if imm {
+            Opcode::UdSendOnlyWithImmediate
+        } else {
+            Opcode::UdSendOnly
+        };
+        let psn = self.psn.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
+        let headers = Headers {
+            ip,
+            udp: Udp {
+                src_port: xmit::source_port(qp.qpn()),
+                checksum: 0,
+            },
+            bth: Bth {
+                opcode: opcode as u8,
+                solicited: w.flags.contains(SendFlags::SOLICITED),
+                pkey: 0xffff,
+                dest_qpn: w.remote_qpn,
+                psn,
+                ..Bth::default()
+            },
+            ext: ExtHeaders {
+                deth: Some(Deth {
+                    qkey: w.remote_qkey,
+                    resv8: 0,
+                    src_qpn: qp.qpn(),
+                }),
+                immdt: imm.then_some(ImmDt { imm: w.imm }),
+                ..ExtHeaders::default()
+            },
+        };
+        // A packet the network drops is lost, as UD allows: the request
+        // still completes, unless it could not be built at all.
+        match xmit::send(&self.rd, None, &headers, payload, front) {
+            Err(xmit::SendError::Build) => WcStatus::LocLenErr,
+            _ => WcStatus::Success,
+        }
+    }
+}
+
+impl QpOps for UdQp {
+    fn run(&self, qp: &Arc<QpCore>) {
+        let mut buf = self.buf.lock();
+        let mut wqe = SendWqe::default();
+        while qp.sq_next(&mut wqe) {
+            let status = self.send(qp, &wqe, &mut buf[..]);
+            qp.sq_complete(status, wqe.length);
+        }
+    }
+}
+
+/// Delivers a UD packet to `qp`: whether it was taken.
+pub(crate) fn deliver(
+    dev: &rdma::device::Device,
+    qp: &Arc<QpCore>,
+    pkt: &Packet<'_>,
+    frame: &[u8],
+) -> bool {
+    if !matches!(
+        pkt.opcode,
+        Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
+    ) || !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi)
+        || !matches!(qp.state(), QpState::Rtr | QpState::Rts | QpState::Sqd)
+    {
+        return false;
+    }
+    let Some(deth) = pkt.headers.ext.deth else {
+        return false;
+    };
+    let want_qkey = if qp.qp_type() == QpType::Gsi {
+        GSI_QKEY
+    } else {
+        qp.attr().qkey
+    };
+    if deth.qkey != want_qkey {
+        return false;
+    }
+    let Some(rwqe) = qp.rq_take() else {
+        // No receive posted: UD drops.
+        return false;
+    };
+    let payload = pkt.payload;
+    let mut wc = Wc {
+        opcode: WcOpcode::Recv,
+        status: WcStatus::Success,
+        byte_len: (payload.len() + GRH_LEN) as u32,
+        src_qp: deth.src_qpn,
+        wc_flags: WcFlags::GRH | WcFlags::WITH_NETWORK_HDR_TYPE,
+        network_hdr_type: if matches!(pkt.headers.ip, IpHeader::V4(_)) {
+            2
+        } else {
+            3
+        },
+        port_num: 1,
+        ..Wc::default()
+    };
+    if let Some(imm) = pkt.headers.ext.immdt {
+        wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
+        wc.imm_data = imm.imm;
+    }
+    if (payload.len() + GRH_LEN) as u64 > u64::from(rwqe.length) {
+        wc.status = WcStatus::LocLenErr;
+        qp.complete_recv(rwqe, wc, false);
+        return false;
+    }
+    // RoCE v2 over IPv4: 20 unused bytes, then the IPv4 header; over
+    // IPv6 the GRH is the IPv6 header.
+    let mut grh = [0u8; GRH_LEN];
+    match pkt.headers.ip {
+        IpHeader::V4(_) => grh[20..].copy_from_slice(&frame[..20]),
+        IpHeader::V6(_) => grh.copy_from_slice(&frame[..GRH_LEN]),
+    }
+    let ok = mr::scatter(dev, qp.pd(), rwqe.sges(), 0, &grh).is_ok()
+        && mr::scatter(dev, qp.pd(), rwqe.sges(), GRH_LEN as u64, payload).is_ok();
+    if !ok {
+        wc.status = WcStatus::LocProtErr;
+    }
+    qp.complete_recv(rwqe, wc, pkt.headers.bth.solicited);
+    ok
+}
