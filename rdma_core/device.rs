@@ -32,13 +32,16 @@ use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
+use crate::device::event::Event;
 use crate::device::event::{EventQueue, Handlers};
+use crate::device::port::GidEntry;
 use crate::device::port::{PortAttr, Tables, MAX_TABLE_LEN};
 use crate::device::registry::DevClients;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::attr::{LinkLayer, NodeType};
-use crate::verbs::qp::{QpCore, QpInfo, QpOps};
+use crate::verbs::cq::{CqCore, ProviderCq};
+use crate::verbs::qp::{ProviderQp, QpCore, QpInfo, QpOps};
 use crate::verbs::restrack::Resources;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
@@ -361,7 +364,7 @@ impl Device {
 
     /// The QP of number `qpn` (for providers: the destination of a packet).
     /// Any context.
-    pub fn qp_by_num(&self, qpn: u32) -> Option<Arc<QpCore>> {
+    pub(crate) fn qp_by_num(&self, qpn: u32) -> Option<Arc<QpCore>> {
         self.res.qp_by_num(qpn)
     }
 
@@ -475,6 +478,67 @@ impl Deref for DeviceRef {
 impl Drop for DeviceRef {
     fn drop(&mut self) {
         self.dev.put();
+    }
+}
+
+/// The provider's handle on a device it registered
+/// ([`Driver::register_device`](crate::device::driver::Driver::register_device)):
+/// what only the provider may do, on top of everything a ULP may
+/// ([`Device`], through `Deref`). ULPs reach devices through clients and
+/// [`get_by_name`], as `Arc<Device>` or [`DeviceRef`], and cannot make one.
+///
+/// ```compile_fail
+/// fn ulp(dev: &rdma::device::DeviceRef) {
+///     dev.set_pkey(1, 0, 0xffff).unwrap(); // provider-only
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ProviderDevice(Arc<Device>);
+
+impl ProviderDevice {
+    pub(crate) fn new(dev: Arc<Device>) -> ProviderDevice {
+        ProviderDevice(dev)
+    }
+
+    /// The device as ULPs see it.
+    pub fn arc(&self) -> &Arc<Device> {
+        &self.0
+    }
+
+    /// Sets (or, with `None`, clears) GID table entry `index` of `port`.
+    /// Any context.
+    pub fn set_gid(&self, port: u32, index: u32, entry: Option<GidEntry>) -> Result {
+        self.0.set_gid(port, index, entry)
+    }
+
+    /// Sets P_Key table entry `index` of `port`. Any context.
+    pub fn set_pkey(&self, port: u32, index: u32, pkey: u16) -> Result {
+        self.0.set_pkey(port, index, pkey)
+    }
+
+    /// Queues an asynchronous event for the device's handlers
+    /// (`ib_dispatch_event`). Any context, hard IRQ included.
+    pub fn dispatch_event(&self, event: Event) {
+        self.0.dispatch_event(event)
+    }
+
+    /// The provider's handle on QP `qpn` of this device (packets name their
+    /// QP by number).
+    pub fn qp(&self, qpn: u32) -> Option<ProviderQp> {
+        self.0.qp_by_num(qpn).map(ProviderQp::new)
+    }
+
+    /// The provider's handle on `cq`, when it is a CQ of this device.
+    pub fn cq(&self, cq: &Arc<CqCore>) -> Option<ProviderCq> {
+        Arc::ptr_eq(cq.device(), &self.0).then(|| ProviderCq::new(cq.clone()))
+    }
+}
+
+impl Deref for ProviderDevice {
+    type Target = Arc<Device>;
+
+    fn deref(&self) -> &Arc<Device> {
+        &self.0
     }
 }
 

@@ -20,7 +20,7 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use rdma::device::event::{Element, Event, EventKind};
 use rdma::device::port::{GidEntry, PortAttr};
-use rdma::device::{Device, DeviceAttr, DeviceCaps, DeviceOps};
+use rdma::device::{DeviceAttr, DeviceCaps, DeviceOps, ProviderDevice};
 use rdma::kshim::net::NetDevice;
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::spec::attr::{Gid, GidType, Mtu, PhysState, PortState};
@@ -80,7 +80,7 @@ pub(crate) struct RxeDev {
     /// The registered device; taken when it is unregistered. Read from
     /// the receive path (softirq).
     #[pin]
-    dev: SpinLockIrq<Option<Arc<Device>>>,
+    dev: SpinLockIrq<Option<ProviderDevice>>,
     /// The port state last announced.
     active: AtomicBool,
     /// Netdev state or addresses changed.
@@ -163,15 +163,15 @@ impl RxeDev {
         Ok(())
     }
 
-    pub(crate) fn set_device(&self, dev: Arc<Device>) {
+    pub(crate) fn set_device(&self, dev: ProviderDevice) {
         *self.dev.lock() = Some(dev);
     }
 
-    pub(crate) fn take_device(&self) -> Option<Arc<Device>> {
+    pub(crate) fn take_device(&self) -> Option<ProviderDevice> {
         self.dev.lock().take()
     }
 
-    pub(crate) fn device(&self) -> Option<Arc<Device>> {
+    pub(crate) fn device(&self) -> Option<ProviderDevice> {
         self.dev.lock().clone()
     }
 
@@ -215,7 +215,7 @@ impl RxeDev {
     /// Rewrites the GID table: the link-local GID of the MAC, then one per
     /// IPv4 and IPv6 address (an IPv6 link-local address equal to the first
     /// entry is not repeated). Entries that did not change raise no event.
-    fn sync_gids(&self, dev: &Arc<Device>) {
+    fn sync_gids(&self, dev: &ProviderDevice) {
         let mut gids: KVec<Gid> = KVec::new();
         let ll = Gid::link_local(Gid::eui64_of_mac(self.netdev.mac()));
         let _ = gids.push(ll, GFP_KERNEL);

@@ -17,7 +17,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue;
 
 use crate::device::registry;
-use crate::device::{Device, DeviceDesc, DeviceOps};
+use crate::device::{Device, DeviceDesc, DeviceOps, ProviderDevice};
 
 /// A provider's registration with the core.
 #[pin_data(PinnedDrop)]
@@ -55,14 +55,14 @@ impl Driver {
         &self,
         desc: &DeviceDesc<'_>,
         ops: Arc<dyn DeviceOps>,
-    ) -> Result<Arc<Device>> {
+    ) -> Result<ProviderDevice> {
         crate::kshim::verb::might_sleep();
         let mut devices = self.devices.lock();
         devices.reserve(1, GFP_KERNEL)?;
         let dev = registry::get().register_device(desc, self.id(), ops)?;
         // Cannot fail: room was reserved above.
         let _ = devices.push(dev.clone(), GFP_KERNEL);
-        Ok(dev)
+        Ok(ProviderDevice::new(dev))
     }
 
     /// Unregisters a device (`ib_unregister_device`): every client's
@@ -70,16 +70,17 @@ impl Driver {
     /// `DeviceOps` is dropped before this returns. Process context, and not
     /// with a lock held that a client's `remove` might take (RTNL: use
     /// [`Driver::unregister_device_queued`]).
-    pub fn unregister_device(&self, dev: &Arc<Device>) {
+    pub fn unregister_device(&self, dev: &ProviderDevice) {
+        let dev = dev.arc();
         registry::get().unregister_device(dev);
         crate::kshim::vec::remove_first(&mut self.devices.lock(), |d| Arc::ptr_eq(d, dev));
     }
 
     /// Unregisters a device later, from a workqueue
     /// (`ib_unregister_device_queued`). Callable with RTNL held.
-    pub fn unregister_device_queued(&self, dev: &Arc<Device>) {
+    pub fn unregister_device_queued(&self, dev: &ProviderDevice) {
         // Already queued is fine: one unregistration is enough.
-        let _ = workqueue::system_unbound().enqueue::<Arc<Device>, 1>(dev.clone());
+        let _ = workqueue::system_unbound().enqueue::<Arc<Device>, 1>(dev.arc().clone());
     }
 }
 

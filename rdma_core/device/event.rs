@@ -174,7 +174,7 @@ impl Drop for EventHandlerRegistration {
 impl Device {
     /// Queues an event for delivery to the device's handlers. Callable from
     /// any context, hard IRQ included; never sleeps or allocates.
-    pub fn dispatch_event(self: &Arc<Self>, event: Event) {
+    pub(crate) fn dispatch_event(self: &Arc<Self>, event: Event) {
         if !self.events.lock().push(event) {
             return;
         }

@@ -213,7 +213,12 @@ impl Device {
 
     /// Writes (or with `None` clears) a GID table entry and announces it with
     /// a `GidChange` event. For the device's provider. Any context.
-    pub fn set_gid(self: &Arc<Self>, port: u32, index: u32, entry: Option<GidEntry>) -> Result {
+    pub(crate) fn set_gid(
+        self: &Arc<Self>,
+        port: u32,
+        index: u32,
+        entry: Option<GidEntry>,
+    ) -> Result {
         {
             let mut tables = self.tables.lock();
             let slot = tables
@@ -238,7 +243,7 @@ impl Device {
 
     /// Writes a P_Key table entry and announces it with a `PkeyChange`
     /// event. For the device's provider. Any context.
-    pub fn set_pkey(self: &Arc<Self>, port: u32, index: u32, pkey: u16) -> Result {
+    pub(crate) fn set_pkey(self: &Arc<Self>, port: u32, index: u32, pkey: u16) -> Result {
         {
             let mut tables = self.tables.lock();
             let slot = tables

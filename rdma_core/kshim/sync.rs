@@ -63,3 +63,49 @@ unsafe impl Backend for SpinLockIrqBackend {
         unsafe { bindings::rdma_rs_spin_unlock_irqrestore(ptr.cast(), *guard_state) }
     }
 }
+
+/// A value that the first of any number of concurrent callers takes, once:
+/// the "released" flag of a verbs object together with what its release
+/// gives back.
+///
+/// # Invariants
+///
+/// `value` is only touched by the one caller that flipped `taken` from
+/// false to true (or by `drop`, which has `&mut self`).
+pub struct TakeOnce<T> {
+    taken: core::sync::atomic::AtomicBool,
+    value: core::cell::UnsafeCell<Option<T>>,
+}
+
+// SAFETY: the value moves to whichever thread takes it (`T: Send`), and no
+// shared reference to it is ever handed out, so sharing the cell between
+// threads needs no more than that.
+unsafe impl<T: Send> Sync for TakeOnce<T> {}
+// SAFETY: as above: moving the container moves a `T`.
+unsafe impl<T: Send> Send for TakeOnce<T> {}
+
+impl<T> TakeOnce<T> {
+    /// Holds `value` until taken.
+    pub const fn new(value: T) -> Self {
+        TakeOnce {
+            taken: core::sync::atomic::AtomicBool::new(false),
+            value: core::cell::UnsafeCell::new(Some(value)),
+        }
+    }
+
+    /// The value for the first caller; `None` for every later one. Any
+    /// context.
+    pub fn take(&self) -> Option<T> {
+        if self.taken.swap(true, core::sync::atomic::Ordering::AcqRel) {
+            return None;
+        }
+        // SAFETY: this caller flipped `taken` (above), so it is the only
+        // one to touch `value` (type invariant), now and ever.
+        unsafe { (*self.value.get()).take() }
+    }
+
+    /// Whether the value was taken.
+    pub fn is_taken(&self) -> bool {
+        self.taken.load(core::sync::atomic::Ordering::Acquire)
+    }
+}

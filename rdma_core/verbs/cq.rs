@@ -149,6 +149,37 @@ impl WorkItem for CqCore {
     }
 }
 
+/// The provider's handle on a CQ of its device
+/// ([`ProviderDevice::cq`](crate::device::ProviderDevice::cq)): adds
+/// completions. Providers of QPs complete through the QP instead
+/// ([`ProviderQp::sq_complete`](crate::verbs::qp::ProviderQp::sq_complete)),
+/// which keeps the queues' order.
+#[derive(Clone)]
+pub struct ProviderCq(Arc<CqCore>);
+
+impl ProviderCq {
+    pub(crate) fn new(cq: Arc<CqCore>) -> ProviderCq {
+        ProviderCq(cq)
+    }
+
+    /// Adds a completion. `solicited` is the solicited event bit of the
+    /// message that completed (receives). Any context.
+    ///
+    /// A full CQ drops the completion, raises a `CqErr` event and returns
+    /// `ENOSPC`: the provider must then move the QP to the error state.
+    pub fn push(&self, wc: Wc, solicited: bool) -> Result {
+        self.0.push(wc, solicited)
+    }
+}
+
+impl core::ops::Deref for ProviderCq {
+    type Target = Arc<CqCore>;
+
+    fn deref(&self) -> &Arc<CqCore> {
+        &self.0
+    }
+}
+
 impl IrqPollItem for CqCore {
     fn poll(this: &Arc<Self>, budget: usize) -> usize {
         if this.disp.lock().dead {
@@ -272,7 +303,7 @@ impl CqCore {
     ///
     /// A full CQ drops the completion, raises a `CqErr` event and returns
     /// `ENOSPC`: the provider must then move the QP to the error state.
-    pub fn push(self: &Arc<Self>, wc: Wc, solicited: bool) -> Result {
+    pub(crate) fn push(self: &Arc<Self>, wc: Wc, solicited: bool) -> Result {
         self.push_inner(wc, solicited, false)
     }
 

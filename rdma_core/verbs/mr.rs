@@ -244,7 +244,11 @@ impl MrCore {
     /// Executes a `REG_MR` work request: the mapped pages become valid under
     /// `key` (whose index part must be this MR's) with `access`. For
     /// providers, in send queue order.
-    pub fn fast_reg(&self, key: u32, access: Access) -> core::result::Result<(), AccessError> {
+    pub(crate) fn fast_reg(
+        &self,
+        key: u32,
+        access: Access,
+    ) -> core::result::Result<(), AccessError> {
         if self.kind != MrKind::FastReg || key >> 8 != self.index || !access.check() {
             return Err(AccessError::Key);
         }
@@ -335,7 +339,7 @@ impl MrCore {
 
     /// Checks that `len` bytes at `iova` may be accessed under `key` from
     /// PD `pd` with rights `need`, without touching them.
-    pub fn check(
+    pub(crate) fn check(
         &self,
         key: u32,
         pd: &PdCore,
@@ -349,7 +353,7 @@ impl MrCore {
     /// Writes `data` into the region at `iova` (the device storing received
     /// data or an RDMA WRITE). `need` is the right the access requires:
     /// `LOCAL_WRITE` for local scatter, `REMOTE_WRITE` for a peer's WRITE.
-    pub fn copy_in(
+    pub(crate) fn copy_in(
         &self,
         key: u32,
         pd: &PdCore,
@@ -368,7 +372,7 @@ impl MrCore {
     /// Reads `out.len()` bytes of the region at `iova` (the device
     /// gathering data to send, or serving a peer's RDMA READ with
     /// `REMOTE_READ`).
-    pub fn copy_out(
+    pub(crate) fn copy_out(
         &self,
         key: u32,
         pd: &PdCore,
@@ -387,7 +391,7 @@ impl MrCore {
     /// Runs `f` on the 8 bytes at `iova` for an atomic operation, under
     /// the MR's state lock so atomics on one region are serialised.
     /// `iova` must be 8-byte aligned (`Bounds` otherwise).
-    pub fn atomic(
+    pub(crate) fn atomic(
         &self,
         key: u32,
         pd: &PdCore,
@@ -641,7 +645,7 @@ fn walk_sges(
 /// Copies `out.len()` bytes from the memory an SGE list describes, starting
 /// `offset` bytes into the list: the device gathering what it sends. Each
 /// SGE's key must be a valid MR of `pd` covering it.
-pub fn gather(
+pub(crate) fn gather(
     dev: &Device,
     pd: &PdCore,
     sges: &[Sge],
@@ -667,7 +671,7 @@ pub fn gather(
 /// Copies `data` into the memory an SGE list describes, starting `offset`
 /// bytes into the list: the device placing received data. Each SGE's MR
 /// must grant local write.
-pub fn scatter(
+pub(crate) fn scatter(
     dev: &Device,
     pd: &PdCore,
     sges: &[Sge],

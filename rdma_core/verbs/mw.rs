@@ -89,7 +89,7 @@ impl MwCore {
     /// the IBTA's: same PD for QP, window and MR; the MR allows binding; a
     /// writable window needs a locally writable MR; the range lies in the
     /// MR; a type 2 window must be free and gets a non-empty range.
-    pub fn bind(
+    pub(crate) fn bind(
         &self,
         qp: &QpCore,
         mr: &Arc<MrCore>,
@@ -287,7 +287,7 @@ fn resolve(
 impl Device {
     /// Checks a remote access by QP `qp` through `rkey` (an MR or an MW)
     /// without touching memory.
-    pub fn remote_check(
+    pub(crate) fn remote_check(
         &self,
         rkey: u32,
         qp: &QpCore,
@@ -305,7 +305,7 @@ impl Device {
     }
 
     /// A peer's write of `data` at `iova` through `rkey`, for QP `qp`.
-    pub fn remote_copy_in(
+    pub(crate) fn remote_copy_in(
         &self,
         rkey: u32,
         qp: &QpCore,
@@ -323,7 +323,7 @@ impl Device {
     }
 
     /// A peer's read of `out.len()` bytes at `iova` through `rkey`.
-    pub fn remote_copy_out(
+    pub(crate) fn remote_copy_out(
         &self,
         rkey: u32,
         qp: &QpCore,
@@ -342,7 +342,7 @@ impl Device {
 
     /// A peer's atomic on the 8 bytes at `iova` through `rkey`; returns the
     /// old value.
-    pub fn remote_atomic(
+    pub(crate) fn remote_atomic(
         &self,
         rkey: u32,
         qp: &QpCore,
@@ -361,7 +361,7 @@ impl Device {
 
     /// A peer's ATOMIC_WRITE of `value` to the 8 bytes at `iova` through
     /// `rkey` (needs remote write rights).
-    pub fn remote_atomic_write(
+    pub(crate) fn remote_atomic_write(
         &self,
         rkey: u32,
         qp: &QpCore,
@@ -379,7 +379,7 @@ impl Device {
 
     /// Invalidates `key` (an MR or a type 2 MW) for `LOCAL_INV` or a SEND
     /// with invalidate.
-    pub fn invalidate_key(&self, key: u32) -> core::result::Result<(), AccessError> {
+    pub(crate) fn invalidate_key(&self, key: u32) -> core::result::Result<(), AccessError> {
         if key >> 8 >= MW_INDEX_BASE {
             self.res
                 .mw

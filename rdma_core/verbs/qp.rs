@@ -24,7 +24,7 @@ mod modify;
 mod post;
 mod provider;
 
-pub use provider::QpOps;
+pub use provider::{ProviderQp, QpOps};
 
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -234,7 +234,7 @@ impl WorkItem for QpCore {
 
     fn run(this: Arc<QpCore>) {
         if let Some(ops) = this.ops.access() {
-            ops.run(&this);
+            ops.run(&ProviderQp::new(this.clone()));
         }
     }
 }

@@ -81,7 +81,7 @@ impl SrqCore {
 
     /// Takes the oldest WQE (for providers, when a message arrives for a QP
     /// of this SRQ). Raises `SrqLimitReached` when that crosses the limit.
-    pub fn take(&self) -> Option<RecvWqe> {
+    pub(crate) fn take(&self) -> Option<RecvWqe> {
         let (wqe, fire) = {
             let mut st = self.state.lock();
             let wqe = st.ring.pop()?;

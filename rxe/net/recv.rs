@@ -44,11 +44,11 @@ pub(crate) fn receive_on(rd: &RxeDev, frame: &[u8]) {
 
 fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
     let ok = rd.device().is_some_and(|dev| {
-        let Some(qp) = dev.qp_by_num(pkt.dest_qpn()) else {
+        let Some(qp) = dev.qp(pkt.dest_qpn()) else {
             return false;
         };
         match pkt.opcode.transport() {
-            Transport::Ud => crate::transport::ud::deliver(&dev, &qp, pkt, frame),
+            Transport::Ud => crate::transport::ud::deliver(&qp, pkt, frame),
             Transport::Rc | Transport::Uc => {
                 let mut taken = false;
                 qp.provider::<RcQp>(|rc| taken = rc.receive(&qp, pkt));

@@ -15,12 +15,9 @@
 
 use core::sync::atomic::Ordering;
 
-use kernel::sync::Arc;
-
 use rdma::spec::opcodes::{WcStatus, WrOpcode};
 use rdma::spec::qp_state::QpState;
-use rdma::verbs::mr;
-use rdma::verbs::qp::QpCore;
+use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wr::MAX_SGE;
 
 use crate::transport::rc::{Conn, RcQp};
@@ -33,7 +30,7 @@ use crate::wire::segment;
 
 impl RcQp {
     /// Completes the WQEs at the head that are done, in order.
-    pub(super) fn complete_ready(&self, st: &mut ReqState, qp: &Arc<QpCore>) {
+    pub(super) fn complete_ready(&self, st: &mut ReqState, qp: &ProviderQp) {
         while st.head < st.tail {
             let e = st.get(st.head);
             // Everything before it is complete (it is the head); a request
@@ -58,7 +55,7 @@ impl RcQp {
     pub(super) fn pop_complete(
         &self,
         st: &mut ReqState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         status: WcStatus,
         len: u32,
     ) -> bool {
@@ -81,7 +78,7 @@ impl RcQp {
     }
 
     /// Fails the head WQE with `status`: the QP goes to the error state.
-    pub(super) fn fail_head(&self, st: &mut ReqState, qp: &Arc<QpCore>, status: WcStatus) {
+    pub(super) fn fail_head(&self, st: &mut ReqState, qp: &ProviderQp, status: WcStatus) {
         if st.head < st.tail {
             self.pop_complete(st, qp, status, 0);
         }
@@ -126,7 +123,7 @@ impl RcQp {
     }
 
     /// Everything up to PSN `a` is acknowledged.
-    pub(super) fn ack_through(&self, st: &mut ReqState, qp: &Arc<QpCore>, conn: &Conn, a: u32) {
+    pub(super) fn ack_through(&self, st: &mut ReqState, qp: &ProviderQp, conn: &Conn, a: u32) {
         if psn_diff(a, st.una) < 0 {
             return;
         }
@@ -156,7 +153,7 @@ impl RcQp {
 
     /// `una` moved: the retry budgets start again, and so does the ACK
     /// timer if something is still outstanding.
-    pub(super) fn progress(&self, st: &mut ReqState, qp: &Arc<QpCore>, conn: &Conn) {
+    pub(super) fn progress(&self, st: &mut ReqState, qp: &ProviderQp, conn: &Conn) {
         st.retry_left = conn.retry_cnt;
         st.rnr_left = conn.rnr_retry;
         st.gap_retry = false;
@@ -172,7 +169,7 @@ impl RcQp {
     }
 
     /// Schedules the work if it stopped to wait for the responder.
-    pub(super) fn wake(&self, st: &mut ReqState, qp: &Arc<QpCore>) {
+    pub(super) fn wake(&self, st: &mut ReqState, qp: &ProviderQp) {
         if st.blocked {
             st.blocked = false;
             qp.schedule();
@@ -180,12 +177,7 @@ impl RcQp {
     }
 
     /// An ACK, NAK or READ/atomic response arrived: whether it was taken.
-    pub(crate) fn completer_receive(
-        &self,
-        qp: &Arc<QpCore>,
-        conn: &Conn,
-        pkt: &Packet<'_>,
-    ) -> bool {
+    pub(crate) fn completer_receive(&self, qp: &ProviderQp, conn: &Conn, pkt: &Packet<'_>) -> bool {
         if !matches!(qp.state(), QpState::Rts | QpState::Sqd | QpState::Sqe) {
             return false;
         }
@@ -279,7 +271,7 @@ impl RcQp {
     pub(super) fn read_response(
         &self,
         st: &mut ReqState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) {
@@ -326,7 +318,7 @@ impl RcQp {
             (w.opcode == WrOpcode::RdmaReadWithInv).then_some(w.invalidate_rkey)
         });
         if let Some(Some(key)) = inv {
-            if qp.device().invalidate_key(key).is_err() {
+            if qp.invalidate(key).is_err() {
                 status = WcStatus::LocProtErr;
             }
         }
@@ -338,13 +330,14 @@ impl RcQp {
     /// Writes response data into the head WQE's local memory.
     pub(super) fn scatter_head(
         &self,
-        qp: &QpCore,
+        qp: &ProviderQp,
         off: u64,
         data: &[u8],
     ) -> core::result::Result<(), WcStatus> {
         let Some((sge, n)) = qp.sq_with(0, |w| (w.sge, w.num_sge)) else {
             return Err(WcStatus::WrFlushErr);
         };
-        mr::scatter(qp.device(), qp.pd(), &sge[..n.min(MAX_SGE)], off, data).map_err(local_status)
+        qp.scatter(&sge[..n.min(MAX_SGE)], off, data)
+            .map_err(local_status)
     }
 }

@@ -23,7 +23,7 @@ use rdma::kshim::udp::RouteCache;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::Access;
 use rdma::spec::qp_state::{AttrMask, QpState};
-use rdma::verbs::qp::{QpAttr, QpCore, QpOps};
+use rdma::verbs::qp::{ProviderQp, QpAttr, QpCore, QpOps};
 use rdma::verbs::wr::SendWqe;
 
 use crate::device::RxeDev;
@@ -155,7 +155,7 @@ impl RcQp {
     /// lock of this QP may be held.
     pub(crate) fn send(
         &self,
-        qp: &QpCore,
+        qp: &ProviderQp,
         conn: &Conn,
         out: Out,
         payload: &[u8],
@@ -189,7 +189,7 @@ impl RcQp {
 
     /// A packet for this QP arrived (softirq, or the sender's context on
     /// the loopback path): whether it was taken.
-    pub(crate) fn receive(&self, qp: &Arc<QpCore>, pkt: &Packet<'_>) -> bool {
+    pub(crate) fn receive(&self, qp: &ProviderQp, pkt: &Packet<'_>) -> bool {
         let want = if self.uc {
             Transport::Uc
         } else {
@@ -211,7 +211,7 @@ impl RcQp {
     }
 
     /// Records the attributes the packet paths use.
-    fn update_conn(&self, qp: &QpCore, attr: &QpAttr, mask: AttrMask) -> Result {
+    fn update_conn(&self, qp: &ProviderQp, attr: &QpAttr, mask: AttrMask) -> Result {
         let mut c = self.conn();
         if mask.contains(AttrMask::AV) {
             let dev = qp.device();
@@ -261,7 +261,7 @@ impl RcQp {
 }
 
 impl QpOps for RcQp {
-    fn modify(&self, qp: &Arc<QpCore>, attr: &QpAttr, mask: AttrMask) -> Result {
+    fn modify(&self, qp: &ProviderQp, attr: &QpAttr, mask: AttrMask) -> Result {
         self.update_conn(qp, attr, mask)?;
         if !mask.contains(AttrMask::STATE) {
             return Ok(());
@@ -297,7 +297,7 @@ impl QpOps for RcQp {
         Ok(())
     }
 
-    fn run(&self, qp: &Arc<QpCore>) {
+    fn run(&self, qp: &ProviderQp) {
         let mut work = self.work.lock();
         self.send_read_responses(qp, &mut work);
         self.requester_run(qp, &mut work);

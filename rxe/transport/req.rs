@@ -15,13 +15,12 @@
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
-use kernel::sync::Arc;
 use kernel::time::Ktime;
 
 use rdma::spec::opcodes::{SendFlags, WcStatus, WrOpcode};
 use rdma::spec::qp_state::QpState;
-use rdma::verbs::mr::{self, AccessError};
-use rdma::verbs::qp::QpCore;
+use rdma::verbs::mr::AccessError;
+use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wr::SendWqe;
 
 use crate::net::xmit::SendError;
@@ -264,32 +263,6 @@ pub(super) fn local_status(e: AccessError) -> WcStatus {
     }
 }
 
-/// Executes a local operation: its completion status.
-fn execute_local(qp: &QpCore, w: &SendWqe) -> WcStatus {
-    let dev = qp.device();
-    match w.opcode {
-        WrOpcode::LocalInv => match dev.invalidate_key(w.invalidate_rkey) {
-            Ok(()) => WcStatus::Success,
-            Err(_) => WcStatus::LocProtErr,
-        },
-        WrOpcode::RegMr => match &w.mr {
-            Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => WcStatus::Success,
-            _ => WcStatus::LocProtErr,
-        },
-        WrOpcode::BindMw => match (&w.mw, &w.mr) {
-            (Some(mw), Some(m))
-                if mw
-                    .bind(qp, m, w.reg_key, w.bind_addr, w.bind_length, w.reg_access)
-                    .is_ok() =>
-            {
-                WcStatus::Success
-            }
-            _ => WcStatus::MwBindErr,
-        },
-        _ => WcStatus::LocQpOpErr,
-    }
-}
-
 impl RcQp {
     /// Back to nothing taken (RESET).
     pub(crate) fn req_reset(&self) {
@@ -314,7 +287,7 @@ impl RcQp {
     }
 
     /// Sends what there is to send (the QP's work).
-    pub(crate) fn requester_run(&self, qp: &Arc<QpCore>, w: &mut WorkBuf) {
+    pub(crate) fn requester_run(&self, qp: &ProviderQp, w: &mut WorkBuf) {
         for _ in 0..BUDGET {
             let conn = self.conn();
             let next = {
@@ -332,7 +305,7 @@ impl RcQp {
             };
             match next {
                 Next::Local(seq) => {
-                    let status = execute_local(qp, &w.wqe);
+                    let status = qp.execute_local(&w.wqe);
                     let mut st = self.req.lock();
                     if st.active && seq >= st.head && seq < st.tail {
                         st.slot(seq).status = Some(status);
@@ -389,7 +362,7 @@ impl RcQp {
 
     /// Handles an expired RNR wait or ACK timeout. False when sending must
     /// wait (the timer is armed) or the QP failed.
-    fn check_timers(&self, st: &mut ReqState, qp: &Arc<QpCore>, conn: &Conn) -> bool {
+    fn check_timers(&self, st: &mut ReqState, qp: &ProviderQp, conn: &Conn) -> bool {
         let now = now_ns();
         if let Some(t) = st.rnr_until {
             if now < t {
@@ -429,7 +402,7 @@ impl RcQp {
     fn next_step(
         &self,
         st: &mut ReqState,
-        qp: &QpCore,
+        qp: &ProviderQp,
         conn: &Conn,
         w: &mut WorkBuf,
     ) -> Option<Next> {
@@ -524,7 +497,7 @@ impl RcQp {
     /// the network refused counts as lost.
     fn send_request(
         &self,
-        qp: &QpCore,
+        qp: &ProviderQp,
         conn: &Conn,
         w: &mut WorkBuf,
         s: &Step,
@@ -648,7 +621,12 @@ impl RcQp {
 
 /// Fills `out` with the WQE's data from byte `off`: inline data or its
 /// SGEs' memory.
-fn fill(qp: &QpCore, w: &SendWqe, off: u32, out: &mut [u8]) -> core::result::Result<(), WcStatus> {
+fn fill(
+    qp: &ProviderQp,
+    w: &SendWqe,
+    off: u32,
+    out: &mut [u8],
+) -> core::result::Result<(), WcStatus> {
     if w.inline {
         let off = off as usize;
         let src = w
@@ -658,5 +636,6 @@ fn fill(qp: &QpCore, w: &SendWqe, off: u32, out: &mut [u8]) -> core::result::Res
         out.copy_from_slice(src);
         return Ok(());
     }
-    mr::gather(qp.device(), qp.pd(), w.sges(), u64::from(off), out).map_err(local_status)
+    qp.gather(w.sges(), u64::from(off), out)
+        .map_err(local_status)
 }

@@ -21,12 +21,10 @@
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
-use rdma::device::event::{Element, Event, EventKind};
+use rdma::device::event::EventKind;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
-use rdma::verbs::mr;
-use rdma::verbs::qp::QpCore;
+use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::RecvWqe;
 
@@ -206,7 +204,7 @@ impl RespState {
     }
 
     /// Takes the receive WQE a new message goes into.
-    fn take_wqe(&mut self, qp: &QpCore) -> Option<RecvWqe> {
+    fn take_wqe(&mut self, qp: &ProviderQp) -> Option<RecvWqe> {
         self.spare.take().or_else(|| qp.rq_take())
     }
 
@@ -295,7 +293,7 @@ impl RcQp {
     }
 
     /// The QP is in error: the receive WQEs held are flushed.
-    pub(crate) fn resp_flush(&self, qp: &Arc<QpCore>) {
+    pub(crate) fn resp_flush(&self, qp: &ProviderQp) {
         let (a, b) = self.resp.lock().clear();
         for wqe in [a, b].into_iter().flatten() {
             let wc = Wc {
@@ -308,12 +306,7 @@ impl RcQp {
     }
 
     /// A request arrived: whether it was taken.
-    pub(crate) fn responder_receive(
-        &self,
-        qp: &Arc<QpCore>,
-        conn: &Conn,
-        pkt: &Packet<'_>,
-    ) -> bool {
+    pub(crate) fn responder_receive(&self, qp: &ProviderQp, conn: &Conn, pkt: &Packet<'_>) -> bool {
         use rdma::spec::qp_state::QpState;
         if !matches!(
             qp.state(),
@@ -353,10 +346,7 @@ impl RcQp {
                 } => EventKind::QpReqErr,
                 _ => EventKind::QpFatal,
             };
-            qp.device().dispatch_event(Event {
-                kind,
-                element: Element::Qp(qp.qpn()),
-            });
+            qp.event(kind);
         }
         if out.schedule {
             qp.schedule();
@@ -364,7 +354,7 @@ impl RcQp {
         out.taken
     }
 
-    fn answer(&self, qp: &QpCore, conn: &Conn, reply: Reply) {
+    fn answer(&self, qp: &ProviderQp, conn: &Conn, reply: Reply) {
         let mut buf = [0u8; SMALL_ROOM];
         let (opcode, psn, ext) = match reply {
             Reply::None => return,
@@ -410,7 +400,7 @@ impl RcQp {
     fn respond(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -551,7 +541,7 @@ impl RcQp {
     fn recv_send(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -570,11 +560,10 @@ impl RcQp {
         let Cur::Send { wqe, off } = &mut st.cur else {
             return Outcome::DROP;
         };
-        let dev = qp.device();
         let end = u64::from(*off) + data.len() as u64;
         let failed = if end > u64::from(wqe.length) {
             Some((WcStatus::LocLenErr, NakCode::InvalidRequest))
-        } else if mr::scatter(dev, qp.pd(), wqe.sges(), u64::from(*off), data).is_err() {
+        } else if qp.scatter(wqe.sges(), u64::from(*off), data).is_err() {
             Some((WcStatus::LocProtErr, NakCode::RemoteOperationalError))
         } else {
             None
@@ -610,7 +599,7 @@ impl RcQp {
             wc.imm_data = imm.imm;
         }
         if let Some(ieth) = pkt.headers.ext.ieth {
-            if dev.invalidate_key(ieth.rkey).is_err() {
+            if qp.invalidate(ieth.rkey).is_err() {
                 wc.status = WcStatus::LocProtErr;
                 qp.complete_recv(wqe, wc, false);
                 return self.fatal(st, NakCode::InvalidRequest, psn);
@@ -626,23 +615,21 @@ impl RcQp {
     fn recv_write(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
         let psn = pkt.psn();
         let info = pkt.info();
         let data = pkt.payload;
-        let dev = qp.device();
         if info.position.is_first() {
             let Some(reth) = pkt.headers.ext.reth else {
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             };
             let allowed = conn.access.contains(Access::REMOTE_WRITE)
-                && dev
+                && qp
                     .remote_check(
                         reth.rkey,
-                        qp,
                         reth.va,
                         u64::from(reth.len),
                         Access::REMOTE_WRITE,
@@ -687,8 +674,8 @@ impl RcQp {
             None
         };
         if !data.is_empty()
-            && dev
-                .remote_copy_in(rkey, qp, va, data, Access::REMOTE_WRITE)
+            && qp
+                .remote_copy_in(rkey, va, data, Access::REMOTE_WRITE)
                 .is_err()
         {
             if let Some(w) = wqe {
@@ -726,7 +713,7 @@ impl RcQp {
     fn recv_read(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -734,7 +721,6 @@ impl RcQp {
         let Some(reth) = pkt.headers.ext.reth else {
             return self.fatal(st, NakCode::InvalidRequest, psn);
         };
-        let dev = qp.device();
         let job = if let Some(feth) = pkt.headers.ext.feth {
             let p = feth.placement_type();
             let mut need = Access::NONE;
@@ -745,8 +731,8 @@ impl RcQp {
                 need = need | Access::FLUSH_PERSISTENT;
             }
             let len = if feth.selectivity() == 1 { 0 } else { reth.len };
-            if dev
-                .remote_check(reth.rkey, qp, reth.va, u64::from(len), need)
+            if qp
+                .remote_check(reth.rkey, reth.va, u64::from(len), need)
                 .is_err()
             {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
@@ -760,14 +746,8 @@ impl RcQp {
             }
         } else {
             let allowed = conn.access.contains(Access::REMOTE_READ)
-                && dev
-                    .remote_check(
-                        reth.rkey,
-                        qp,
-                        reth.va,
-                        u64::from(reth.len),
-                        Access::REMOTE_READ,
-                    )
+                && qp
+                    .remote_check(reth.rkey, reth.va, u64::from(reth.len), Access::REMOTE_READ)
                     .is_ok();
             if !allowed {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
@@ -795,7 +775,7 @@ impl RcQp {
     fn recv_atomic(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -810,7 +790,7 @@ impl RcQp {
             return self.fatal(st, NakCode::RemoteAccessError, psn);
         }
         let cmp = pkt.opcode == Opcode::RcCompareSwap;
-        let orig = qp.device().remote_atomic(a.rkey, qp, a.va, |old| {
+        let orig = qp.remote_atomic(a.rkey, a.va, |old| {
             if !cmp {
                 old.wrapping_add(a.swap_add)
             } else if old == a.compare {
@@ -835,7 +815,7 @@ impl RcQp {
     fn recv_atomic_write(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -846,8 +826,7 @@ impl RcQp {
         };
         if !conn.access.contains(Access::REMOTE_WRITE)
             || qp
-                .device()
-                .remote_atomic_write(reth.rkey, qp, reth.va, u64::from_ne_bytes(bytes))
+                .remote_atomic_write(reth.rkey, reth.va, u64::from_ne_bytes(bytes))
                 .is_err()
         {
             return self.fatal(st, NakCode::RemoteAccessError, psn);
@@ -861,7 +840,7 @@ impl RcQp {
     fn duplicate(
         &self,
         st: &mut RespState,
-        qp: &Arc<QpCore>,
+        qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
     ) -> Outcome {
@@ -911,7 +890,7 @@ impl RcQp {
     }
 
     /// Sends the queued READ and FLUSH responses (the QP's work).
-    pub(crate) fn send_read_responses(&self, qp: &Arc<QpCore>, w: &mut WorkBuf) {
+    pub(crate) fn send_read_responses(&self, qp: &ProviderQp, w: &mut WorkBuf) {
         for _ in 0..BUDGET {
             let conn = self.conn();
             let (job, msn) = {
@@ -940,10 +919,8 @@ impl RcQp {
             let psn = psn_add(job.psn, k);
             if len > 0
                 && qp
-                    .device()
                     .remote_copy_out(
                         job.rkey,
-                        qp,
                         job.va.wrapping_add(u64::from(off)),
                         data,
                         Access::REMOTE_READ,

@@ -16,8 +16,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
 use rdma::spec::qp_state::{QpState, QpType};
-use rdma::verbs::mr;
-use rdma::verbs::qp::{QpCore, QpOps};
+use rdma::verbs::qp::{ProviderQp, QpOps};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::SendWqe;
 
@@ -58,7 +57,7 @@ impl UdQp {
     }
 
     /// Sends one request: the sender's completion status.
-    fn send(&self, qp: &QpCore, w: &SendWqe, out: &mut [u8]) -> WcStatus {
+    fn send(&self, qp: &ProviderQp, w: &SendWqe, out: &mut [u8]) -> WcStatus {
         let Some(dev) = self.rd.device() else {
             return WcStatus::FatalErr;
         };
@@ -95,7 +94,7 @@ impl UdQp {
         let payload = &mut payload[..len];
         if w.inline {
             payload.copy_from_slice(&w.inline_data[..len]);
-        } else if mr::gather(&dev, qp.pd(), w.sges(), 0, payload).is_err() {
+        } else if qp.gather(w.sges(), 0, payload).is_err() {
             return WcStatus::LocProtErr;
         }
         let imm = w.opcode == WrOpcode::SendWithImm;
@@ -139,7 +138,7 @@ impl UdQp {
 }
 
 impl QpOps for UdQp {
-    fn run(&self, qp: &Arc<QpCore>) {
+    fn run(&self, qp: &ProviderQp) {
         let mut buf = self.buf.lock();
         let mut wqe = SendWqe::default();
         while qp.sq_next(&mut wqe) {
@@ -150,12 +149,7 @@ impl QpOps for UdQp {
 }
 
 /// Delivers a UD packet to `qp`: whether it was taken.
-pub(crate) fn deliver(
-    dev: &rdma::device::Device,
-    qp: &Arc<QpCore>,
-    pkt: &Packet<'_>,
-    frame: &[u8],
-) -> bool {
+pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> bool {
     if !matches!(
         pkt.opcode,
         Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
@@ -210,8 +204,8 @@ pub(crate) fn deliver(
         IpHeader::V4(_) => grh[20..].copy_from_slice(&frame[..20]),
         IpHeader::V6(_) => grh.copy_from_slice(&frame[..GRH_LEN]),
     }
-    let ok = mr::scatter(dev, qp.pd(), rwqe.sges(), 0, &grh).is_ok()
-        && mr::scatter(dev, qp.pd(), rwqe.sges(), GRH_LEN as u64, payload).is_ok();
+    let ok = qp.scatter(rwqe.sges(), 0, &grh).is_ok()
+        && qp.scatter(rwqe.sges(), GRH_LEN as u64, payload).is_ok();
     if !ok {
         wc.status = WcStatus::LocProtErr;
     }

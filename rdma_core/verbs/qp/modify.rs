@@ -20,7 +20,7 @@ use crate::kshim::errno::eopnotsupp;
 use crate::spec::attr::Gid;
 use crate::spec::opcodes::Access;
 use crate::spec::qp_state::{check_modify, AttrMask, QpState, QpType};
-use crate::verbs::qp::{QpAttr, QpCore, MAX_MCAST};
+use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, MAX_MCAST};
 
 impl QpCore {
     /// Empties the queues without completions (to RESET).
@@ -129,7 +129,7 @@ impl QpCore {
             return Err(EINVAL);
         }
         self.check_values(attr, mask)?;
-        ops.modify(self, attr, mask)?;
+        ops.modify(&ProviderQp::new(self.clone()), attr, mask)?;
         let drained = {
             let mut a = self.attr.lock();
             let m = |bit: AttrMask| mask.contains(bit);
@@ -228,7 +228,7 @@ impl QpCore {
             return Err(ENOMEM);
         }
         groups.reserve(1, GFP_KERNEL)?;
-        ops.mcast(self, gid, true)?;
+        ops.mcast(&ProviderQp::new(self.clone()), gid, true)?;
         groups.push(*gid, GFP_KERNEL)?;
         Ok(())
     }
@@ -240,7 +240,7 @@ impl QpCore {
         let ops = self.ops.access().ok_or(ENODEV)?;
         let mut groups = self.mcast.lock();
         crate::kshim::vec::remove_first(&mut groups, |g| g == gid).ok_or(EINVAL)?;
-        ops.mcast(self, gid, false)
+        ops.mcast(&ProviderQp::new(self.clone()), gid, false)
     }
 
     /// Whether the QP is in multicast group `gid` (for providers).

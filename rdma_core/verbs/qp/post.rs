@@ -14,7 +14,7 @@ use crate::kshim::errno::eopnotsupp;
 use crate::spec::opcodes::{SendFlags, WrOpcode};
 use crate::spec::qp_state::{QpState, QpType};
 use crate::verbs::mr::MrKind;
-use crate::verbs::qp::QpCore;
+use crate::verbs::qp::{ProviderQp, QpCore};
 use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, MAX_INLINE, MAX_SGE};
 
 impl QpCore {
@@ -51,7 +51,7 @@ impl QpCore {
             if state == QpState::Err {
                 self.flush();
             } else {
-                ops.post_send(self);
+                ops.post_send(&ProviderQp::new(self.clone()));
             }
         }
         result
@@ -266,7 +266,7 @@ impl QpCore {
             if state == QpState::Err {
                 self.flush();
             } else {
-                ops.post_recv(self);
+                ops.post_recv(&ProviderQp::new(self.clone()));
             }
         }
         result

@@ -9,7 +9,7 @@
 //! state flushes what is left with `WR_FLUSH_ERR`.
 
 use core::any::Any;
-
+use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
@@ -17,13 +17,240 @@ use kernel::sync::Arc;
 use kernel::workqueue;
 
 use crate::device::event::{Element, Event, EventKind};
+use crate::kshim::mem::Sge;
 use crate::kshim::timer::Timer;
 use crate::spec::attr::Gid;
-use crate::spec::opcodes::{WcOpcode, WcStatus};
+use crate::spec::opcodes::{Access, WcOpcode, WcStatus, WrOpcode};
 use crate::spec::qp_state::{AttrMask, QpState};
+use crate::verbs::mr::{self, AccessError};
 use crate::verbs::qp::{QpAttr, QpCore};
 use crate::verbs::wc::Wc;
 use crate::verbs::wr::{RecvWqe, SendWqe};
+
+/// The provider's handle on a QP: what only the provider of the QP's
+/// device may do, on top of everything a ULP may ([`QpCore`], through
+/// `Deref`).
+///
+/// The core hands it to the provider in the [`QpOps`] callbacks, and a
+/// provider finds the QP a packet is for through its own device handle
+/// (`ProviderDevice::qp`); a ULP, which holds a [`Qp`](super::Qp) or an
+/// `Arc<QpCore>`, cannot make one. So a ULP can post, poll, modify and
+/// destroy, and cannot take a queue entry, complete one or fail the QP:
+///
+/// ```compile_fail
+/// fn ulp(qp: &rdma::verbs::qp::Qp) {
+///     qp.set_error(); // provider-only: not a method of a ULP's handle
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ProviderQp(Arc<QpCore>);
+
+impl ProviderQp {
+    pub(crate) fn new(qp: Arc<QpCore>) -> ProviderQp {
+        ProviderQp(qp)
+    }
+
+    /// The QP as a ULP sees it.
+    pub fn core(&self) -> &Arc<QpCore> {
+        &self.0
+    }
+
+    /// The provider's handle on QP `qpn` of the same device (a software
+    /// device moving data between its own QPs).
+    pub fn sibling(&self, qpn: u32) -> Option<ProviderQp> {
+        self.0.device().qp_by_num(qpn).map(ProviderQp::new)
+    }
+
+    /// Schedules [`QpOps::run`]. Any context.
+    pub fn schedule(&self) {
+        self.0.schedule();
+    }
+
+    /// Schedules [`QpOps::run`] in `usecs` microseconds (retransmission and
+    /// RNR timers); a later call replaces an earlier one. Any context.
+    pub fn schedule_in(&self, usecs: u32) {
+        self.0.schedule_in(usecs);
+    }
+
+    /// Runs `f` on this QP's transport if it is of type `T` and not revoked;
+    /// false otherwise.
+    pub fn provider<T: QpOps>(&self, f: impl FnOnce(&T)) -> bool {
+        self.0.provider(f)
+    }
+
+    /// Takes the next send queue entry not yet started, copying it into
+    /// `out`; false when there is none. Any context.
+    pub fn sq_next(&self, out: &mut SendWqe) -> bool {
+        self.0.sq_next(out)
+    }
+
+    /// Copies the `i`-th started entry from the head into `out`.
+    pub fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
+        self.0.sq_peek(i, out)
+    }
+
+    /// Runs `f` on the `i`-th started entry from the head.
+    pub fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+        self.0.sq_with(i, f)
+    }
+
+    /// Marks the next entry started without copying it.
+    pub fn sq_start(&self) -> bool {
+        self.0.sq_start()
+    }
+
+    /// How many entries are started and not completed.
+    pub fn sq_in_flight(&self) -> usize {
+        self.0.sq_in_flight()
+    }
+
+    /// Completes the oldest started send entry with `status`.
+    pub fn sq_complete(&self, status: WcStatus, byte_len: u32) -> bool {
+        self.0.sq_complete(status, byte_len)
+    }
+
+    /// Takes the next receive entry (from the SRQ if the QP has one).
+    pub fn rq_take(&self) -> Option<RecvWqe> {
+        self.0.rq_take()
+    }
+
+    /// Completes a receive entry taken with [`ProviderQp::rq_take`].
+    pub fn complete_recv(&self, wqe: RecvWqe, wc: Wc, solicited: bool) {
+        self.0.complete_recv(wqe, wc, solicited)
+    }
+
+    /// Moves the QP to the error state (a transport failure).
+    pub fn set_error(&self) {
+        self.0.set_error()
+    }
+
+    /// Copies `out.len()` bytes from the memory of an SGE list, from byte
+    /// `offset` of the list, checked against this QP's PD (local keys,
+    /// no rights needed).
+    pub fn gather(&self, sges: &[Sge], offset: u64, out: &mut [u8]) -> Result<(), AccessError> {
+        mr::gather(self.0.device(), self.0.pd(), sges, offset, out)
+    }
+
+    /// Copies `data` into the memory of an SGE list, from byte `offset` of
+    /// the list; each MR must grant local write.
+    pub fn scatter(&self, sges: &[Sge], offset: u64, data: &[u8]) -> Result<(), AccessError> {
+        mr::scatter(self.0.device(), self.0.pd(), sges, offset, data)
+    }
+
+    /// Checks a peer's access to `len` bytes at `addr` under `rkey` with
+    /// rights `need`, against this QP's PD and QP number (memory windows).
+    pub fn remote_check(
+        &self,
+        rkey: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> Result<(), AccessError> {
+        self.0.device().remote_check(rkey, &self.0, addr, len, need)
+    }
+
+    /// A peer's WRITE: `data` to `addr` under `rkey`.
+    pub fn remote_copy_in(
+        &self,
+        rkey: u32,
+        addr: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), AccessError> {
+        self.0
+            .device()
+            .remote_copy_in(rkey, &self.0, addr, data, need)
+    }
+
+    /// A peer's READ: `out.len()` bytes at `addr` under `rkey`.
+    pub fn remote_copy_out(
+        &self,
+        rkey: u32,
+        addr: u64,
+        out: &mut [u8],
+        need: Access,
+    ) -> Result<(), AccessError> {
+        self.0
+            .device()
+            .remote_copy_out(rkey, &self.0, addr, out, need)
+    }
+
+    /// Executes a local operation of the send queue (REG_MR, LOCAL_INV,
+    /// BIND_MW) and returns its completion status; any other opcode is
+    /// `LocQpOpErr`.
+    pub fn execute_local(&self, w: &SendWqe) -> WcStatus {
+        let dev = self.0.device();
+        match w.opcode {
+            WrOpcode::LocalInv => match dev.invalidate_key(w.invalidate_rkey) {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::LocProtErr,
+            },
+            WrOpcode::RegMr => match &w.mr {
+                Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => WcStatus::Success,
+                _ => WcStatus::LocProtErr,
+            },
+            WrOpcode::BindMw => match (&w.mw, &w.mr) {
+                (Some(mw), Some(m))
+                    if mw
+                        .bind(
+                            &self.0,
+                            m,
+                            w.reg_key,
+                            w.bind_addr,
+                            w.bind_length,
+                            w.reg_access,
+                        )
+                        .is_ok() =>
+                {
+                    WcStatus::Success
+                }
+                _ => WcStatus::MwBindErr,
+            },
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
+
+    /// Invalidates the MR or MW of `key` (SEND with invalidate, READ with
+    /// invalidate).
+    pub fn invalidate(&self, key: u32) -> Result<(), AccessError> {
+        self.0.device().invalidate_key(key)
+    }
+
+    /// Raises an asynchronous event of `kind` on this QP (`QpFatal`,
+    /// `QpReqErr`, `QpAccessErr`, ...). Any context.
+    pub fn event(&self, kind: EventKind) {
+        self.0.device().dispatch_event(Event {
+            kind,
+            element: Element::Qp(self.0.qpn()),
+        });
+    }
+
+    /// A peer's atomic on the 8 bytes at `addr` under `rkey`: replaces them
+    /// by `f` of their value and returns the old value.
+    pub fn remote_atomic(
+        &self,
+        rkey: u32,
+        addr: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> Result<u64, AccessError> {
+        self.0.device().remote_atomic(rkey, &self.0, addr, f)
+    }
+
+    /// A peer's ATOMIC WRITE of `value` to the 8 bytes at `addr`.
+    pub fn remote_atomic_write(&self, rkey: u32, addr: u64, value: u64) -> Result<(), AccessError> {
+        self.0
+            .device()
+            .remote_atomic_write(rkey, &self.0, addr, value)
+    }
+}
+
+impl Deref for ProviderQp {
+    type Target = Arc<QpCore>;
+
+    fn deref(&self) -> &Arc<QpCore> {
+        &self.0
+    }
+}
 
 /// A provider's transport for one QP.
 ///
@@ -33,27 +260,27 @@ use crate::verbs::wr::{RecvWqe, SendWqe};
 pub trait QpOps: Any + Send + Sync {
     /// A `modify_qp` the core has validated, before it commits. Returning an
     /// error refuses it with nothing changed. May sleep.
-    fn modify(&self, _qp: &Arc<QpCore>, _attr: &QpAttr, _mask: AttrMask) -> Result {
+    fn modify(&self, _qp: &ProviderQp, _attr: &QpAttr, _mask: AttrMask) -> Result {
         Ok(())
     }
 
     /// New send queue entries are waiting. The default schedules
     /// [`QpOps::run`].
-    fn post_send(&self, qp: &Arc<QpCore>) {
+    fn post_send(&self, qp: &ProviderQp) {
         qp.schedule();
     }
 
     /// New receive queue entries are waiting.
-    fn post_recv(&self, _qp: &Arc<QpCore>) {}
+    fn post_recv(&self, _qp: &ProviderQp) {}
 
     /// The provider's work on the QP, in process context on a workqueue,
     /// one run at a time per QP, after [`QpCore::schedule`]. The core
     /// flushes it before the QP is destroyed, so a provider module has no
     /// work of its own to cancel.
-    fn run(&self, _qp: &Arc<QpCore>) {}
+    fn run(&self, _qp: &ProviderQp) {}
 
     /// The QP joined (`attach` true) or left a multicast group. May sleep.
-    fn mcast(&self, _qp: &Arc<QpCore>, _gid: &Gid, _attach: bool) -> Result {
+    fn mcast(&self, _qp: &ProviderQp, _gid: &Gid, _attach: bool) -> Result {
         Ok(())
     }
 
@@ -72,7 +299,7 @@ impl QpCore {
     /// that posted (a ULP polling its CQ on the posting CPU would otherwise
     /// delay its own requests), and a work item never runs on two CPUs at
     /// once, so a QP's work stays serial.
-    pub fn schedule(self: &Arc<Self>) {
+    pub(crate) fn schedule(self: &Arc<Self>) {
         // Already queued is fine: that run sees the new work.
         let _ = workqueue::system_unbound().enqueue(self.clone());
     }
@@ -81,13 +308,13 @@ impl QpCore {
     /// providers: retransmission and RNR timers). A later call replaces an
     /// earlier one that has not fired; after the QP is destroyed it does
     /// nothing. Any context.
-    pub fn schedule_in(self: &Arc<Self>, usecs: u32) {
+    pub(crate) fn schedule_in(self: &Arc<Self>, usecs: u32) {
         Timer::arm_us(self, usecs);
     }
 
     /// The provider's object of this QP, if it is of type `T`: lets a
     /// provider that found the QP by number reach its transport state.
-    pub fn provider<T: QpOps>(&self, f: impl FnOnce(&T)) -> bool {
+    pub(crate) fn provider<T: QpOps>(&self, f: impl FnOnce(&T)) -> bool {
         let Some(ops) = self.ops.access() else {
             return false;
         };
@@ -104,7 +331,7 @@ impl QpCore {
     /// Copies the oldest send entry the provider has not taken yet into
     /// `out` (for providers). False when there is none or the queue is
     /// flushed. Any context.
-    pub fn sq_next(&self, out: &mut SendWqe) -> bool {
+    pub(crate) fn sq_next(&self, out: &mut SendWqe) -> bool {
         let mut sq = self.sq.lock();
         if sq.err {
             return false;
@@ -124,7 +351,7 @@ impl QpCore {
     /// `out` (for providers: to look before taking, or to send a taken
     /// one again). False when there is none or the queue is flushed. Any
     /// context.
-    pub fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
+    pub(crate) fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
         let sq = self.sq.lock();
         if sq.err {
             return false;
@@ -142,7 +369,7 @@ impl QpCore {
     /// queue's lock (for providers reading a field or two without copying
     /// the entry). None when there is none or the queue is flushed. Any
     /// context; `f` must not call back into the QP.
-    pub fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+    pub(crate) fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
         let sq = self.sq.lock();
         if sq.err {
             return None;
@@ -152,7 +379,7 @@ impl QpCore {
 
     /// Takes the oldest entry not taken yet without copying it (for
     /// providers that looked at it with [`QpCore::sq_peek`]). Any context.
-    pub fn sq_start(&self) -> bool {
+    pub(crate) fn sq_start(&self) -> bool {
         let mut sq = self.sq.lock();
         if sq.err || sq.started >= sq.ring.len() {
             return false;
@@ -162,7 +389,7 @@ impl QpCore {
     }
 
     /// Send entries the provider took and has not completed.
-    pub fn sq_in_flight(&self) -> usize {
+    pub(crate) fn sq_in_flight(&self) -> usize {
         self.sq.lock().started
     }
 
@@ -171,7 +398,7 @@ impl QpCore {
     /// signaled; a failure moves the QP to the error state. False if there
     /// was nothing to complete (the queue was flushed meanwhile). Any
     /// context.
-    pub fn sq_complete(self: &Arc<Self>, status: WcStatus, byte_len: u32) -> bool {
+    pub(crate) fn sq_complete(self: &Arc<Self>, status: WcStatus, byte_len: u32) -> bool {
         let (wqe, drained) = {
             let mut sq = self.sq.lock();
             if sq.err || sq.started == 0 {
@@ -207,7 +434,7 @@ impl QpCore {
     /// Takes the next receive entry (from the SRQ if the QP has one), for a
     /// message that arrived. The provider owns it until it completes it with
     /// [`QpCore::complete_recv`]. Any context.
-    pub fn rq_take(&self) -> Option<RecvWqe> {
+    pub(crate) fn rq_take(&self) -> Option<RecvWqe> {
         if let Some(srq) = &self.srq {
             if matches!(self.state(), QpState::Err | QpState::Reset) {
                 return None;
@@ -225,7 +452,7 @@ impl QpCore {
     /// filled in with the entry's identity and this QP's number and goes to
     /// the receive CQ; a failure moves the QP to the error state. Any
     /// context.
-    pub fn complete_recv(self: &Arc<Self>, wqe: RecvWqe, mut wc: Wc, solicited: bool) {
+    pub(crate) fn complete_recv(self: &Arc<Self>, wqe: RecvWqe, mut wc: Wc, solicited: bool) {
         wc.wr_id = wqe.wr_id;
         wc.cqe = wqe.cqe;
         wc.qp_num = self.qpn;
@@ -240,7 +467,7 @@ impl QpCore {
 
     /// Moves the QP to the error state and flushes its queues (for
     /// providers: a fatal transport error). Any context.
-    pub fn set_error(self: &Arc<Self>) {
+    pub(crate) fn set_error(self: &Arc<Self>) {
         let old = self.state.swap(QpState::Err.as_raw(), Ordering::AcqRel);
         self.attr.lock().qp_state = QpState::Err;
         if old != QpState::Reset.as_raw() && old != QpState::Err.as_raw() {

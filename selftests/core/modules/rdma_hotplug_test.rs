@@ -24,7 +24,7 @@ use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::driver::Driver;
 use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::port::{GidEntry, PortAttr};
-use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps};
+use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, ProviderDevice};
 use rdma::kshim::testing;
 use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
 
@@ -722,7 +722,7 @@ fn hotplug_in_every_order() -> Result {
             let mut want: KVec<u8> = KVec::new();
             let mut devs = Live::default();
             let mut clis = Live::default();
-            let mut dev_h: [Option<Arc<Device>>; 2] = [None, None];
+            let mut dev_h: [Option<ProviderDevice>; 2] = [None, None];
             let mut cli_h: [Option<ClientRegistration<PermClient>>; 2] = [None, None];
             for op in ops {
                 let (obj, unreg) = (op / 2, op % 2 == 1);

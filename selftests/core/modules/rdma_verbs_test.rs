@@ -36,7 +36,7 @@ use rdma::verbs::cq::{CompHandler, Cq, CqCore, PollCtx};
 use rdma::verbs::mr::{BufSlice, Mr};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::{Pd, PdFlags};
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpCore, QpInfo, QpInitAttr, QpOps};
+use rdma::verbs::qp::{ProviderQp, Qp, QpAttr, QpCap, QpInfo, QpInitAttr, QpOps};
 use rdma::verbs::srq::{Srq, SrqAttr};
 use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
@@ -2066,11 +2066,23 @@ fn drain_qp() -> Result {
 fn one_handler_per_cq() -> Result {
     const PUSHERS: u32 = 4;
     const EACH: u32 = 2000;
-    let d = dev(c_str!("swdev0"))?;
+    // The test is the provider here: pushing completions takes the
+    // provider's handle on the CQ, which only a device's provider has.
+    let driver = Driver::new(c_str!("storm"))?;
+    let desc = DeviceDesc {
+        name_template: c_str!("storm%d"),
+        node_type: NodeType::Ca,
+        node_guid: 1,
+        port_count: 1,
+        link_layer: LinkLayer::Ethernet,
+        gid_tbl_len: 1,
+        pkey_tbl_len: 1,
+    };
+    let pdev = driver.register_device(&desc, Arc::new(Storm, GFP_KERNEL)?)?;
     let h = CountHandler::new(true)?;
-    let cq = Cq::create(d.arc(), 4096, Some(h.clone()))?;
+    let cq = Cq::create(&pdev, 4096, Some(h.clone()))?;
     cq.req_notify(NotifyFlags::NEXT_COMP)?;
-    let core = cq.core().clone();
+    let core = pdev.cq(cq.core()).ok_or(EINVAL)?;
     let finished = Arc::new(AtomicU32::new(0), GFP_KERNEL)?;
     for p in 0..PUSHERS {
         let (core, finished) = (core.clone(), finished.clone());
@@ -2102,7 +2114,27 @@ fn one_handler_per_cq() -> Result {
     check(
         h.overlaps.load(Ordering::Relaxed) == 0,
         "never two handlers at once",
-    )
+    )?;
+    drop(cq);
+    driver.unregister_device(&pdev);
+    Ok(())
+}
+
+/// The device of `one_handler_per_cq`: CQs only, deep ones.
+struct Storm;
+
+impl DeviceOps for Storm {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(DeviceAttr {
+            max_cq: 4,
+            max_cqe: 4096,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        Ok(PortAttr::down(Mtu::Mtu1024))
+    }
 }
 
 fn verbs_in_atomic_context() -> Result {
@@ -2199,7 +2231,7 @@ struct Leaky;
 struct NoTransport;
 
 impl QpOps for NoTransport {
-    fn post_send(&self, _qp: &Arc<QpCore>) {}
+    fn post_send(&self, _qp: &ProviderQp) {}
 }
 
 impl DeviceOps for Leaky {

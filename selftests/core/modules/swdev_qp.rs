@@ -21,7 +21,7 @@ use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
 use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::mr::{self, AccessError};
-use rdma::verbs::qp::{QpCore, QpOps};
+use rdma::verbs::qp::{ProviderQp, QpOps};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::SendWqe;
 
@@ -54,7 +54,7 @@ impl SwQp {
         )
     }
 
-    fn process(&self, qp: &Arc<QpCore>) {
+    fn process(&self, qp: &ProviderQp) {
         let mut chunk = self.chunk.lock();
         let mut wqe = SendWqe::default();
         while qp.sq_next(&mut wqe) {
@@ -68,7 +68,7 @@ impl SwQp {
 }
 
 impl QpOps for SwQp {
-    fn post_send(&self, qp: &Arc<QpCore>) {
+    fn post_send(&self, qp: &ProviderQp) {
         if self.inline {
             self.process(qp);
         } else {
@@ -76,7 +76,7 @@ impl QpOps for SwQp {
         }
     }
 
-    fn run(&self, qp: &Arc<QpCore>) {
+    fn run(&self, qp: &ProviderQp) {
         self.process(qp);
     }
 }
@@ -90,7 +90,7 @@ fn local_status(e: AccessError) -> WcStatus {
 
 /// Moves `len` bytes from the sender's data to `put(offset, bytes)`.
 fn copy_out_of_sender(
-    qp: &QpCore,
+    qp: &ProviderQp,
     w: &SendWqe,
     chunk: &mut [u8],
     len: usize,
@@ -102,7 +102,7 @@ fn copy_out_of_sender(
         if w.inline {
             chunk[..n].copy_from_slice(&w.inline_data[off..off + n]);
         } else {
-            mr::gather(qp.device(), qp.pd(), w.sges(), off as u64, &mut chunk[..n])
+            qp.gather(w.sges(), off as u64, &mut chunk[..n])
                 .map_err(|e| (true, e))?;
         }
         put(off, &chunk[..n]).map_err(|e| (false, e))?;
@@ -150,34 +150,13 @@ fn build_grh(out: &mut [u8; GRH_LEN], sgid: &Gid, dgid: &Gid, len: u32) -> u8 {
 
 /// Executes one send WQE: the completion status of the sender and its
 /// byte count.
-fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
+fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     let dev = qp.device();
-    match w.opcode {
-        WrOpcode::LocalInv => {
-            return match dev.invalidate_key(w.invalidate_rkey) {
-                Ok(()) => (WcStatus::Success, 0),
-                Err(_) => (WcStatus::LocProtErr, 0),
-            };
-        }
-        WrOpcode::RegMr => {
-            return match &w.mr {
-                Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => (WcStatus::Success, 0),
-                _ => (WcStatus::LocProtErr, 0),
-            };
-        }
-        WrOpcode::BindMw => {
-            return match (&w.mw, &w.mr) {
-                (Some(mw), Some(m))
-                    if mw
-                        .bind(qp, m, w.reg_key, w.bind_addr, w.bind_length, w.reg_access)
-                        .is_ok() =>
-                {
-                    (WcStatus::Success, 0)
-                }
-                _ => (WcStatus::MwBindErr, 0),
-            };
-        }
-        _ => {}
+    if matches!(
+        w.opcode,
+        WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::BindMw
+    ) {
+        return (qp.execute_local(w), 0);
     }
     let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
     let reliable = qp.qp_type() == QpType::Rc;
@@ -193,7 +172,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     } else {
         qp.attr().dest_qp_num
     };
-    let Some(dst) = dev.qp_by_num(dst_qpn) else {
+    let Some(dst) = qp.sibling(dst_qpn) else {
         return lost;
     };
     if !matches!(
@@ -225,7 +204,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         }
     }
     let rights = dst.attr().qp_access_flags;
-    let remote_fail = |dst: &Arc<QpCore>, status: WcStatus| {
+    let remote_fail = |dst: &ProviderQp, status: WcStatus| {
         if reliable {
             dst.set_error();
         }
@@ -237,21 +216,15 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_WRITE) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            if dev
-                .remote_check(
-                    w.rkey,
-                    &dst,
-                    w.remote_addr,
-                    u64::from(len),
-                    Access::REMOTE_WRITE,
-                )
+            if dst
+                .remote_check(w.rkey, w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
                 let addr = w.remote_addr + off as u64;
-                dev.remote_copy_in(w.rkey, &dst, addr, bytes, Access::REMOTE_WRITE)
+                dst.remote_copy_in(w.rkey, addr, bytes, Access::REMOTE_WRITE)
             });
             match r {
                 Ok(()) => {}
@@ -265,10 +238,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         WrOpcode::Flush => {
             let need = w.flush.access();
             let len = if w.flush_whole_mr { 0 } else { w.bind_length };
-            if dev
-                .remote_check(w.rkey, &dst, w.remote_addr, len, need)
-                .is_err()
-            {
+            if dst.remote_check(w.rkey, w.remote_addr, len, need).is_err() {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             // Memory is the persistence domain here: a full fence is the flush.
@@ -282,11 +252,10 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             let mut v = [0u8; 8];
             if w.inline {
                 v.copy_from_slice(&w.inline_data[..8]);
-            } else if let Err(e) = mr::gather(dev, qp.pd(), w.sges(), 0, &mut v) {
+            } else if let Err(e) = qp.gather(w.sges(), 0, &mut v) {
                 return (local_status(e), 0);
             }
-            return match dev.remote_atomic_write(w.rkey, &dst, w.remote_addr, u64::from_ne_bytes(v))
-            {
+            return match dst.remote_atomic_write(w.rkey, w.remote_addr, u64::from_ne_bytes(v)) {
                 Ok(()) => (WcStatus::Success, 8),
                 Err(_) => remote_fail(&dst, WcStatus::RemAccessErr),
             };
@@ -295,14 +264,8 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_READ) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            if dev
-                .remote_check(
-                    w.rkey,
-                    &dst,
-                    w.remote_addr,
-                    u64::from(len),
-                    Access::REMOTE_READ,
-                )
+            if dst
+                .remote_check(w.rkey, w.remote_addr, u64::from(len), Access::REMOTE_READ)
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
@@ -311,20 +274,18 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             while off < len as usize {
                 let n = core::cmp::min(CHUNK, len as usize - off);
                 let addr = w.remote_addr + off as u64;
-                if dev
-                    .remote_copy_out(w.rkey, &dst, addr, &mut chunk[..n], Access::REMOTE_READ)
+                if dst
+                    .remote_copy_out(w.rkey, addr, &mut chunk[..n], Access::REMOTE_READ)
                     .is_err()
                 {
                     return remote_fail(&dst, WcStatus::RemAccessErr);
                 }
-                if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), off as u64, &chunk[..n]) {
+                if let Err(e) = qp.scatter(w.sges(), off as u64, &chunk[..n]) {
                     return (local_status(e), 0);
                 }
                 off += n;
             }
-            if w.opcode == WrOpcode::RdmaReadWithInv
-                && dev.invalidate_key(w.invalidate_rkey).is_err()
-            {
+            if w.opcode == WrOpcode::RdmaReadWithInv && qp.invalidate(w.invalidate_rkey).is_err() {
                 return (WcStatus::LocProtErr, 0);
             }
             return (WcStatus::Success, len);
@@ -335,7 +296,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             }
             let cmp = w.opcode == WrOpcode::AtomicCmpAndSwp;
             let (a, b) = (w.compare_add, w.swap);
-            let old = dev.remote_atomic(w.rkey, &dst, w.remote_addr, |old| {
+            let old = dst.remote_atomic(w.rkey, w.remote_addr, |old| {
                 if cmp {
                     if old == a {
                         b
@@ -349,7 +310,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             let Ok(old) = old else {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             };
-            if let Err(e) = mr::scatter(dev, qp.pd(), w.sges(), 0, &old.to_ne_bytes()) {
+            if let Err(e) = qp.scatter(w.sges(), 0, &old.to_ne_bytes()) {
                 return (local_status(e), 0);
             }
             return (WcStatus::Success, 8);
@@ -358,7 +319,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     }
     // Everything left consumes a receive WQE.
     if w.opcode == WrOpcode::SendWithInv {
-        if dev.invalidate_key(w.invalidate_rkey).is_err() {
+        if qp.invalidate(w.invalidate_rkey).is_err() {
             return remote_fail(&dst, WcStatus::RemInvReqErr);
         }
     }
@@ -403,7 +364,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             wc.sl = av.sl;
             base = GRH_LEN;
             if rwqe.length as usize >= GRH_LEN {
-                let _ = mr::scatter(dev, dst.pd(), rwqe.sges(), 0, &grh);
+                let _ = dst.scatter(rwqe.sges(), 0, &grh);
             }
         }
         wc.byte_len = len + base as u32;
@@ -423,7 +384,7 @@ fn execute(qp: &Arc<QpCore>, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             };
         }
         let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
-            mr::scatter(dev, dst.pd(), rwqe.sges(), (base + off) as u64, bytes)
+            dst.scatter(rwqe.sges(), (base + off) as u64, bytes)
         });
         if let Err((local, e)) = r {
             wc.status = WcStatus::LocProtErr;
