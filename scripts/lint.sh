@@ -5,6 +5,7 @@
 #   kernel's .rustfmt.toml. Clippy runs during the module build (CLIPPY=1).
 # - host workspace: cargo fmt --check and cargo clippy -D warnings.
 set -euo pipefail
+# shellcheck source=env.sh
 . "$(dirname "$0")/env.sh"
 cd "$RDMA_RS_TOP"
 
