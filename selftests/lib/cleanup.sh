@@ -19,14 +19,14 @@
 # registered commands, every module loaded since then (by the program or
 # as a dependency) is unloaded again.
 
-tmpd=$(mktemp -d "${TMPDIR:-/tmp}/rdma-rs.XXXXXX")
+tmpd=$(mktemp -d "${TMPDIR:-/tmp}/rdma-rs.XXXXXX") || exit 1
 _cleanup_list=$tmpd/cleanup
 _cleanup_mods=$tmpd/modules
 : > "$_cleanup_list"
 awk '{ print $1 }' /proc/modules > "$_cleanup_mods" 2>/dev/null
 
 cleanup_add() {
-	echo "$*" >> "$_cleanup_list"
+	printf '%s\n' "$*" >> "$_cleanup_list"
 }
 
 cleanup_run() {
