@@ -37,11 +37,11 @@ theirs() {
 		netns_addr - bc0 10.84.0.1/24 && netns_addr - bc1 10.84.0.2/24 &&
 		c_rxe_add cbo0 bc0 && c_rxe_add cbo1 bc1 || return 1
 	for d in all default; do
-		rp=$(sysctl -n net.ipv4.conf."$d.rp_filter") && al=$(sysctl -n net.ipv4.conf."$d.accept_local") &&
+		rp=$(sysctl -n "net.ipv4.conf.$d.rp_filter") && al=$(sysctl -n "net.ipv4.conf.$d.accept_local") &&
 			cleanup_add sysctl -qw "net.ipv4.conf.$d.rp_filter=$rp" "net.ipv4.conf.$d.accept_local=$al"
 	done
 	for d in all default bc0 bc1; do
-		sysctl -qw net.ipv4.conf."$d.rp_filter=0" net.ipv4.conf."$d.accept_local=1" || return 1
+		sysctl -qw "net.ipv4.conf.$d.rp_filter=0" "net.ipv4.conf.$d.accept_local=1" || return 1
 	done
 	ip rule add pref 10 oif bc0 lookup 100 && cleanup_add ip rule del pref 10 &&
 		ip route add 10.84.0.2 dev bc0 src 10.84.0.1 table 100 &&

@@ -60,8 +60,8 @@ ktap_check "load_rdma_rs_rxe" modprobe rdma_rs_rxe
 ktap_check "rxe_devices_on_veth_between_namespaces" rxe_setup
 rxe_ports() {
 	for d in rxa rxb; do
-		printf "%s: port %s, gid %s\n" "$d" "$(cat /sys/class/rdma_rs/"$d/ports/1/state")" \
-			"$(cat /sys/class/rdma_rs/"$d/ports/1/gids/1")"
+		printf "%s: port %s, gid %s\n" "$d" "$(cat "/sys/class/rdma_rs/$d/ports/1/state")" \
+			"$(cat "/sys/class/rdma_rs/$d/ports/1/gids/1")"
 	done
 }
 rxe_summary() {
