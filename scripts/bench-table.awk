@@ -4,6 +4,18 @@
 # A workload that ran several times counts by its median. MB is 10^6
 # bytes. "ours/C" is how many times faster ours is: bandwidth and rate
 # divided, latency inverted, so above 1 means ours is ahead.
+#
+# "min" and "max" are the spread of that ratio over the runs. The two stacks
+# take turns (ours run 1, C run 1, ours run 2, ...), so run i of ours and
+# run i of C ran back to back, under the same conditions of the host; each
+# such pair gives a ratio of its own, and min and max are the lowest and
+# highest of those. Pairing this way keeps a slow spell of the host, which
+# falls on both runs of a pair, out of the spread, while a ratio that moves
+# from pair to pair shows. With as many runs on each side (as the benchmark
+# makes them) the ratio of the medians lies within [min, max]: were every
+# pair's ratio above it, ours' runs would beat C's scaled by it run for run,
+# and so would ours' median, a contradiction; the same below. A range that
+# contains 1 means the runs do not tell the stacks apart.
 function mbs(size, n, ns) { return size * n * 1000 / ns }
 $1 == "guest" && $3 == "memcpy" { memcpy = mbs($4, $5, $6); next }
 $1 == "perftest" { pt[++npt] = $0; next }
@@ -15,6 +27,20 @@ $1 == "ours" || $1 == "theirs" {
 	runs[rk] = runs[rk] " " $6; it[rk] = $5
 	next
 }
+# Lowest and highest ours/C over the pairs of runs (see above), into
+# lo and hi. For bandwidth, rate and latency alike a pair's ratio is
+# (ours' iterations * C's time) / (C's iterations * ours' time).
+function spread(key,    o, t, no, nt, n, n2, i, r) {
+	n = split(runs["ours " key], o, " "); n2 = split(runs["theirs " key], t, " ")
+	if (n2 < n) n = n2
+	no = it["ours " key]; nt = it["theirs " key]
+	lo = hi = ""
+	for (i = 1; i <= n; i++) {
+		r = no * t[i] / (nt * o[i])
+		if (lo == "" || r < lo) lo = r
+		if (hi == "" || r > hi) hi = r
+	}
+}
 function median(list,    a, n, i, j, t) {
 	n = split(list, a, " ")
 	for (i = 2; i <= n; i++)
@@ -23,22 +49,23 @@ function median(list,    a, n, i, j, t) {
 }
 END {
 	printf "guest memcpy: %.0f MB/s (the ceiling of a software provider)\n\n", memcpy
-	printf "%-9s %-9s %8s %12s %12s %8s\n", "path", "test", "size", "ours", "C rxe", "ours/C"
+	printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "ours", "C rxe", "ours/C", "min", "max"
 	for (i = 1; i <= n; i++) {
 		split(order[i], k, " ")
 		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
 		no = it["ours " order[i]]; nt = it["theirs " order[i]]
 		if (o == "" || t == "") continue
+		spread(order[i])
 		if (k[2] == "send_lat") {
-			lo = o / no / 2 / 1000; lt = t / nt / 2 / 1000
-			printf "%-9s %-9s %8s %9.1f us %9.1f us %8.2f\n", k[1], "lat", k[3], lo, lt, lt / lo
+			uo = o / no / 2 / 1000; ut = t / nt / 2 / 1000
+			printf "%-9s %-9s %8s %9.1f us %9.1f us %8.2f %6.2f %6.2f\n", k[1], "lat", k[3], uo, ut, ut / uo, lo, hi
 			continue
 		}
 		bo = mbs(k[3], no, o); bt = mbs(k[3], nt, t)
-		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f\n", k[1], k[2], k[3], bo, bt, bo / bt
+		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 		if (k[2] == "write" && k[3] == 64) {
 			ro = no * 1000 / o; rt = nt * 1000 / t
-			printf "%-9s %-9s %8s %7.4f Mpps %7.4f Mpps %8.2f\n", k[1], "msg rate", k[3], ro, rt, ro / rt
+			printf "%-9s %-9s %8s %7.4f Mpps %7.4f Mpps %8.2f %6.2f %6.2f\n", k[1], "msg rate", k[3], ro, rt, ro / rt, lo, hi
 		}
 	}
 	if (npt) {

@@ -10,6 +10,7 @@
 set -euo pipefail
 export KERNEL_FLAVOR=bench
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=env.sh
 . "$top/scripts/env.sh"
 
 "$top/scripts/deps.sh"

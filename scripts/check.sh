@@ -9,7 +9,7 @@
 # after it can be trusted; a guest run judged failed without a failed test (a
 # splat, a crash, a timeout) counts as one failure.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 log=.build/check
 mkdir -p "$log"
 

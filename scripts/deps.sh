@@ -4,7 +4,8 @@
 # Debian packages: the 6.12 kernel source, the Debian rustc that has rust-src
 # (rustc-web + rust-web-src), clang/LLVM for bindgen and the LLVM=1 KASAN build,
 # the kernel build tools, QEMU and busybox for the guest, and the userspace RDMA
-# tools that drive the kernel's C stack inside the guest.
+# tools that drive the kernel's C stack inside the guest; shellcheck for
+# `make lint`.
 # crates.io: bindgen-cli.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ pkgs=(
 	qemu-system-x86 busybox-static
 	ibverbs-utils rdmacm-utils perftest ibverbs-providers iproute2
 	linux-perf
+	shellcheck
 )
 
 missing=()

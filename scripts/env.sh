@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the other scripts: toolchain paths and the cached test kernel.
 #
 # The kernel's Rust must be built by Debian's rustc-web (it has rust-src);
@@ -8,16 +9,23 @@ RDMA_RS_TOP=${RDMA_RS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 RDMA_RS_CACHE=${RDMA_RS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-rs}
 
 KRUSTC=/usr/bin/rustc
-KRUST_LIB_SRC=$(ls -d /usr/src/rustc-*/library 2>/dev/null | head -n 1)
+KRUST_LIB_SRC=
+for _lib in /usr/src/rustc-*/library; do [ -d "$_lib" ] && { KRUST_LIB_SRC=$_lib; break; }; done
+unset _lib
 KBINDGEN=$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")
 KCLIPPY=/usr/bin/clippy-driver
 KRUSTFMT=/usr/bin/rustfmt
 
 # Every make invocation against the kernel tree takes these.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 KMAKE_VARS=(LLVM=1 "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUST_LIB_SRC=$KRUST_LIB_SRC"
 	"BINDGEN=$KBINDGEN" "RUSTFMT=$KRUSTFMT" "CLIPPY_DRIVER=$KCLIPPY")
 
-kernel_tarball() { ls /usr/src/linux-source-6.12.tar.* 2>/dev/null | head -n 1; }
+kernel_tarball() {
+	local t
+	for t in /usr/src/linux-source-6.12.tar.*; do [ -f "$t" ] && { echo "$t"; break; }; done
+	return 0
+}
 
 # Which kernel: "test" (the default; Documentation/test-kernel.rst) or
 # "bench", the same without its debugging section and built for speed

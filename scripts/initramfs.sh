@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Build the guest's initramfs: busybox, the kernel's modules and ours, the
-# selftests, and the userspace RDMA tools (with their libraries and the
-# libibverbs providers) that drive the kernel's C stack.
+# Build the guest's initramfs: busybox, the kernel's modules and ours (those
+# of the current build, from its modules.order), the selftests, and the
+# userspace RDMA tools (with their libraries and the libibverbs providers)
+# that drive the kernel's C stack.
 #
 # usage: scripts/initramfs.sh OUT.cpio
 set -euo pipefail
+# shellcheck source=env.sh
 . "$(dirname "$0")/env.sh"
 
 out=$(realpath -m "$1")
@@ -73,8 +75,23 @@ copy_with_libs /usr/lib/x86_64-linux-gnu/librdmacm.so.1
 mkdir -p "$root/usr/lib/modules"
 cp -a "$KDIR/modinst/lib/modules/$kver" "$root/usr/lib/modules/"
 rm -f "$root/usr/lib/modules/$kver/build" "$root/usr/lib/modules/$kver/source"
-mkdir -p "$root/usr/lib/modules/$kver/extra"
-find "$RDMA_RS_TOP" -name '*.ko' -not -path '*/.build/*' -exec cp {} "$root/usr/lib/modules/$kver/extra/" \;
+# Ours are exactly the modules of the current build: those listed in the
+# modules.order that Kbuild writes at the top of the external-module build
+# (one NAME.o per module, absolute or relative to the top). A .ko that no
+# longer belongs to the build (an older layout of the tree) is not shipped.
+extra=$root/usr/lib/modules/$kver/extra
+mkdir -p "$extra"
+order=$RDMA_RS_TOP/modules.order
+[ -s "$order" ] || { echo "initramfs: no $order: build the modules first (make modules)" >&2; exit 1; }
+while IFS= read -r o; do
+	case "$o" in
+	/*) ko=${o%.o}.ko ;;
+	*) ko=$RDMA_RS_TOP/${o%.o}.ko ;;
+	esac
+	[ -f "$ko" ] || { echo "initramfs: $ko, listed in $order, is missing" >&2; exit 1; }
+	[ ! -e "$extra/${ko##*/}" ] || { echo "initramfs: two modules named ${ko##*/}" >&2; exit 1; }
+	cp "$ko" "$extra/"
+done < "$order"
 depmod -b "$root" "$kver"
 
 # The packet capture tool of the interop tests, static (no compiler in the

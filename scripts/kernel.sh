@@ -6,6 +6,7 @@
 # finished build is marked by $KDIR/.rdma-rs-done and never rebuilt. The
 # kernel's own modules are installed under $KDIR/modinst for the initramfs.
 set -euo pipefail
+# shellcheck source=env.sh
 . "$(dirname "$0")/env.sh"
 
 if [ -f "$KDIR/.rdma-rs-done" ]; then

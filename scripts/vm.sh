@@ -10,9 +10,10 @@
 # test passed, the guest reached its end marker, and no kernel splat; with
 # --expect-splat, the run passes only if a splat was found.
 set -euo pipefail
+# shellcheck source=env.sh
 . "$(dirname "$0")/env.sh"
 
-tests= mode=check guests=1 timeout_s=1200 expect= name=guest
+tests='' mode=check guests=1 timeout_s=1200 expect='' name=guest
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--tests) tests=$2; shift ;;

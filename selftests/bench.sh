@@ -4,19 +4,22 @@
 # perftest on the kernel's rxe for the userspace view. Prints KTAP, with the
 # figures as "# bench: ..." lines that scripts/bench.sh turns into a table.
 cd "$(dirname "$0")/rxe" || exit 1
+# shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
+# shellcheck source=lib/cleanup.sh
+. ../lib/cleanup.sh
+# shellcheck source=lib/netns.sh
+. ../lib/netns.sh
+# shellcheck source=lib/rxe.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 # Ours: rbo0 (10.83.0.1) in namespace bna, rbo1 (10.83.0.2) in bnb.
 ours() {
-	modprobe rdma_rs_rxe && ip netns add bna && ip netns add bnb &&
-		ip link add bo0 type veth peer name bo1 &&
-		ip link set bo0 netns bna && ip link set bo1 netns bnb &&
+	modprobe rdma_rs_rxe && netns_add bna bnb && netns_veth bna bo0 bnb bo1 &&
 		ip -n bna link set bo0 mtu 9000 && ip -n bnb link set bo1 mtu 9000 &&
-		ip -n bna addr add 10.83.0.1/24 dev bo0 && ip -n bnb addr add 10.83.0.2/24 dev bo1 &&
-		ip -n bna link set bo0 up && ip -n bnb link set bo1 up &&
+		netns_addr bna bo0 10.83.0.1/24 && netns_addr bnb bo1 10.83.0.2/24 &&
 		rxe_bind bna bo0 rbo0 && rxe_bind bnb bo1 rbo1
 }
 
@@ -26,19 +29,26 @@ ours() {
 # would drop them there): rules send what leaves by bc0 (rxe routes with
 # the device as output interface) to bc1 and back, the local table moves
 # after them, static neighbours spare ARP, and source validation accepts
-# local addresses arriving from the wire.
+# local addresses arriving from the wire. All of that is undone at exit
+# (the routes and neighbours go with the veth pair).
 theirs() {
-	modprobe rdma_rxe && ip link add bc0 type veth peer name bc1 &&
+	modprobe rdma_rxe && netns_veth - bc0 - bc1 &&
 		ip link set bc0 mtu 9000 && ip link set bc1 mtu 9000 &&
-		ip addr add 10.84.0.1/24 dev bc0 && ip addr add 10.84.0.2/24 dev bc1 &&
-		ip link set bc0 up && ip link set bc1 up &&
-		rdma link add cbo0 type rxe netdev bc0 && rdma link add cbo1 type rxe netdev bc1 || return 1
-	for d in all default bc0 bc1; do
-		sysctl -qw net.ipv4.conf.$d.rp_filter=0 net.ipv4.conf.$d.accept_local=1 || return 1
+		netns_addr - bc0 10.84.0.1/24 && netns_addr - bc1 10.84.0.2/24 &&
+		c_rxe_add cbo0 bc0 && c_rxe_add cbo1 bc1 || return 1
+	for d in all default; do
+		rp=$(sysctl -n "net.ipv4.conf.$d.rp_filter") && al=$(sysctl -n "net.ipv4.conf.$d.accept_local") &&
+			cleanup_add sysctl -qw "net.ipv4.conf.$d.rp_filter=$rp" "net.ipv4.conf.$d.accept_local=$al"
 	done
-	ip rule add pref 10 oif bc0 lookup 100 && ip route add 10.84.0.2 dev bc0 src 10.84.0.1 table 100 &&
-		ip rule add pref 11 oif bc1 lookup 101 && ip route add 10.84.0.1 dev bc1 src 10.84.0.2 table 101 &&
-		ip rule add pref 100 lookup local && ip rule del pref 0 &&
+	for d in all default bc0 bc1; do
+		sysctl -qw "net.ipv4.conf.$d.rp_filter=0" "net.ipv4.conf.$d.accept_local=1" || return 1
+	done
+	ip rule add pref 10 oif bc0 lookup 100 && cleanup_add ip rule del pref 10 &&
+		ip route add 10.84.0.2 dev bc0 src 10.84.0.1 table 100 &&
+		ip rule add pref 11 oif bc1 lookup 101 && cleanup_add ip rule del pref 11 &&
+		ip route add 10.84.0.1 dev bc1 src 10.84.0.2 table 101 &&
+		ip rule add pref 100 lookup local && cleanup_add ip rule del pref 100 &&
+		ip rule del pref 0 && cleanup_add ip rule add pref 0 lookup local &&
 		ip neigh replace 10.84.0.2 lladdr "$(cat /sys/class/net/bc1/address)" dev bc0 nud permanent &&
 		ip neigh replace 10.84.0.1 lladdr "$(cat /sys/class/net/bc0/address)" dev bc1 nud permanent
 }
@@ -51,15 +61,16 @@ now_ns() {
 # long the client took, in nanoseconds.
 perftest_once() { # tool size iterations
 	x=$(roce_v2_gid_index cbo0 0a54:0001) || return 1
-	$1 -d cbo0 -x "$x" -s "$2" -n "$3" -F > /tmp/pt_srv.log 2>&1 &
+	$1 -d cbo0 -x "$x" -s "$2" -n "$3" -F > "$tmpd/pt_srv.log" 2>&1 &
 	srv=$!
+	cleanup_add kill "$srv"
 	sleep 1
 	t0=$(now_ns)
-	timeout 300 $1 -d cbo0 -x "$x" -s "$2" -n "$3" -F 10.84.0.1 > /tmp/pt_cli.log 2>&1
+	timeout 300 "$1" -d cbo0 -x "$x" -s "$2" -n "$3" -F 10.84.0.1 > "$tmpd/pt_cli.log" 2>&1
 	rc=$?
 	t1=$(now_ns)
 	wait $srv
-	[ $rc -eq 0 ] || { sed 's/^/# /' /tmp/pt_cli.log /tmp/pt_srv.log >&2; return 1; }
+	[ $rc -eq 0 ] || { sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2; return 1; }
 	echo $((t1 - t0))
 }
 
@@ -75,21 +86,21 @@ perftest() { # tool size N
 # The whole benchmark once more under perf (CPU-clock samples of both
 # vCPUs, 499 Hz): where the time goes, by module and by function.
 profile() {
-	perf record -q -a -g -F 499 -o /tmp/perf.data -- modprobe rdma_rxe_bench > /tmp/perf.log 2>&1 ||
-		{ sed 's/^/# /' /tmp/perf.log; return 1; }
+	perf record -q -a -g -F 499 -o "$tmpd/perf.data" -- modprobe rdma_rxe_bench > "$tmpd/perf.log" 2>&1 ||
+		{ sed 's/^/# /' "$tmpd/perf.log"; return 1; }
 	echo "# profile: samples by module"
-	perf report -i /tmp/perf.data --stdio --no-children --sort dso -g none 2>/dev/null |
+	perf report -i "$tmpd/perf.data" --stdio --no-children --sort dso -g none 2>/dev/null |
 		grep '%' | head -n 12 | sed 's/^/# profile: /'
 	# Samples of a module loaded after perf started (this one) have no name.
 	echo "# profile: [unknown] is rdma_rxe_bench, loaded at $(awk '$1 == "rdma_rxe_bench" { print $6 }' /proc/modules)"
 	echo "# profile: hottest functions (self)"
-	perf report -i /tmp/perf.data --stdio --no-children --sort dso,sym -g none 2>/dev/null |
+	perf report -i "$tmpd/perf.data" --stdio --no-children --sort dso,sym -g none 2>/dev/null |
 		grep '%' | head -n 40 | sed 's/^/# profile: /'
 	# With interrupts off a sample waits for them to come back on, so the
 	# time of every IRQ-off section lands on the unlock that ends it: the
 	# callers of those unlocks say whose sections they are.
 	echo "# profile: time including callees, by module and function"
-	perf report -i /tmp/perf.data --stdio --children --sort dso,sym -g none 2>/dev/null |
+	perf report -i "$tmpd/perf.data" --stdio --children --sort dso,sym -g none 2>/dev/null |
 		grep '%' | grep -v 'kernel.kallsyms' | head -n 40 | sed 's/^/# profile: /'
 	rmmod rdma_rxe_bench
 }
@@ -108,9 +119,10 @@ else
 fi
 rmmod rxe_cpeer 2>/dev/null
 ok=1
-for t in "ib_write_bw 65536 200" "ib_read_bw 65536 200" "ib_send_bw 65536 200" "ib_send_lat 8 500"; do
-	perftest $t || ok=0
+for t in ib_write_bw ib_read_bw ib_send_bw; do
+	perftest "$t" 65536 200 || ok=0
 done
+perftest ib_send_lat 8 500 || ok=0
 if [ $ok = 1 ]; then ktap_pass "perftest"; else ktap_fail "perftest" "a run failed"; fi
 ktap_check "teardown" sh -c "echo 0 > $cfs/rbo0/enable && echo 0 > $cfs/rbo1/enable &&
 	rmdir $cfs/rbo0 $cfs/rbo1 && ip netns del bna && ip netns del bnb &&

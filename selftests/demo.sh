@@ -5,7 +5,13 @@
 # namespaces move 1 MiB with an RDMA WRITE and an RDMA READ. Prints KTAP so
 # the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
+# shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
+# shellcheck source=lib/cleanup.sh
+. ../lib/cleanup.sh
+# shellcheck source=lib/netns.sh
+. ../lib/netns.sh
+# shellcheck source=lib/rxe.sh
 . ../lib/rxe.sh
 
 show() {
@@ -17,14 +23,15 @@ ktap_plan 10
 ktap_check "load_rdma_core" modprobe rdma_core
 ktap_check "load_software_device" modprobe rdma_swdev
 ktap_check "load_kernel_rdma_rxe" modprobe rdma_rxe
-ip link add veth_d0 type veth peer name veth_d1
-ip link set veth_d0 up
-ip link set veth_d1 up
-ktap_check "kernel_rxe_device_on_veth" rdma link add rxe_demo type rxe netdev veth_d0
+netns_veth - veth_d0 - veth_d1
+netns_addr - veth_d0
+netns_addr - veth_d1
+ktap_check "kernel_rxe_device_on_veth" c_rxe_add rxe_demo veth_d0
 show lsmod
 show sh -c 'dmesg | grep -E "rdma_core|rdma_rxe"'
 show rdma link show
 show ibv_devices
+# shellcheck disable=SC2016 # expanded by the inner sh, not here
 show sh -c 'for f in node_guid node_type fw_ver ports/1/state ports/1/phys_state \
 	ports/1/link_layer ports/1/gids/0 ports/1/pkeys/0 ports/2/state; do
 	printf "%-40s %s\n" "/sys/class/rdma_rs/swdev0/$f" "$(cat /sys/class/rdma_rs/swdev0/$f)"
@@ -40,30 +47,28 @@ ip link del veth_d0
 # Our rxe: rxa in namespace demo_a, rxb in demo_b, one veth between them.
 cfs=/sys/kernel/config/rdma_rs_rxe
 rxe_setup() {
-	ip netns add demo_a && ip netns add demo_b &&
-		ip link add dva netns demo_a type veth peer name dvb netns demo_b &&
-		ip -n demo_a addr add 10.78.3.1/24 dev dva && ip -n demo_b addr add 10.78.3.2/24 dev dvb &&
-		ip -n demo_a link set dva up && ip -n demo_b link set dvb up &&
+	netns_add demo_a demo_b && netns_veth demo_a dva demo_b dvb &&
+		netns_addr demo_a dva 10.78.3.1/24 && netns_addr demo_b dvb 10.78.3.2/24 &&
 		rxe_bind demo_a dva rxa && rxe_bind demo_b dvb rxb
 }
 rxe_teardown() {
 	rmmod rdma_rxe_demo 2>/dev/null
-	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
+	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del demo_a && ip netns del demo_b && rmmod rdma_rs_rxe
 }
 ktap_check "load_rdma_rs_rxe" modprobe rdma_rs_rxe
 ktap_check "rxe_devices_on_veth_between_namespaces" rxe_setup
 rxe_ports() {
 	for d in rxa rxb; do
-		printf "%s: port %s, gid %s\n" $d "$(cat /sys/class/rdma_rs/$d/ports/1/state)" \
-			"$(cat /sys/class/rdma_rs/$d/ports/1/gids/1)"
+		printf "%s: port %s, gid %s\n" "$d" "$(cat "/sys/class/rdma_rs/$d/ports/1/state")" \
+			"$(cat "/sys/class/rdma_rs/$d/ports/1/gids/1")"
 	done
 }
 rxe_summary() {
 	dmesg | sed -n "s/^.*rxe demo: //p"
 }
 rxe_counters() {
-	for d in rxa rxb; do echo "$d: $(tr '\n' ' ' < $cfs/$d/counters)"; done
+	for d in rxa rxb; do echo "$d: $(tr '\n' ' ' < "$cfs/$d/counters")"; done
 }
 show rxe_ports
 ktap_module rdma_rxe_demo

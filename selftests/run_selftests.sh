@@ -11,6 +11,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 KSFT_SKIP=4
 timeout_s=${RDMA_RS_TEST_TIMEOUT:-900}
 
+# Where each program's exit status crosses the pipe below.
+rcfile=$(mktemp "${TMPDIR:-/tmp}/run_selftests.XXXXXX") || exit 1
+trap 'rm -f "$rcfile"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 progs=
 for suite in "$@"; do
 	case $suite in *:*)
@@ -24,7 +31,9 @@ for suite in "$@"; do
 		progs="$progs $suite:MISSING"
 		continue
 	fi
-	for p in $(sed -n 's/^TEST_PROGS[[:space:]]*:*=//p' "$mk"); do
+	# TEST_PROGS is one line of names.
+	names=$(sed -n 's/^TEST_PROGS[[:space:]]*:*=//p' "$mk")
+	for p in $names; do
 		progs="$progs $suite:$p"
 	done
 done
@@ -44,12 +53,13 @@ for sp in $progs; do
 		echo "not ok $i $name # no such suite"
 		continue
 	fi
-	(cd "$here/$suite" && timeout "$timeout_s" "./$prog" 2>&1; echo "rc=$?" > /tmp/.rc) |
+	: > "$rcfile"
+	(cd "$here/$suite" && timeout "$timeout_s" "./$prog" 2>&1; echo "rc=$?" > "$rcfile") |
 		while IFS= read -r line; do echo "# $line"; done
-	rc=$(sed -n 's/^rc=//p' /tmp/.rc)
+	rc=$(sed -n 's/^rc=//p' "$rcfile")
 	case "$rc" in
 	0) echo "ok $i $name" ;;
-	$KSFT_SKIP) echo "ok $i $name # SKIP" ;;
+	"$KSFT_SKIP") echo "ok $i $name # SKIP" ;;
 	124 | 143) echo "not ok $i $name # TIMEOUT ${timeout_s}s" ;;
 	*) echo "not ok $i $name # exit=$rc" ;;
 	esac

@@ -2,6 +2,7 @@
 # Hot-plug ordering, typed client data, usage references, async events from
 # every context, concurrent registration, and the driver unload fence.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
 
 ktap_plan 2
 ktap_module rdma_hotplug_test

@@ -2,6 +2,7 @@
 # /sys/class/rdma_rs shows a registered device in the layout of
 # /sys/class/infiniband, next to the C stack's class, and goes with it.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
 
 d=/sys/class/rdma_rs/swdev0
 
@@ -25,7 +26,7 @@ port_attributes() {
 gid_table() {
 	expect ports/1/gids/0 0000:0000:0000:0000:0000:ffff:0a4d:0501 &&
 		expect ports/1/gids/3 0000:0000:0000:0000:0000:0000:0000:0000 &&
-		expect ports/1/gid_attrs/types/0 "RoCE v2" && [ ! -e $d/ports/1/gids/4 ]
+		expect ports/1/gid_attrs/types/0 "RoCE v2" && [ ! -e "$d/ports/1/gids/4" ]
 }
 
 pkey_table() {
@@ -38,7 +39,7 @@ coexists_with_c_class() {
 }
 
 core_unload_is_refused_while_used() {
-	! rmmod rdma_core 2>/dev/null && [ -d $d ]
+	! rmmod rdma_core 2>/dev/null && [ -d "$d" ]
 }
 
 ktap_plan 9

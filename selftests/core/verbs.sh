@@ -3,16 +3,17 @@
 # (modules/rdma_verbs_test.rs), the resource counts in sysfs, and a provider
 # unloaded under a ULP that holds objects on its devices (and the reverse).
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
 
 res=/sys/class/rdma_rs/swdev0/resources
 
 count() { # kind
-	sed -n "s/^$1 //p" $res
+	sed -n "s/^$1 //p" "$res"
 }
 
 counts_are() { # pd cq qp mr
 	[ "$(count pd) $(count cq) $(count qp) $(count mr)" = "$*" ] ||
-		{ echo "resources: $(tr '\n' ' ' < $res), want pd/cq/qp/mr $*"; return 1; }
+		{ echo "resources: $(tr '\n' ' ' < "$res"), want pd/cq/qp/mr $*"; return 1; }
 }
 
 provider_reloads() {

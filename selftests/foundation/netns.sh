@@ -1,6 +1,7 @@
 #!/bin/sh
 # Two hosts in one guest: network namespaces joined by a veth pair.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
 . ../lib/netns.sh
 
 ktap_plan 3

@@ -2,6 +2,7 @@
 # The cross-module Rust API: rdma_xmod_test calls rdma_core's exported API
 # and rdma_core calls back into it through trait objects.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
 
 ktap_plan 3
 ktap_module rdma_xmod_test

@@ -53,15 +53,17 @@ ktap_check() {
 ktap_module() {
 	_mod=$1
 	shift
+	_err=$(mktemp) || { ktap_fail "$_mod" "mktemp failed"; return; }
 	dmesg -c > /dev/null
-	if modprobe "$_mod" "$@" 2> /tmp/.modprobe.err; then _ok=1; else _ok=0; fi
+	if modprobe "$_mod" "$@" 2> "$_err"; then _ok=1; else _ok=0; fi
 	dmesg | sed -n 's/^.*: ktap: /    /p'
 	if [ $_ok = 1 ]; then
 		ktap_pass "$_mod"
 	else
-		sed 's/^/    # /' /tmp/.modprobe.err
+		sed 's/^/    # /' "$_err"
 		ktap_fail "$_mod" "load failed"
 	fi
+	rm -f "$_err"
 }
 
 ktap_finish() {

@@ -1,10 +1,19 @@
 #!/bin/sh
-# Devices of the rxe suites (sourced).
+# Devices of the rxe suites (sourced, after cleanup.sh). What is made here
+# is registered with cleanup_add and goes away when the program exits.
 #
+#   rxe_item_new ITEM
+#       makes the configfs item ITEM of rdma_rs_rxe (a device of ours, not
+#       yet bound); at exit it is disabled and removed.
 #   rxe_bind NS NETDEV ITEM
-#       makes our rdma_rs_rxe device ITEM (a configfs item) and binds it to
+#       makes our rdma_rs_rxe device ITEM (rxe_item_new) and binds it to
 #       NETDEV of namespace NS, enabled. configfs is mounted again inside
 #       the namespace, as `ip netns exec` gives it a fresh /sys.
+#   rxe_item_remove ITEM...
+#       disables and removes the items that exist, quietly (the cleanup).
+#   c_rxe_add NAME NETDEV
+#       makes a device NAME of the kernel's rdma_rxe on NETDEV (`rdma link
+#       add`, initial namespace); at exit it is deleted.
 #   roce_v2_gid_index DEV TAIL
 #       prints the index of the RoCE v2 GID ending in TAIL (the IPv4
 #       address in hex, e.g. 0a4f:0001) on port 1 of the kernel's RDMA
@@ -13,18 +22,37 @@
 
 rxe_cfs=/sys/kernel/config/rdma_rs_rxe
 
+rxe_item_new() {
+	mkdir "$rxe_cfs/$1" || return 1
+	cleanup_add rxe_item_remove "$1"
+}
+
 rxe_bind() {
-	mkdir $rxe_cfs/$3 &&
-		ip netns exec $1 sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
+	rxe_item_new "$3" &&
+		ip netns exec "$1" sh -c "mount -t configfs none /sys/kernel/config 2>/dev/null;
 			echo $2 > $rxe_cfs/$3/netdev && echo 1 > $rxe_cfs/$3/enable"
+}
+
+rxe_item_remove() {
+	for _it in "$@"; do
+		[ -d "$rxe_cfs/$_it" ] || continue
+		echo 0 2>/dev/null > "$rxe_cfs/$_it/enable"
+		rmdir "$rxe_cfs/$_it" 2>/dev/null
+	done
+	return 0
+}
+
+c_rxe_add() {
+	rdma link add "$1" type rxe netdev "$2" || return 1
+	cleanup_add rdma link delete "$1"
 }
 
 roce_v2_gid_index() {
 	_p=/sys/class/infiniband/$1/ports/1
-	for _g in $_p/gids/*; do
+	for _g in "$_p"/gids/*; do
 		_i=$(basename "$_g")
 		case "$(cat "$_g")" in
-		*"$2") [ "$(cat $_p/gid_attrs/types/$_i 2>/dev/null)" = "RoCE v2" ] &&
+		*"$2") [ "$(cat "$_p/gid_attrs/types/$_i" 2>/dev/null)" = "RoCE v2" ] &&
 			{ echo "$_i"; return 0; } ;;
 		esac
 	done

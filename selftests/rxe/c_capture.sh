@@ -10,21 +10,21 @@
 # delivered to no QP. The capture is printed; rxe/wire/tests/c_capture.rs
 # holds one made with this script and checks it on the host.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rxe && modprobe rdma_rs_rxe && ip netns add capx &&
-		ip link add cv0 type veth peer name cv1 netns capx &&
-		ip addr add 10.79.0.1/24 dev cv0 && ip -n capx addr add 10.79.0.2/24 dev cv1 &&
-		ip link set cv0 up && ip -n capx link set cv1 up &&
-		rdma link add crx0 type rxe netdev cv0 &&
-		rxe_bind capx cv1 rxc
+	modprobe rdma_rxe && modprobe rdma_rs_rxe && netns_add capx &&
+		netns_veth - cv0 capx cv1 &&
+		netns_addr - cv0 10.79.0.1/24 && netns_addr capx cv1 10.79.0.2/24 &&
+		c_rxe_add crx0 cv0 && rxe_bind capx cv1 rxc
 }
 
 counter() { # name
-	sed -n "s/^$1 //p" $cfs/rxc/counters
+	sed -n "s/^$1 //p" "$cfs/rxc/counters"
 }
 
 # One C-side exchange: $1 is the pingpong tool; captures to $2.
@@ -33,40 +33,42 @@ exchange() {
 	before=$(counter rx_dropped)
 	ip netns exec capx pktcap cv1 1 20 > "$2" &
 	cap=$!
+	cleanup_add kill "$cap"
 	# The stand-in for the pingpong server: LID 0, QPN 0x11, PSN 0, and
 	# our address as the GID; NUL-terminated as the tool writes it.
 	ip netns exec capx sh -c 'printf "0000:000011:000000:00000000000000000000ffff0a4f0002\000" |
 		busybox nc -l -p 18515 > /dev/null' &
 	srv=$!
+	cleanup_add kill "$srv"
 	sleep 1
-	timeout 10 $1 -d crx0 -g "$i0" -s 64 -n 1 10.79.0.2 > /tmp/pp.log 2>&1
-	wait $cap
-	kill $srv 2>/dev/null
-	wait $srv 2>/dev/null
-	[ "$(wc -l < "$2")" -ge 1 ] || { cat /tmp/pp.log; return 1; }
+	timeout 10 "$1" -d crx0 -g "$i0" -s 64 -n 1 10.79.0.2 > "$tmpd/pp.log" 2>&1
+	wait "$cap"
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+	[ "$(wc -l < "$2")" -ge 1 ] || { cat "$tmpd/pp.log"; return 1; }
 	# Parsed by our codec (a bad ICRC would not reach the device) and
 	# counted as taken by no QP.
-	[ "$(counter rx_dropped)" -gt "$before" ] || { cat $cfs/rxc/counters; return 1; }
+	[ "$(counter rx_dropped)" -gt "$before" ] || { cat "$cfs/rxc/counters"; return 1; }
 }
 
 ud_send() {
-	exchange ibv_ud_pingpong /tmp/c_ud.hex
+	exchange ibv_ud_pingpong "$tmpd/c_ud.hex"
 }
 
 rc_send() {
-	exchange ibv_rc_pingpong /tmp/c_rc.hex
+	exchange ibv_rc_pingpong "$tmpd/c_rc.hex"
 }
 
 teardown() {
-	echo 0 > $cfs/rxc/enable && rmdir $cfs/rxc && rdma link delete crx0 &&
+	echo 0 > "$cfs/rxc/enable" && rmdir "$cfs/rxc" && rdma link delete crx0 &&
 		ip link del cv0 && ip netns del capx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
 ktap_plan 4
 ktap_check "setup" setup
 ktap_check "c_ud_send_parsed_by_us" ud_send
-sed 's/^/# c_ud: /' /tmp/c_ud.hex 2>/dev/null
+sed 's/^/# c_ud: /' "$tmpd/c_ud.hex" 2>/dev/null
 ktap_check "c_rc_send_parsed_by_us" rc_send
-sed 's/^/# c_rc: /' /tmp/c_rc.hex 2>/dev/null
+sed 's/^/# c_rc: /' "$tmpd/c_rc.hex" 2>/dev/null
 ktap_check "teardown" teardown
 ktap_finish

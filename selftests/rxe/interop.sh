@@ -9,41 +9,42 @@
 # codec (ICRC included; each must build again to the same bytes) and
 # compares the header shapes the two stacks used for the same operations.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rxe && modprobe rdma_rs_rxe && ip netns add iopx &&
-		ip link add iv0 type veth peer name iv1 netns iopx &&
-		ip addr add 10.82.0.1/24 dev iv0 && ip -n iopx addr add 10.82.0.2/24 dev iv1 &&
-		ip link set iv0 up && ip -n iopx link set iv1 up &&
-		rdma link add cxi type rxe netdev iv0 &&
-		rxe_bind iopx iv1 rxi
+	modprobe rdma_rxe && modprobe rdma_rs_rxe && netns_add iopx &&
+		netns_veth - iv0 iopx iv1 &&
+		netns_addr - iv0 10.82.0.1/24 && netns_addr iopx iv1 10.82.0.2/24 &&
+		c_rxe_add cxi iv0 && rxe_bind iopx iv1 rxi
 }
 
 teardown() {
 	rmmod rdma_rxe_interop_test 2>/dev/null
-	rmmod rxe_cpeer && echo 0 > $cfs/rxi/enable && rmdir $cfs/rxi && rdma link delete cxi &&
+	rmmod rxe_cpeer && echo 0 > "$cfs/rxi/enable" && rmdir "$cfs/rxi" && rdma link delete cxi &&
 		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
 compare() {
-	pktcmp /tmp/theirs.hex /tmp/ours.hex > /tmp/pktcmp.out
+	pktcmp "$tmpd/theirs.hex" "$tmpd/ours.hex" > "$tmpd/pktcmp.out"
 }
 
 ktap_plan 4
 ktap_check "setup" setup
-ip netns exec iopx pktcap iv1 100000 600 > /tmp/theirs.hex &
+ip netns exec iopx pktcap iv1 100000 600 > "$tmpd/theirs.hex" &
 cap_theirs=$!
-pktcap iv0 100000 600 > /tmp/ours.hex &
+pktcap iv0 100000 600 > "$tmpd/ours.hex" &
 cap_ours=$!
+cleanup_add kill "$cap_theirs" "$cap_ours"
 ktap_module rdma_rxe_interop_test
 sleep 1
 kill $cap_theirs $cap_ours 2>/dev/null
 wait $cap_theirs $cap_ours 2>/dev/null
 echo "# rxi: $(tr '\n' ' ' < $cfs/rxi/counters)"
 ktap_check "headers_match_c" compare
-sed 's/^/# /' /tmp/pktcmp.out
+sed 's/^/# /' "$tmpd/pktcmp.out"
 ktap_check "teardown" teardown
 ktap_finish

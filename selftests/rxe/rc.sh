@@ -4,37 +4,38 @@
 # fd00:79::2), each bound in its own network namespace to one end of a veth
 # pair; the traffic is run by modules/rdma_rxe_rc_test.rs.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rs_rxe && ip netns add rca && ip netns add rcb &&
-		ip link add ra type veth peer name rb &&
-		ip link set ra netns rca && ip link set rb netns rcb &&
-		ip -n rca addr add 10.78.1.1/24 dev ra && ip -n rcb addr add 10.78.1.2/24 dev rb &&
-		ip -n rca addr add fd00:79::1/64 dev ra nodad &&
-		ip -n rcb addr add fd00:79::2/64 dev rb nodad &&
-		ip -n rca link set ra up && ip -n rcb link set rb up &&
+	modprobe rdma_rs_rxe && netns_add rca rcb && netns_veth rca ra rcb rb &&
+		netns_addr rca ra 10.78.1.1/24 fd00:79::1/64 &&
+		netns_addr rcb rb 10.78.1.2/24 fd00:79::2/64 &&
 		rxe_bind rca ra rxa && rxe_bind rcb rb rxb
 }
 
 counter() { # item name
-	sed -n "s/^$2 //p" $cfs/$1/counters
+	sed -n "s/^$2 //p" "$cfs/$1/counters"
 }
 
 # The RNR and timeout cases made the counters move; packets crossed the
 # wire both ways and the loopback cases stayed off it.
 counters_moved() {
-	[ "$(counter rxa rnr_naks_rx)" -ge 1 ] && [ "$(counter rxb rnr_naks_tx)" -ge 1 ] &&
+	if ! { [ "$(counter rxa rnr_naks_rx)" -ge 1 ] && [ "$(counter rxb rnr_naks_tx)" -ge 1 ] &&
 		[ "$(counter rxa timeouts)" -ge 1 ] && [ "$(counter rxa retransmits)" -ge 1 ] &&
 		[ "$(counter rxa tx_packets)" -ge 1000 ] && [ "$(counter rxb tx_packets)" -ge 1000 ] &&
-		[ "$(counter rxa loopback_packets)" -ge 1000 ] ||
-		{ echo "rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"; echo "rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"; return 1; }
+		[ "$(counter rxa loopback_packets)" -ge 1000 ]; }; then
+		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
+		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+		return 1
+	fi
 }
 
 teardown() {
-	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
+	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del rca && ip netns del rcb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 

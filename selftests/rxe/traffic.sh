@@ -5,22 +5,21 @@
 # both devices, the ULP sees `remove`, stops and frees everything, and the
 # stack unloads cleanly afterwards.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rs_rxe && ip netns add tra && ip netns add trb &&
-		ip link add ta type veth peer name tb &&
-		ip link set ta netns tra && ip link set tb netns trb &&
-		ip -n tra addr add 10.78.2.1/24 dev ta && ip -n trb addr add 10.78.2.2/24 dev tb &&
-		ip -n tra link set ta up && ip -n trb link set tb up &&
+	modprobe rdma_rs_rxe && netns_add tra trb && netns_veth tra ta trb tb &&
+		netns_addr tra ta 10.78.2.1/24 && netns_addr trb tb 10.78.2.2/24 &&
 		rxe_bind tra ta rxa && rxe_bind trb tb rxb
 }
 
 gone() { # device
 	for _ in $(seq 200); do
-		[ -e /sys/class/rdma_rs/$1 ] || return 0
+		[ -e "/sys/class/rdma_rs/$1" ] || return 0
 		sleep 0.1
 	done
 	return 1
@@ -37,12 +36,12 @@ remove_under_traffic() {
 }
 
 items_unbound() {
-	[ "$(cat $cfs/rxa/ibdev)" = "" ] && [ "$(cat $cfs/rxb/ibdev)" = "" ]
+	[ "$(cat "$cfs/rxa/ibdev")" = "" ] && [ "$(cat "$cfs/rxb/ibdev")" = "" ]
 }
 
 teardown() {
 	rmmod rdma_rxe_traffic_test 2>/dev/null
-	rmdir $cfs/rxa $cfs/rxb &&
+	rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del tra && ip netns del trb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 

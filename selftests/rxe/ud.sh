@@ -4,35 +4,36 @@
 # own network namespace to one end of a veth pair; the traffic is run by
 # modules/rdma_rxe_ud_test.rs.
 . ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
 . ../lib/rxe.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rs_rxe && ip netns add uda && ip netns add udb &&
-		ip link add ua type veth peer name ub &&
-		ip link set ua netns uda && ip link set ub netns udb &&
-		ip -n uda addr add 10.78.0.1/24 dev ua && ip -n udb addr add 10.78.0.2/24 dev ub &&
-		ip -n uda addr add fd00:78::1/64 dev ua nodad &&
-		ip -n udb addr add fd00:78::2/64 dev ub nodad &&
-		ip -n uda link set ua up && ip -n udb link set ub up &&
+	modprobe rdma_rs_rxe && netns_add uda udb && netns_veth uda ua udb ub &&
+		netns_addr uda ua 10.78.0.1/24 fd00:78::1/64 &&
+		netns_addr udb ub 10.78.0.2/24 fd00:78::2/64 &&
 		rxe_bind uda ua rxa && rxe_bind udb ub rxb
 }
 
 counter() { # item name
-	sed -n "s/^$2 //p" $cfs/$1/counters
+	sed -n "s/^$2 //p" "$cfs/$1/counters"
 }
 
 counters_add_up() {
 	# rxa sent 7 + 1 (the last with a wrong Q_Key, which rxb dropped); rxb
 	# received those 7 and 1 from itself by the loopback path.
-	[ "$(counter rxb loopback_packets)" = 1 ] && [ "$(counter rxa tx_packets)" -ge 8 ] &&
-		[ "$(counter rxb rx_packets)" -ge 8 ] && [ "$(counter rxb rx_dropped)" -ge 1 ] ||
-		{ echo "rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"; echo "rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"; return 1; }
+	if ! { [ "$(counter rxb loopback_packets)" = 1 ] && [ "$(counter rxa tx_packets)" -ge 8 ] &&
+		[ "$(counter rxb rx_packets)" -ge 8 ] && [ "$(counter rxb rx_dropped)" -ge 1 ]; }; then
+		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
+		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+		return 1
+	fi
 }
 
 teardown() {
-	echo 0 > $cfs/rxa/enable && echo 0 > $cfs/rxb/enable && rmdir $cfs/rxa $cfs/rxb &&
+	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
