@@ -16,7 +16,8 @@
 //!   of the queues (`qp/provider.rs`).
 //! - [`wr`], [`wc`]: work requests as posted and completions as polled.
 //! - [`restrack`]: the per-device tables every object is numbered in, and
-//!   the teardown of objects a ULP leaked.
+//!   the teardown of objects a ULP leaked; [`object`]: the one life cycle
+//!   of every kind (reserve, publish, [`Handle`], destroy, release).
 
 // The bottom layer (`kshim/`) alone holds `unsafe`.
 #![deny(unsafe_code)]
@@ -25,9 +26,12 @@ pub mod ah;
 pub mod cq;
 pub mod mr;
 pub mod mw;
+pub mod object;
 pub mod pd;
 pub mod qp;
-pub(crate) mod restrack;
+pub mod restrack;
 pub mod srq;
 pub mod wc;
 pub mod wr;
+
+pub use object::Handle;

@@ -9,9 +9,6 @@
 //! any context and never sleeps: the table slot is taken under an IRQ-safe
 //! spinlock and the object is allocated with `GFP_ATOMIC`.
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -20,7 +17,9 @@ use crate::device::Device;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::attr::Gid;
+use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
 use crate::verbs::pd::PdCore;
+use crate::verbs::restrack::{Resources, Table};
 use crate::verbs::wc::Wc;
 
 /// Global routing header fields of an address (`struct ib_global_route`).
@@ -117,10 +116,10 @@ impl AhAttr {
 #[pin_data]
 pub struct AhCore {
     pd: Arc<PdCore>,
-    num: u32,
+    /// The AH's number; the PD's use, given back at release.
+    life: Life<Use<PdCore>>,
     #[pin]
     attr: SpinLockIrq<AhAttr>,
-    released: AtomicBool,
 }
 
 impl AhCore {
@@ -131,7 +130,7 @@ impl AhCore {
 
     /// Replaces the address (`rdma_modify_ah`). Any context.
     pub fn modify(&self, attr: &AhAttr) -> Result {
-        if self.released.load(Ordering::Acquire) {
+        if self.life.is_released() {
             return Err(ENODEV);
         }
         attr.check(self.pd.device())?;
@@ -141,32 +140,38 @@ impl AhCore {
 
     /// The AH's number on its device.
     pub fn num(&self) -> u32 {
-        self.num
+        self.life.num()
     }
 
     /// The PD of the AH.
     pub fn pd(&self) -> &Arc<PdCore> {
         &self.pd
     }
+}
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.pd.device().res.ah.release(self.num);
-            self.pd.put_use();
-        }
+impl Object for AhCore {
+    type Deps = Use<PdCore>;
+
+    /// The AH verbs are callable from any context.
+    const SLEEPS: bool = false;
+
+    fn device(&self) -> &Arc<Device> {
+        self.pd.device()
     }
 
-    pub(crate) fn teardown(&self) {
-        self.release();
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.ah
+    }
+
+    fn life(&self) -> &Life<Use<PdCore>> {
+        &self.life
     }
 }
 
 /// An address handle, owned by a ULP. Dropping it destroys it.
-pub struct Ah {
-    core: Arc<AhCore>,
-}
+pub type Ah = Handle<AhCore>;
 
-impl Ah {
+impl Handle<AhCore> {
     /// Creates an AH on `pd` (`rdma_create_ah`). Any context.
     pub fn create(pd: &Arc<PdCore>, attr: &AhAttr) -> Result<Ah> {
         let dev = pd.device();
@@ -175,58 +180,18 @@ impl Ah {
             return Err(eopnotsupp());
         }
         attr.check(dev)?;
-        pd.get_use()?;
-        let num = match dev.res.ah.reserve() {
-            Ok(n) => n,
-            Err(e) => {
-                pd.put_use();
-                return Err(e);
-            }
-        };
+        let pd_use = Use::take(pd)?;
+        let num = Reservation::new(&dev.res.ah, dev.res.ah.reserve()?);
+        let number = num.num();
         let core = Arc::pin_init(
             pin_init!(AhCore {
                 pd: pd.clone(),
-                num,
+                life: Life::new(number, pd_use),
                 attr <- crate::new_spinlock_irq!(*attr, "AhCore::attr"),
-                released: AtomicBool::new(false),
             }),
             GFP_ATOMIC,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.ah.release(num);
-                pd.put_use();
-                return Err(e);
-            }
-        };
-        // `Arc::pin_init` pins; the object has no self-references once
-        // initialised, but the kernel `Arc` is always pinned anyway.
-        dev.res.ah.publish(num, core.clone());
-        Ok(Ah { core })
-    }
-
-    /// The shared core object, for UD work requests.
-    pub fn core(&self) -> &Arc<AhCore> {
-        &self.core
-    }
-
-    /// Destroys the AH (`rdma_destroy_ah`). Any context.
-    pub fn destroy(self) {
-        drop(self);
-    }
-}
-
-impl Deref for Ah {
-    type Target = AhCore;
-
-    fn deref(&self) -> &AhCore {
-        &self.core
-    }
-}
-
-impl Drop for Ah {
-    fn drop(&mut self) {
-        self.core.release();
+        )?;
+        num.publish(core.clone());
+        Ok(Handle::new(core))
     }
 }

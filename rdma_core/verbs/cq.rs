@@ -32,8 +32,7 @@
 
 pub mod pool;
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::error::code::{EINVAL, ENODEV, ENOSPC};
 use kernel::prelude::*;
@@ -46,7 +45,8 @@ use crate::kshim::irq_poll::{IrqPoll, IrqPollItem};
 use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::spec::opcodes::{NotifyFlags, WcStatus};
-use crate::verbs::restrack::UseCount;
+use crate::verbs::object::{Handle, Life, Object, Reservation};
+use crate::verbs::restrack::{Resources, Table, UseCount};
 use crate::verbs::wc::Wc;
 
 /// Completions the core handles per round before it yields the CPU.
@@ -110,7 +110,8 @@ struct DispatchState {
 #[pin_data]
 pub struct CqCore {
     dev: Arc<Device>,
-    num: u32,
+    /// The CQ's number and release state.
+    life: Life<()>,
     ctx: Option<PollCtx>,
     handler: Option<Arc<dyn CompHandler>>,
     #[pin]
@@ -127,8 +128,8 @@ pub struct CqCore {
     /// Ends a moderation period ([`CqCore::modify`]).
     #[pin]
     timer: Timer<CqCore>,
-    pub(crate) uses: UseCount,
-    released: AtomicBool,
+    /// QPs and SRQs using the CQ.
+    uses: UseCount,
     inline_signals: AtomicU64,
     overflows: AtomicU64,
 }
@@ -221,7 +222,7 @@ impl TimerItem for CqCore {
 impl CqCore {
     /// The CQ's number on its device.
     pub fn num(&self) -> u32 {
-        self.num
+        self.life.num()
     }
 
     /// The device.
@@ -322,7 +323,7 @@ impl CqCore {
                 self.overflows.fetch_add(1, Ordering::Relaxed);
                 self.dev.dispatch_event(Event {
                     kind: EventKind::CqErr,
-                    element: Element::Cq(self.num),
+                    element: Element::Cq(self.life.num()),
                 });
                 return Err(ENOSPC);
             }
@@ -356,7 +357,7 @@ impl CqCore {
             let in_verb = crate::kshim::verb::in_verb();
             if in_verb && !from_core {
                 self.inline_signals.fetch_add(1, Ordering::Relaxed);
-                crate::kshim::verb::report_inline(self.dev.name(), self.num);
+                crate::kshim::verb::report_inline(self.dev.name(), self.life.num());
             }
             self.trigger(in_verb);
         }
@@ -498,7 +499,7 @@ impl CqCore {
     /// sleep.
     pub fn resize(&self, cqe: u32) -> Result {
         crate::kshim::verb::might_sleep();
-        if self.released.load(Ordering::Acquire) {
+        if self.life.is_released() {
             return Err(ENODEV);
         }
         let max = self.dev.attr().max_cqe;
@@ -528,7 +529,7 @@ impl CqCore {
     /// `count` completions are waiting or `period_us` microseconds after the
     /// first one, whichever comes first. `count` 0 or 1 turns it off.
     pub fn modify(&self, count: u16, period_us: u16) -> Result {
-        if self.released.load(Ordering::Acquire) {
+        if self.life.is_released() {
             return Err(ENODEV);
         }
         let mut r = self.ring.lock();
@@ -554,30 +555,29 @@ impl CqCore {
             self.iop.disable();
         }
     }
+}
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.stop_dispatch();
-            self.dev.res.cq.release(self.num);
-        }
+impl Object for CqCore {
+    type Deps = ();
+
+    fn device(&self) -> &Arc<Device> {
+        &self.dev
     }
 
-    pub(crate) fn teardown(&self) {
-        self.uses.force_kill();
-        self.release();
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.cq
     }
 
-    /// Takes a use for a QP or SRQ.
-    pub(crate) fn get_use(&self) -> Result {
-        self.uses.get()
+    fn life(&self) -> &Life<()> {
+        &self.life
     }
 
-    /// Gives a use back; may finish an orphaned CQ's destruction, so only in
-    /// process context.
-    pub(crate) fn put_use(&self) {
-        if self.uses.put() {
-            self.release();
-        }
+    fn on_release(&self) {
+        self.stop_dispatch();
+    }
+
+    fn uses(&self) -> Option<&UseCount> {
+        Some(&self.uses)
     }
 }
 
@@ -590,11 +590,9 @@ fn new_ring_storage(cqe: usize) -> Result<KVec<Wc>> {
 }
 
 /// A completion queue, owned by a ULP.
-pub struct Cq {
-    core: Arc<CqCore>,
-}
+pub type Cq = Handle<CqCore>;
 
-impl Cq {
+impl Handle<CqCore> {
     fn new_core(
         dev: &Arc<Device>,
         cqe: u32,
@@ -607,7 +605,8 @@ impl Cq {
             return Err(EINVAL);
         }
         let wcs = new_ring_storage(cqe as usize)?;
-        let num = dev.res.cq.reserve()?;
+        let num = Reservation::new(&dev.res.cq, dev.res.cq.reserve()?);
+        let number = num.num();
         let ring = Ring {
             wcs,
             head: 0,
@@ -621,7 +620,7 @@ impl Cq {
         let core = Arc::pin_init(
             pin_init!(CqCore {
                 dev: dev.clone(),
-                num,
+                life: Life::new(number, ()),
                 ctx,
                 handler,
                 ring <- crate::new_spinlock_irq!(ring, "CqCore::ring"),
@@ -634,24 +633,16 @@ impl Cq {
                 iop <- IrqPoll::new(BUDGET as u32),
                 timer <- Timer::new(),
                 uses: UseCount::new(),
-                released: AtomicBool::new(false),
                 inline_signals: AtomicU64::new(0),
                 overflows: AtomicU64::new(0),
             }),
             GFP_KERNEL,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.cq.release(num);
-                return Err(e);
-            }
-        };
-        dev.res.cq.publish(num, core.clone());
+        )?;
+        num.publish(core.clone());
         if ctx.is_some() && ctx != Some(PollCtx::Direct) {
             core.rearm();
         }
-        Ok(Cq { core })
+        Ok(Handle::new(core))
     }
 
     /// Creates a CQ of `cqe` entries with a raw completion handler
@@ -668,39 +659,5 @@ impl Cq {
     /// to their work requests' [`CqeDone`](crate::verbs::wc::CqeDone). May sleep.
     pub fn alloc(dev: &Arc<Device>, cqe: u32, ctx: PollCtx) -> Result<Cq> {
         Cq::new_core(dev, cqe, Some(ctx), None)
-    }
-
-    /// Destroys the CQ (`ib_destroy_cq`): `EBUSY`, with the handle back,
-    /// while QPs or SRQs use it. Waits for a running handler. May sleep.
-    pub fn destroy(self) -> core::result::Result<(), (Cq, Error)> {
-        crate::kshim::verb::might_sleep();
-        match self.core.uses.kill() {
-            Ok(()) => {
-                self.core.release();
-                Ok(())
-            }
-            Err(e) => Err((self, e)),
-        }
-    }
-
-    /// The shared core object.
-    pub fn core(&self) -> &Arc<CqCore> {
-        &self.core
-    }
-}
-
-impl Deref for Cq {
-    type Target = CqCore;
-
-    fn deref(&self) -> &CqCore {
-        &self.core
-    }
-}
-
-impl Drop for Cq {
-    fn drop(&mut self) {
-        if self.core.uses.orphan() {
-            self.core.release();
-        }
     }
 }

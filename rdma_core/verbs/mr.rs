@@ -26,9 +26,7 @@
 //! refusal as an [`AccessError`] the provider turns into a completion
 //! status.
 
-use core::ops::Deref;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -39,7 +37,9 @@ use crate::kshim::errno::eopnotsupp;
 use crate::kshim::mem::{self, Buffer, Sge};
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
+use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
 use crate::verbs::pd::PdCore;
+use crate::verbs::restrack::{Resources, Table};
 
 /// Why an access to registered memory was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,20 +126,20 @@ struct MrState {
 #[pin_data]
 pub struct MrCore {
     pd: Arc<PdCore>,
-    index: u32,
+    /// The index part of the keys; the PD's use, given back at release.
+    life: Life<Use<PdCore>>,
     kind: MrKind,
     /// The buffer of a buffer MR (immutable after creation).
     buffer: Option<Arc<Buffer>>,
     max_segs: u32,
     #[pin]
     state: SpinLockIrq<MrState>,
-    released: AtomicBool,
 }
 
 impl MrCore {
     /// The local key.
     pub fn lkey(&self) -> u32 {
-        self.index << 8 | u32::from(self.state.lock().key)
+        self.life.num() << 8 | u32::from(self.state.lock().key)
     }
 
     /// The remote key (the same number as the local key).
@@ -249,7 +249,7 @@ impl MrCore {
         key: u32,
         access: Access,
     ) -> core::result::Result<(), AccessError> {
-        if self.kind != MrKind::FastReg || key >> 8 != self.index || !access.check() {
+        if self.kind != MrKind::FastReg || key >> 8 != self.life.num() || !access.check() {
             return Err(AccessError::Key);
         }
         let mut st = self.state.lock();
@@ -266,7 +266,7 @@ impl MrCore {
     /// invalidate): the region stops being accessible under `key`.
     pub fn invalidate(&self, key: u32) -> core::result::Result<(), AccessError> {
         let mut st = self.state.lock();
-        if self.kind != MrKind::FastReg || key >> 8 != self.index || key as u8 != st.key {
+        if self.kind != MrKind::FastReg || key >> 8 != self.life.num() || key as u8 != st.key {
             return Err(AccessError::Key);
         }
         st.valid = false;
@@ -444,31 +444,38 @@ impl MrCore {
         }
         .map_err(|_| AccessError::Bounds)
     }
+}
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            {
-                let mut st = self.state.lock();
-                st.valid = false;
-            }
-            let segs = core::mem::take(&mut self.state.lock().segs);
-            drop(segs);
-            self.pd.device().res.mr.release(self.index);
-            self.pd.put_use();
-        }
+impl Object for MrCore {
+    type Deps = Use<PdCore>;
+
+    fn device(&self) -> &Arc<Device> {
+        self.pd.device()
     }
 
-    pub(crate) fn teardown(&self) {
-        self.release();
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.mr
+    }
+
+    fn life(&self) -> &Life<Use<PdCore>> {
+        &self.life
+    }
+
+    /// No access passes once released; the pages go.
+    fn on_release(&self) {
+        let segs = {
+            let mut st = self.state.lock();
+            st.valid = false;
+            core::mem::take(&mut st.segs)
+        };
+        drop(segs);
     }
 }
 
 /// A memory region, owned by a ULP. Dropping it deregisters it.
-pub struct Mr {
-    core: Arc<MrCore>,
-}
+pub type Mr = Handle<MrCore>;
 
-impl Mr {
+impl Handle<MrCore> {
     fn create(
         pd: &Arc<PdCore>,
         kind: MrKind,
@@ -485,14 +492,9 @@ impl Mr {
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
         let segs = KVec::with_capacity(max_segs as usize, GFP_KERNEL)?;
-        pd.get_use()?;
-        let index = match dev.res.mr.reserve() {
-            Ok(i) => i,
-            Err(e) => {
-                pd.put_use();
-                return Err(e);
-            }
-        };
+        let pd_use = Use::take(pd)?;
+        let index = Reservation::new(&dev.res.mr, dev.res.mr.reserve()?);
+        let number = index.num();
         let state = MrState {
             valid: kind != MrKind::FastReg,
             key: 0,
@@ -505,25 +507,16 @@ impl Mr {
         let core = Arc::pin_init(
             pin_init!(MrCore {
                 pd: pd.clone(),
-                index,
+                life: Life::new(number, pd_use),
                 kind,
                 buffer,
                 max_segs,
                 state <- crate::new_spinlock_irq!(state, "MrCore::state"),
-                released: AtomicBool::new(false),
             }),
             GFP_KERNEL,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.mr.release(index);
-                pd.put_use();
-                return Err(e);
-            }
-        };
-        dev.res.mr.publish(index, core.clone());
-        Ok(Mr { core })
+        )?;
+        index.publish(core.clone());
+        Ok(Handle::new(core))
     }
 
     /// Registers `len` bytes of `buf` from `offset` with `access`
@@ -577,36 +570,18 @@ impl Mr {
         Mr::create(pd, MrKind::Dma, None, 0, u64::MAX, access, 0)
     }
 
-    /// Deregisters the region (`ib_dereg_mr`). May sleep.
+    /// Deregisters the region (`ib_dereg_mr`): [`Handle::destroy`], which
+    /// cannot fail for an MR. May sleep.
     pub fn dereg(self) {
         crate::kshim::verb::might_sleep();
         drop(self);
-    }
-
-    /// The shared core object.
-    pub fn core(&self) -> &Arc<MrCore> {
-        &self.core
-    }
-}
-
-impl Deref for Mr {
-    type Target = MrCore;
-
-    fn deref(&self) -> &MrCore {
-        &self.core
-    }
-}
-
-impl Drop for Mr {
-    fn drop(&mut self) {
-        self.core.release();
     }
 }
 
 impl Device {
     /// The MR that `key` names (index part), if any. The key byte is checked
     /// on access. Any context.
-    pub fn mr_by_key(&self, key: u32) -> Option<Arc<MrCore>> {
+    pub(crate) fn mr_by_key(&self, key: u32) -> Option<Arc<MrCore>> {
         self.res.mr.get(key >> 8)
     }
 }

@@ -15,9 +15,6 @@
 //! every remote access through [`Device::remote_copy_in`] and its siblings,
 //! which apply the window's range, rights and QP rules and then the MR's.
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -27,8 +24,10 @@ use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
 use crate::verbs::mr::{AccessError, MrCore};
+use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::QpCore;
+use crate::verbs::restrack::{Resources, Table};
 
 /// The first key index of memory windows.
 pub(crate) const MW_INDEX_BASE: u32 = 1 << 23;
@@ -60,17 +59,17 @@ struct MwState {
 #[pin_data]
 pub struct MwCore {
     pd: Arc<PdCore>,
-    index: u32,
+    /// The index part of the key; the PD's use, given back at release.
+    life: Life<Use<PdCore>>,
     mw_type: MwType,
     #[pin]
     state: SpinLockIrq<MwState>,
-    released: AtomicBool,
 }
 
 impl MwCore {
     /// The remote key.
     pub fn rkey(&self) -> u32 {
-        self.index << 8 | u32::from(self.state.lock().key)
+        self.life.num() << 8 | u32::from(self.state.lock().key)
     }
 
     /// The window's type.
@@ -98,7 +97,10 @@ impl MwCore {
         length: u64,
         access: Access,
     ) -> core::result::Result<(), AccessError> {
-        if key >> 8 != self.index || access.has_unknown() || access.contains(Access::ZERO_BASED) {
+        if key >> 8 != self.life.num()
+            || access.has_unknown()
+            || access.contains(Access::ZERO_BASED)
+        {
             return Err(AccessError::Key);
         }
         if !core::ptr::eq(&**qp.pd(), &*self.pd) || !core::ptr::eq(&**mr.pd(), &*self.pd) {
@@ -175,27 +177,34 @@ impl MwCore {
         }
         Ok(b.mr.clone())
     }
+}
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            let old = self.state.lock().binding.take();
-            drop(old);
-            self.pd.device().res.mw.release(self.index);
-            self.pd.put_use();
-        }
+impl Object for MwCore {
+    type Deps = Use<PdCore>;
+
+    fn device(&self) -> &Arc<Device> {
+        self.pd.device()
     }
 
-    pub(crate) fn teardown(&self) {
-        self.release();
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.mw
+    }
+
+    fn life(&self) -> &Life<Use<PdCore>> {
+        &self.life
+    }
+
+    /// Unbound: the MR it covered is no longer reachable through it.
+    fn on_release(&self) {
+        let old = self.state.lock().binding.take();
+        drop(old);
     }
 }
 
 /// A memory window, owned by a ULP. Dropping it deallocates it.
-pub struct Mw {
-    core: Arc<MwCore>,
-}
+pub type Mw = Handle<MwCore>;
 
-impl Mw {
+impl Handle<MwCore> {
     /// Allocates a window on `pd` (`ib_alloc_mw`): `EOPNOTSUPP` without the
     /// device's `MEM_WINDOW` capability. May sleep.
     pub fn alloc(pd: &Arc<PdCore>, mw_type: MwType) -> Result<Mw> {
@@ -205,59 +214,26 @@ impl Mw {
         if !dev.attr().cap_flags.contains(DeviceCaps::MEM_WINDOW) {
             return Err(eopnotsupp());
         }
-        pd.get_use()?;
-        let index = match dev.res.mw.reserve() {
-            Ok(i) => i,
-            Err(e) => {
-                pd.put_use();
-                return Err(e);
-            }
-        };
+        let pd_use = Use::take(pd)?;
+        let index = Reservation::new(&dev.res.mw, dev.res.mw.reserve()?);
+        let number = index.num();
         let core = Arc::pin_init(
             pin_init!(MwCore {
                 pd: pd.clone(),
-                index,
+                life: Life::new(number, pd_use),
                 mw_type,
                 state <- crate::new_spinlock_irq!(MwState { key: 0, binding: None }, "MwCore::state"),
-                released: AtomicBool::new(false),
             }),
             GFP_KERNEL,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.mw.release(index);
-                pd.put_use();
-                return Err(e);
-            }
-        };
-        dev.res.mw.publish(index, core.clone());
-        Ok(Mw { core })
+        )?;
+        index.publish(core.clone());
+        Ok(Handle::new(core))
     }
 
     /// Deallocates the window (`ib_dealloc_mw`). May sleep.
     pub fn dealloc(self) {
         crate::kshim::verb::might_sleep();
         drop(self);
-    }
-
-    /// The shared core object, for `BIND_MW` work requests.
-    pub fn core(&self) -> &Arc<MwCore> {
-        &self.core
-    }
-}
-
-impl Deref for Mw {
-    type Target = MwCore;
-
-    fn deref(&self) -> &MwCore {
-        &self.core
-    }
-}
-
-impl Drop for Mw {
-    fn drop(&mut self) {
-        self.core.release();
     }
 }
 

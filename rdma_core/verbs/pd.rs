@@ -17,24 +17,28 @@
 //! reaches only memory allocated as [`Buffer`](crate::kshim::mem::Buffer)s
 //! (see `rdma::verbs::mr`).
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use kernel::error::code::ENODEV;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use crate::device::Device;
+use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
 use crate::verbs::mr::Mr;
-use crate::verbs::restrack::UseCount;
+use crate::verbs::object::{Handle, Life, Object, Reservation};
+use crate::verbs::restrack::{Resources, Table, UseCount};
 
 /// The core's protection domain, shared by its handle and its users.
+#[pin_data]
 pub struct PdCore {
     dev: Arc<Device>,
-    num: u32,
-    pub(crate) uses: UseCount,
-    released: AtomicBool,
+    life: Life<()>,
+    uses: UseCount,
+    /// The DMA MR behind the global key, if the PD has one. It uses the
+    /// PD, so it goes first: before `destroy` releases the PD, or when the
+    /// handle is dropped (`Object::drop_own`).
+    #[pin]
+    global: SpinLockIrq<Option<Mr>>,
 }
 
 impl PdCore {
@@ -45,31 +49,42 @@ impl PdCore {
 
     /// The PD's number on its device.
     pub fn num(&self) -> u32 {
-        self.num
+        self.life.num()
     }
 
-    /// Takes a use for a new dependent (`ENODEV` once destroyed).
-    pub(crate) fn get_use(&self) -> Result {
-        self.uses.get()
+    /// The global key (`pd->unsafe_global_rkey`), usable as an lkey too, of
+    /// a PD allocated with [`PdFlags::UNSAFE_GLOBAL_RKEY`].
+    pub fn unsafe_global_rkey(&self) -> Option<u32> {
+        self.global.lock().as_ref().map(|mr| mr.rkey())
+    }
+}
+
+impl Object for PdCore {
+    type Deps = ();
+
+    fn device(&self) -> &Arc<Device> {
+        &self.dev
     }
 
-    /// Gives a dependent's use back.
-    pub(crate) fn put_use(&self) {
-        if self.uses.put() {
-            self.release();
-        }
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.pd
     }
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.dev.res.pd.release(self.num);
-        }
+    fn life(&self) -> &Life<()> {
+        &self.life
     }
 
-    /// Teardown of a PD its owner leaked (device unregistration).
-    pub(crate) fn teardown(&self) {
-        self.uses.force_kill();
-        self.release();
+    fn uses(&self) -> Option<&UseCount> {
+        Some(&self.uses)
+    }
+
+    fn own_uses(&self) -> u32 {
+        u32::from(self.global.lock().is_some())
+    }
+
+    fn drop_own(&self) {
+        let global = self.global.lock().take();
+        drop(global);
     }
 }
 
@@ -91,13 +106,9 @@ impl PdFlags {
 }
 
 /// A protection domain, owned by a ULP.
-pub struct Pd {
-    core: Arc<PdCore>,
-    /// The DMA MR behind the global key (dropped before the PD).
-    global: Option<Mr>,
-}
+pub type Pd = Handle<PdCore>;
 
-impl Pd {
+impl Handle<PdCore> {
     /// Allocates a PD (`ib_alloc_pd`). May sleep.
     pub fn alloc(dev: &Arc<Device>) -> Result<Pd> {
         Pd::alloc_with(dev, PdFlags::NONE)
@@ -105,78 +116,26 @@ impl Pd {
 
     /// Allocates a PD with `flags` (`ib_alloc_pd` with flags). May sleep.
     pub fn alloc_with(dev: &Arc<Device>, flags: PdFlags) -> Result<Pd> {
-        let mut pd = Pd::alloc_plain(dev)?;
-        if flags.contains(PdFlags::UNSAFE_GLOBAL_RKEY) {
-            let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
-            pd.global = Some(Mr::dma(&pd.core, access)?);
-        }
-        Ok(pd)
-    }
-
-    fn alloc_plain(dev: &Arc<Device>) -> Result<Pd> {
         crate::kshim::verb::might_sleep();
         let _usage = dev.try_get().ok_or(ENODEV)?;
-        let num = dev.res.pd.reserve()?;
-        let core = match Arc::new(
-            PdCore {
+        let num = Reservation::new(&dev.res.pd, dev.res.pd.reserve()?);
+        let number = num.num();
+        let core = Arc::pin_init(
+            pin_init!(PdCore {
                 dev: dev.clone(),
-                num,
+                life: Life::new(number, ()),
                 uses: UseCount::new(),
-                released: AtomicBool::new(false),
-            },
+                global <- crate::new_spinlock_irq!(None, "PdCore::global"),
+            }),
             GFP_KERNEL,
-        ) {
-            Ok(core) => core,
-            Err(e) => {
-                dev.res.pd.release(num);
-                return Err(e.into());
-            }
-        };
-        dev.res.pd.publish(num, core.clone());
-        Ok(Pd { core, global: None })
-    }
-
-    /// Destroys the PD (`ib_dealloc_pd`); `EBUSY`, with the handle back,
-    /// while objects use it. May sleep.
-    pub fn destroy(mut self) -> core::result::Result<(), (Pd, Error)> {
-        crate::kshim::verb::might_sleep();
-        let own = u32::from(self.global.is_some());
-        match self.core.uses.kill_keeping(own) {
-            Ok(()) => {
-                // Its use goes with it: the count is dead, nothing reuses it.
-                drop(self.global.take());
-                self.core.release();
-                Ok(())
-            }
-            Err(e) => Err((self, e)),
+        )?;
+        num.publish(core.clone());
+        let pd = Handle::new(core);
+        if flags.contains(PdFlags::UNSAFE_GLOBAL_RKEY) {
+            let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
+            let mr = Mr::dma(pd.core(), access)?;
+            *pd.global.lock() = Some(mr);
         }
-    }
-
-    /// The global key (`pd->unsafe_global_rkey`), usable as an lkey too, of
-    /// a PD allocated with [`PdFlags::UNSAFE_GLOBAL_RKEY`].
-    pub fn unsafe_global_rkey(&self) -> Option<u32> {
-        self.global.as_ref().map(|mr| mr.rkey())
-    }
-
-    /// The shared core object, for creating dependents.
-    pub fn core(&self) -> &Arc<PdCore> {
-        &self.core
-    }
-}
-
-impl Deref for Pd {
-    type Target = PdCore;
-
-    fn deref(&self) -> &PdCore {
-        &self.core
-    }
-}
-
-impl Drop for Pd {
-    fn drop(&mut self) {
-        drop(self.global.take());
-        if self.core.uses.orphan() {
-            self.core.release();
-        }
+        Ok(pd)
     }
 }

@@ -26,8 +26,7 @@ mod provider;
 
 pub use provider::{ProviderQp, QpOps};
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -40,12 +39,14 @@ use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::spec::attr::{Gid, Mtu};
 use crate::spec::opcodes::Access;
-use crate::spec::qp_state::{AttrMask, QpState, QpType};
+use crate::spec::qp_state::{QpState, QpType};
 use crate::verbs::ah::AhAttr;
 use crate::verbs::cq::CqCore;
+use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
+use crate::verbs::restrack::{Resources, Table};
 use crate::verbs::srq::SrqCore;
-use crate::verbs::wr::{RecvWqe, RecvWr, Ring, SendWqe, SendWr, MAX_INLINE, MAX_SGE};
+use crate::verbs::wr::{RecvWqe, Ring, SendWqe, MAX_INLINE, MAX_SGE};
 
 /// The most multicast groups one QP can join.
 pub const MAX_MCAST: usize = 16;
@@ -212,7 +213,16 @@ pub struct QpCore {
     /// Schedules `work` later ([`QpCore::schedule_in`]).
     #[pin]
     timer: Timer<QpCore>,
-    released: AtomicBool,
+    /// The QPN; the uses of the PD, CQs and SRQ, given back at release.
+    life: Life<QpUses>,
+}
+
+/// What a QP uses, given back in this order at its release.
+pub struct QpUses {
+    _send_cq: Use<CqCore>,
+    _recv_cq: Use<CqCore>,
+    _srq: Option<Use<SrqCore>>,
+    _pd: Use<PdCore>,
 }
 
 impl TimerItem for QpCore {
@@ -289,11 +299,26 @@ impl QpCore {
     pub fn attr(&self) -> QpAttr {
         *self.attr.lock()
     }
+}
 
-    fn release(&self) {
-        if self.released.swap(true, Ordering::AcqRel) {
-            return;
-        }
+impl Object for QpCore {
+    type Deps = QpUses;
+
+    fn device(&self) -> &Arc<Device> {
+        self.pd.device()
+    }
+
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        res.qp_table(self.qpn)
+    }
+
+    fn life(&self) -> &Life<QpUses> {
+        &self.life
+    }
+
+    /// The provider's part first (waiting for verbs inside it), then its
+    /// timer and work; outstanding requests are discarded.
+    fn on_release(&self) {
         if let Some(ops) = self.ops.revoke() {
             ops.destroy(self);
             drop(ops);
@@ -306,51 +331,15 @@ impl QpCore {
         self.sq.lock().err = true;
         self.rq.lock().err = true;
         self.reset_queues_keep_err();
-        self.device().res.release_qpn(self.qpn);
-        self.send_cq.put_use();
-        self.recv_cq.put_use();
-        if let Some(srq) = &self.srq {
-            srq.put_use();
-        }
-        self.pd.put_use();
-    }
-
-    pub(crate) fn teardown(&self) {
-        self.release();
     }
 }
 
-/// A queue pair, owned by a ULP. Dropping it destroys it.
-pub struct Qp {
-    core: Arc<QpCore>,
-}
+/// A queue pair, owned by a ULP. Dropping it destroys it (`ib_destroy_qp`:
+/// the provider's part first, waiting for verbs inside it; outstanding
+/// requests are discarded).
+pub type Qp = Handle<QpCore>;
 
-/// Gives back the uses a QP under construction took, in reverse order.
-struct Uses<'a> {
-    pd: Option<&'a PdCore>,
-    send_cq: Option<&'a CqCore>,
-    recv_cq: Option<&'a CqCore>,
-    srq: Option<&'a SrqCore>,
-}
-
-impl Drop for Uses<'_> {
-    fn drop(&mut self) {
-        if let Some(s) = self.srq {
-            s.put_use();
-        }
-        if let Some(c) = self.recv_cq {
-            c.put_use();
-        }
-        if let Some(c) = self.send_cq {
-            c.put_use();
-        }
-        if let Some(p) = self.pd {
-            p.put_use();
-        }
-    }
-}
-
-impl Qp {
+impl Handle<QpCore> {
     /// Creates a QP on `pd` (`ib_create_qp`): RC, UC, UD or GSI, with the
     /// queue sizes checked against the device (`EINVAL`), its CQs and SRQ
     /// on the same device; `EOPNOTSUPP` if the provider has no QPs. The QP
@@ -389,36 +378,26 @@ impl Qp {
         } else {
             c.max_recv_wr as usize
         })?;
-        let mut uses = Uses {
-            pd: None,
-            send_cq: None,
-            recv_cq: None,
-            srq: None,
+        let pd_use = Use::take(pd)?;
+        let send_cq = Use::take(init.send_cq)?;
+        let recv_cq = Use::take(init.recv_cq)?;
+        let srq = init.srq.map(Use::take).transpose()?;
+        let uses = QpUses {
+            _send_cq: send_cq,
+            _recv_cq: recv_cq,
+            _srq: srq,
+            _pd: pd_use,
         };
-        pd.get_use()?;
-        uses.pd = Some(pd);
-        init.send_cq.get_use()?;
-        uses.send_cq = Some(init.send_cq);
-        init.recv_cq.get_use()?;
-        uses.recv_cq = Some(init.recv_cq);
-        if let Some(s) = init.srq {
-            s.get_use()?;
-            uses.srq = Some(s);
-        }
-        let qpn = dev.res.reserve_qpn(init.qp_type)?;
+        let reservation = dev.res.reserve_qpn(init.qp_type)?;
+        let qpn = reservation.num();
+        let number = qpn;
         let info = QpInfo {
             qpn,
             qp_type: init.qp_type,
             cap: *c,
             port_num: init.port_num,
         };
-        let ops = match dev.ops().and_then(|o| o.create_qp(&info)) {
-            Ok(ops) => ops,
-            Err(e) => {
-                dev.res.release_qpn(qpn);
-                return Err(e);
-            }
-        };
+        let ops = dev.ops().and_then(|o| o.create_qp(&info))?;
         let attr = QpAttr {
             port_num: if init.qp_type == QpType::Gsi {
                 init.port_num
@@ -450,71 +429,11 @@ impl Qp {
                 ops <- Revocable::new(ops),
                 work <- new_work!("QpCore::work"),
                 timer <- Timer::new(),
-                released: AtomicBool::new(false),
+                life: Life::new(number, uses),
             }),
             GFP_KERNEL,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.release_qpn(qpn);
-                return Err(e);
-            }
-        };
-        // The QP owns the uses from here on.
-        core::mem::forget(uses);
-        dev.res.publish_qp(qpn, core.clone());
-        Ok(Qp { core })
-    }
-
-    /// Destroys the QP (`ib_destroy_qp`): the provider's part first (waiting
-    /// for verbs inside it), outstanding requests are discarded. May sleep.
-    pub fn destroy(self) {
-        crate::kshim::verb::might_sleep();
-        drop(self);
-    }
-
-    /// The shared core object.
-    pub fn core(&self) -> &Arc<QpCore> {
-        &self.core
-    }
-
-    /// See [`QpCore::post_send`].
-    pub fn post_send(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), (usize, Error)> {
-        self.core.post_send(wrs)
-    }
-
-    /// See [`QpCore::post_recv`].
-    pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), (usize, Error)> {
-        self.core.post_recv(wrs)
-    }
-
-    /// See [`QpCore::modify`].
-    pub fn modify(&self, attr: &QpAttr, mask: AttrMask) -> Result {
-        self.core.modify(attr, mask)
-    }
-
-    /// See [`QpCore::attach_mcast`].
-    pub fn attach_mcast(&self, gid: &Gid) -> Result {
-        self.core.attach_mcast(gid)
-    }
-
-    /// See [`QpCore::detach_mcast`].
-    pub fn detach_mcast(&self, gid: &Gid) -> Result {
-        self.core.detach_mcast(gid)
-    }
-}
-
-impl Deref for Qp {
-    type Target = QpCore;
-
-    fn deref(&self) -> &QpCore {
-        &self.core
-    }
-}
-
-impl Drop for Qp {
-    fn drop(&mut self) {
-        self.core.release();
+        )?;
+        reservation.publish(core.clone());
+        Ok(Handle::new(core))
     }
 }

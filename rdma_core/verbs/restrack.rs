@@ -30,6 +30,7 @@ use crate::verbs::ah::AhCore;
 use crate::verbs::cq::CqCore;
 use crate::verbs::mr::MrCore;
 use crate::verbs::mw::{MwCore, MW_INDEX_BASE};
+use crate::verbs::object::{self, Reservation};
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::QpCore;
 use crate::verbs::srq::SrqCore;
@@ -54,7 +55,7 @@ struct TableInner<T> {
 
 /// Objects of one kind on one device, numbered from `base`.
 #[pin_data]
-pub(crate) struct Table<T> {
+pub struct Table<T> {
     #[pin]
     inner: SpinLockIrq<TableInner<T>>,
     /// The number of the first slot.
@@ -167,7 +168,7 @@ const DEAD: u32 = 1 << 31;
 const ORPHAN: u32 = 1 << 30;
 
 /// How many objects use a PD, CQ or SRQ; destroy is refused while any do.
-pub(crate) struct UseCount(AtomicU32);
+pub struct UseCount(AtomicU32);
 
 impl UseCount {
     pub(crate) const fn new() -> Self {
@@ -237,7 +238,7 @@ impl UseCount {
 
 /// The object tables of one device.
 #[pin_data]
-pub(crate) struct Resources {
+pub struct Resources {
     #[pin]
     pub(crate) pd: Table<PdCore>,
     #[pin]
@@ -274,41 +275,32 @@ impl Resources {
         })
     }
 
-    /// A QP number for a new QP of type `qp_type`.
-    pub(crate) fn reserve_qpn(&self, qp_type: QpType) -> Result<u32> {
+    /// A QP number for a new QP of type `qp_type`: number 1 for the one
+    /// GSI QP (a second one is "in use", `EBUSY`), from 2 for the others.
+    pub(crate) fn reserve_qpn(&self, qp_type: QpType) -> Result<Reservation<'_, QpCore>> {
         if qp_type == QpType::Gsi {
-            // One GSI QP per device; a second one is "in use".
-            self.gsi
+            let num = self
+                .gsi
                 .reserve()
-                .map_err(|e| if e == ENOMEM { EBUSY } else { e })
+                .map_err(|e| if e == ENOMEM { EBUSY } else { e })?;
+            Ok(Reservation::new(&self.gsi, num))
         } else {
-            self.qp.reserve()
+            Ok(Reservation::new(&self.qp, self.qp.reserve()?))
         }
     }
 
-    pub(crate) fn publish_qp(&self, qpn: u32, qp: Arc<QpCore>) {
+    /// The table QP `qpn` is numbered in.
+    pub(crate) fn qp_table(&self, qpn: u32) -> &Table<QpCore> {
         if qpn == 1 {
-            self.gsi.publish(qpn, qp);
+            &self.gsi
         } else {
-            self.qp.publish(qpn, qp);
-        }
-    }
-
-    pub(crate) fn release_qpn(&self, qpn: u32) {
-        if qpn == 1 {
-            self.gsi.release(qpn);
-        } else {
-            self.qp.release(qpn);
+            &self.qp
         }
     }
 
     /// The QP of number `qpn`. Any context.
     pub(crate) fn qp_by_num(&self, qpn: u32) -> Option<Arc<QpCore>> {
-        if qpn == 1 {
-            self.gsi.get(qpn)
-        } else {
-            self.qp.get(qpn)
-        }
+        self.qp_table(qpn).get(qpn)
     }
 
     /// One line per kind: `pd 2` and so on (the sysfs `resources` file).
@@ -349,7 +341,7 @@ impl Resources {
         macro_rules! each {
             ($table:expr) => {
                 match $table.close() {
-                    Ok(objs) => objs.iter().for_each(|o| o.teardown()),
+                    Ok(objs) => objs.iter().for_each(|o| object::teardown(&**o)),
                     Err(_) => pr_err!("{:?}: no memory to tear objects down\n", dev),
                 }
             };

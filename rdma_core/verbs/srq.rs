@@ -8,19 +8,17 @@
 //! `SrqLimitReached` once when the number of WQEs falls below it, and
 //! disarms, as the IBTA says.
 
-use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use crate::device::event::{Element, Event, EventKind};
-use crate::device::DeviceCaps;
+use crate::device::{Device, DeviceCaps};
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
+use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
 use crate::verbs::pd::PdCore;
-use crate::verbs::restrack::UseCount;
+use crate::verbs::restrack::{Resources, Table, UseCount};
 use crate::verbs::wr::{RecvWqe, RecvWr, Ring, MAX_SGE};
 
 /// SRQ attributes (`struct ib_srq_attr`).
@@ -44,17 +42,18 @@ struct SrqState {
 #[pin_data]
 pub struct SrqCore {
     pd: Arc<PdCore>,
-    num: u32,
+    /// The SRQ's number; the PD's use, given back at release.
+    life: Life<Use<PdCore>>,
     #[pin]
     state: SpinLockIrq<SrqState>,
-    pub(crate) uses: UseCount,
-    released: AtomicBool,
+    /// QPs using the SRQ.
+    uses: UseCount,
 }
 
 impl SrqCore {
     /// The SRQ's number on its device.
     pub fn num(&self) -> u32 {
-        self.num
+        self.life.num()
     }
 
     /// The PD.
@@ -66,7 +65,7 @@ impl SrqCore {
     /// first request not posted. Any context; never sleeps.
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), (usize, Error)> {
         let _verb = crate::kshim::verb::Verb::enter();
-        if self.released.load(Ordering::Acquire) {
+        if self.life.is_released() {
             return Err((0, ENODEV));
         }
         let mut st = self.state.lock();
@@ -94,7 +93,7 @@ impl SrqCore {
         if fire {
             self.pd.device().dispatch_event(Event {
                 kind: EventKind::SrqLimitReached,
-                element: Element::Srq(self.num),
+                element: Element::Srq(self.life.num()),
             });
         }
         Some(wqe)
@@ -117,7 +116,7 @@ impl SrqCore {
     /// `max_wr`). May sleep.
     pub fn modify(&self, resize: Option<u32>, limit: Option<u32>) -> Result {
         crate::kshim::verb::might_sleep();
-        if self.released.load(Ordering::Acquire) {
+        if self.life.is_released() {
             return Err(ENODEV);
         }
         let dev = self.pd.device();
@@ -154,36 +153,32 @@ impl SrqCore {
         drop(old);
         Ok(())
     }
+}
 
-    pub(crate) fn get_use(&self) -> Result {
-        self.uses.get()
+impl Object for SrqCore {
+    type Deps = Use<PdCore>;
+
+    fn device(&self) -> &Arc<Device> {
+        self.pd.device()
     }
 
-    pub(crate) fn put_use(&self) {
-        if self.uses.put() {
-            self.release();
-        }
+    fn table<'a>(&self, res: &'a Resources) -> &'a Table<Self> {
+        &res.srq
     }
 
-    fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.pd.device().res.srq.release(self.num);
-            self.pd.put_use();
-        }
+    fn life(&self) -> &Life<Use<PdCore>> {
+        &self.life
     }
 
-    pub(crate) fn teardown(&self) {
-        self.uses.force_kill();
-        self.release();
+    fn uses(&self) -> Option<&UseCount> {
+        Some(&self.uses)
     }
 }
 
 /// A shared receive queue, owned by a ULP.
-pub struct Srq {
-    core: Arc<SrqCore>,
-}
+pub type Srq = Handle<SrqCore>;
 
-impl Srq {
+impl Handle<SrqCore> {
     /// Creates an SRQ on `pd` (`ib_create_srq`): `EINVAL` for sizes beyond
     /// the device's limits, `EOPNOTSUPP` if it has no SRQs. May sleep.
     pub fn create(pd: &Arc<PdCore>, attr: &SrqAttr) -> Result<Srq> {
@@ -204,14 +199,9 @@ impl Srq {
             return Err(EINVAL);
         }
         let ring = Ring::new(attr.max_wr as usize)?;
-        pd.get_use()?;
-        let num = match dev.res.srq.reserve() {
-            Ok(n) => n,
-            Err(e) => {
-                pd.put_use();
-                return Err(e);
-            }
-        };
+        let pd_use = Use::take(pd)?;
+        let num = Reservation::new(&dev.res.srq, dev.res.srq.reserve()?);
+        let number = num.num();
         let st = SrqState {
             ring,
             max_sge: attr.max_sge,
@@ -220,55 +210,13 @@ impl Srq {
         let core = Arc::pin_init(
             pin_init!(SrqCore {
                 pd: pd.clone(),
-                num,
+                life: Life::new(number, pd_use),
                 state <- crate::new_spinlock_irq!(st, "SrqCore::state"),
                 uses: UseCount::new(),
-                released: AtomicBool::new(false),
             }),
             GFP_KERNEL,
-        );
-        let core = match core {
-            Ok(c) => c,
-            Err(e) => {
-                dev.res.srq.release(num);
-                pd.put_use();
-                return Err(e);
-            }
-        };
-        dev.res.srq.publish(num, core.clone());
-        Ok(Srq { core })
-    }
-
-    /// Destroys the SRQ: `EBUSY`, with the handle back, while QPs use it.
-    pub fn destroy(self) -> core::result::Result<(), (Srq, Error)> {
-        crate::kshim::verb::might_sleep();
-        match self.core.uses.kill() {
-            Ok(()) => {
-                self.core.release();
-                Ok(())
-            }
-            Err(e) => Err((self, e)),
-        }
-    }
-
-    /// The shared core object.
-    pub fn core(&self) -> &Arc<SrqCore> {
-        &self.core
-    }
-}
-
-impl Deref for Srq {
-    type Target = SrqCore;
-
-    fn deref(&self) -> &SrqCore {
-        &self.core
-    }
-}
-
-impl Drop for Srq {
-    fn drop(&mut self) {
-        if self.core.uses.orphan() {
-            self.core.release();
-        }
+        )?;
+        num.publish(core.clone());
+        Ok(Handle::new(core))
     }
 }

@@ -233,6 +233,276 @@ pub struct RecvWr<'a> {
     pub sg: &'a [Sge],
 }
 
+/// A send operation as queued: [`SendOp`] with the objects it names held
+/// (a queue entry outlives the work request it was posted from). Every
+/// field has one meaning, the one its variant says.
+#[derive(Clone, Default)]
+pub enum WqeOp {
+    /// SEND.
+    #[default]
+    Send,
+    /// SEND with immediate data.
+    SendWithImm(u32),
+    /// SEND that invalidates the given rkey at the responder.
+    SendWithInv(u32),
+    /// RDMA WRITE.
+    Write {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate data.
+    WriteWithImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ.
+    Read {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA READ that invalidates the local key `invalidate` when done.
+    ReadWithInv {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Local key to invalidate.
+        invalidate: u32,
+    },
+    /// FLUSH of a remote range or MR.
+    Flush {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Length of the range.
+        length: u64,
+        /// Placement: visibility, persistence, or both.
+        flush: FlushType,
+        /// Flush the whole MR, not just the range.
+        whole_mr: bool,
+    },
+    /// ATOMIC WRITE of the 8 bytes of the SGE list.
+    AtomicWrite {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// Atomic compare and swap.
+    CmpAndSwp {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to compare with.
+        compare: u64,
+        /// Value to store if equal.
+        swap: u64,
+    },
+    /// Atomic fetch and add.
+    FetchAndAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+    /// Invalidate a local key.
+    LocalInv(u32),
+    /// Bind a memory window to part of an MR.
+    BindMw {
+        /// The window.
+        mw: Arc<MwCore>,
+        /// The MR it opens onto.
+        mr: Arc<MrCore>,
+        /// The window's new key.
+        key: u32,
+        /// First address of the window.
+        addr: u64,
+        /// Length of the window.
+        length: u64,
+        /// Rights granted through the window.
+        access: Access,
+    },
+    /// Register the pages mapped into a fast-registration MR.
+    RegMr {
+        /// The MR.
+        mr: Arc<MrCore>,
+        /// Its new key.
+        key: u32,
+        /// Access rights it gets.
+        access: Access,
+    },
+}
+
+impl WqeOp {
+    /// The queued form of `op`.
+    pub(crate) fn from_op(op: &SendOp<'_>) -> WqeOp {
+        match *op {
+            SendOp::Send => WqeOp::Send,
+            SendOp::SendWithImm(imm) => WqeOp::SendWithImm(imm),
+            SendOp::SendWithInv(k) => WqeOp::SendWithInv(k),
+            SendOp::Write { remote_addr, rkey } => WqeOp::Write { remote_addr, rkey },
+            SendOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => WqeOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            },
+            SendOp::Read { remote_addr, rkey } => WqeOp::Read { remote_addr, rkey },
+            SendOp::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            } => WqeOp::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            },
+            SendOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            } => WqeOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            },
+            SendOp::AtomicWrite { remote_addr, rkey } => WqeOp::AtomicWrite { remote_addr, rkey },
+            SendOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => WqeOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            },
+            SendOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => WqeOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            },
+            SendOp::LocalInv(k) => WqeOp::LocalInv(k),
+            SendOp::BindMw {
+                mw,
+                mr,
+                key,
+                addr,
+                length,
+                access,
+            } => WqeOp::BindMw {
+                mw: mw.clone(),
+                mr: mr.clone(),
+                key,
+                addr,
+                length,
+                access,
+            },
+            SendOp::RegMr { mr, key, access } => WqeOp::RegMr {
+                mr: mr.clone(),
+                key,
+                access,
+            },
+        }
+    }
+
+    /// The opcode.
+    pub fn opcode(&self) -> WrOpcode {
+        match self {
+            WqeOp::Send => WrOpcode::Send,
+            WqeOp::SendWithImm(_) => WrOpcode::SendWithImm,
+            WqeOp::SendWithInv(_) => WrOpcode::SendWithInv,
+            WqeOp::Write { .. } => WrOpcode::RdmaWrite,
+            WqeOp::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
+            WqeOp::Read { .. } => WrOpcode::RdmaRead,
+            WqeOp::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
+            WqeOp::Flush { .. } => WrOpcode::Flush,
+            WqeOp::AtomicWrite { .. } => WrOpcode::AtomicWrite,
+            WqeOp::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
+            WqeOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
+            WqeOp::LocalInv(_) => WrOpcode::LocalInv,
+            WqeOp::RegMr { .. } => WrOpcode::RegMr,
+            WqeOp::BindMw { .. } => WrOpcode::BindMw,
+        }
+    }
+
+    /// The remote address and key of an RDMA or atomic operation.
+    pub fn remote(&self) -> Option<(u64, u32)> {
+        match *self {
+            WqeOp::Write { remote_addr, rkey }
+            | WqeOp::WriteWithImm {
+                remote_addr, rkey, ..
+            }
+            | WqeOp::Read { remote_addr, rkey }
+            | WqeOp::ReadWithInv {
+                remote_addr, rkey, ..
+            }
+            | WqeOp::Flush {
+                remote_addr, rkey, ..
+            }
+            | WqeOp::AtomicWrite { remote_addr, rkey }
+            | WqeOp::CmpAndSwp {
+                remote_addr, rkey, ..
+            }
+            | WqeOp::FetchAndAdd {
+                remote_addr, rkey, ..
+            } => Some((remote_addr, rkey)),
+            _ => None,
+        }
+    }
+
+    /// The immediate data of a SEND or WRITE with immediate.
+    pub fn imm(&self) -> Option<u32> {
+        match *self {
+            WqeOp::SendWithImm(imm) | WqeOp::WriteWithImm { imm, .. } => Some(imm),
+            _ => None,
+        }
+    }
+
+    /// The key a SEND with invalidate names (the responder's).
+    pub fn send_invalidate(&self) -> Option<u32> {
+        match *self {
+            WqeOp::SendWithInv(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+/// Where a UD send entry goes.
+#[derive(Clone)]
+pub struct UdWqe {
+    /// The address.
+    pub ah: Arc<AhCore>,
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// Its Q_Key.
+    pub remote_qkey: u32,
+}
+
 /// A posted send work request, as the provider executes it.
 #[derive(Clone)]
 pub struct SendWqe {
@@ -240,47 +510,15 @@ pub struct SendWqe {
     pub wr_id: u64,
     /// Its completion callback.
     pub cqe: Option<Arc<dyn CqeDone>>,
-    /// Opcode.
-    pub opcode: WrOpcode,
+    /// The operation, with what it needs.
+    pub op: WqeOp,
     /// Flags as posted.
     pub flags: SendFlags,
     /// Whether a successful completion is reported (SIGNALED or the QP
     /// signals all).
     pub signaled: bool,
-    /// Immediate data (host order).
-    pub imm: u32,
-    /// The rkey a SEND with invalidate names, or the key of a LOCAL_INV.
-    pub invalidate_rkey: u32,
-    /// Remote address (RDMA and atomics).
-    pub remote_addr: u64,
-    /// Remote key (RDMA and atomics).
-    pub rkey: u32,
-    /// Compare (CmpAndSwp) or add (FetchAndAdd) operand.
-    pub compare_add: u64,
-    /// Swap operand.
-    pub swap: u64,
-    /// UD destination address.
-    pub ah: Option<Arc<AhCore>>,
-    /// UD destination QP.
-    pub remote_qpn: u32,
-    /// UD destination Q_Key.
-    pub remote_qkey: u32,
-    /// The MR of a REG_MR or BIND_MW.
-    pub mr: Option<Arc<MrCore>>,
-    /// The window of a BIND_MW.
-    pub mw: Option<Arc<MwCore>>,
-    /// New key of a REG_MR or BIND_MW.
-    pub reg_key: u32,
-    /// Access of a REG_MR or BIND_MW.
-    pub reg_access: Access,
-    /// First address of a BIND_MW.
-    pub bind_addr: u64,
-    /// Length of a BIND_MW or FLUSH.
-    pub bind_length: u64,
-    /// Placement of a FLUSH.
-    pub flush: FlushType,
-    /// A FLUSH of the whole MR.
-    pub flush_whole_mr: bool,
+    /// The destination of a UD or GSI send.
+    pub ud: Option<UdWqe>,
     /// Total data length.
     pub length: u32,
     /// Number of valid entries in `sge` (0 for inline data).
@@ -298,29 +536,10 @@ impl Default for SendWqe {
         SendWqe {
             wr_id: 0,
             cqe: None,
-            opcode: WrOpcode::Send,
+            op: WqeOp::Send,
             flags: SendFlags::NONE,
             signaled: false,
-            imm: 0,
-            invalidate_rkey: 0,
-            remote_addr: 0,
-            rkey: 0,
-            compare_add: 0,
-            swap: 0,
-            ah: None,
-            remote_qpn: 0,
-            remote_qkey: 0,
-            mr: None,
-            mw: None,
-            reg_key: 0,
-            reg_access: Access::NONE,
-            bind_addr: 0,
-            bind_length: 0,
-            flush: FlushType {
-                global: false,
-                persistent: false,
-            },
-            flush_whole_mr: false,
+            ud: None,
             length: 0,
             num_sge: 0,
             sge: [Sge::default(); MAX_SGE],
@@ -334,6 +553,11 @@ impl SendWqe {
     /// The SGEs in use.
     pub fn sges(&self) -> &[Sge] {
         &self.sge[..self.num_sge]
+    }
+
+    /// The opcode.
+    pub fn opcode(&self) -> WrOpcode {
+        self.op.opcode()
     }
 }
 

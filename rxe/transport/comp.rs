@@ -15,10 +15,10 @@
 
 use core::sync::atomic::Ordering;
 
-use rdma::spec::opcodes::{WcStatus, WrOpcode};
+use rdma::spec::opcodes::WcStatus;
 use rdma::spec::qp_state::QpState;
 use rdma::verbs::qp::ProviderQp;
-use rdma::verbs::wr::MAX_SGE;
+use rdma::verbs::wr::{WqeOp, MAX_SGE};
 
 use crate::transport::rc::{Conn, RcQp};
 use crate::transport::req::{local_status, now_ns, Kind, ReqState};
@@ -314,8 +314,9 @@ impl RcQp {
             return;
         }
         let mut status = WcStatus::Success;
-        let inv = qp.sq_with(0, |w| {
-            (w.opcode == WrOpcode::RdmaReadWithInv).then_some(w.invalidate_rkey)
+        let inv = qp.sq_with(0, |w| match w.op {
+            WqeOp::ReadWithInv { invalidate, .. } => Some(invalidate),
+            _ => None,
         });
         if let Some(Some(key)) = inv {
             if qp.invalidate(key).is_err() {

@@ -21,7 +21,7 @@ use rdma::spec::opcodes::{SendFlags, WcStatus, WrOpcode};
 use rdma::spec::qp_state::QpState;
 use rdma::verbs::mr::AccessError;
 use rdma::verbs::qp::ProviderQp;
-use rdma::verbs::wr::SendWqe;
+use rdma::verbs::wr::{SendWqe, WqeOp};
 
 use crate::net::xmit::SendError;
 use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
@@ -240,7 +240,7 @@ pub(super) fn usecs_until(now: i64, t: i64) -> u32 {
 
 /// The kind and packet count of a WQE at path MTU `mtu`.
 fn classify(w: &SendWqe, mtu: u32) -> (Kind, u32) {
-    match w.opcode {
+    match w.opcode() {
         WrOpcode::Send
         | WrOpcode::SendWithImm
         | WrOpcode::SendWithInv
@@ -512,18 +512,20 @@ impl RcQp {
         let last = s.pkt + 1 >= s.npkts;
         let mut ext = ExtHeaders::default();
         let mut solicited = false;
-        let (opcode, data): (Opcode, &[u8]) = match wqe.opcode {
-            WrOpcode::Send
-            | WrOpcode::SendWithImm
-            | WrOpcode::SendWithInv
-            | WrOpcode::RdmaWrite
-            | WrOpcode::RdmaWriteWithImm => {
-                let imm = wqe.opcode.has_imm();
-                let msg = match wqe.opcode {
-                    WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => Message::Write { imm },
-                    op => Message::Send {
-                        imm,
-                        inv: op == WrOpcode::SendWithInv,
+        let (opcode, data): (Opcode, &[u8]) = match wqe.op {
+            WqeOp::Send
+            | WqeOp::SendWithImm(_)
+            | WqeOp::SendWithInv(_)
+            | WqeOp::Write { .. }
+            | WqeOp::WriteWithImm { .. } => {
+                let imm = wqe.op.imm();
+                let msg = match wqe.op {
+                    WqeOp::Write { .. } | WqeOp::WriteWithImm { .. } => {
+                        Message::Write { imm: imm.is_some() }
+                    }
+                    _ => Message::Send {
+                        imm: imm.is_some(),
+                        inv: wqe.op.send_invalidate().is_some(),
                     },
                 };
                 let op = segment::request_opcode(self.uc, msg, s.pkt, s.npkts)
@@ -531,72 +533,92 @@ impl RcQp {
                 let (off, len) = segment::slice(s.pkt, wqe.length, mtu);
                 let data = &mut payload[..len as usize];
                 fill(qp, wqe, off, data)?;
-                if matches!(msg, Message::Write { .. }) && s.pkt == 0 {
+                if let (Message::Write { .. }, Some((va, rkey)), 0) = (msg, wqe.op.remote(), s.pkt)
+                {
                     ext.reth = Some(Reth {
-                        va: wqe.remote_addr,
-                        rkey: wqe.rkey,
+                        va,
+                        rkey,
                         len: wqe.length,
                     });
                 }
                 if last {
                     solicited = wqe.flags.contains(SendFlags::SOLICITED);
-                    if imm {
-                        ext.immdt = Some(ImmDt { imm: wqe.imm });
+                    if let Some(imm) = imm {
+                        ext.immdt = Some(ImmDt { imm });
                     }
-                    if wqe.opcode == WrOpcode::SendWithInv {
-                        ext.ieth = Some(Ieth {
-                            rkey: wqe.invalidate_rkey,
-                        });
+                    if let Some(rkey) = wqe.op.send_invalidate() {
+                        ext.ieth = Some(Ieth { rkey });
                     }
                 }
                 (op, &*data)
             }
-            WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
+            WqeOp::Read { remote_addr, rkey }
+            | WqeOp::ReadWithInv {
+                remote_addr, rkey, ..
+            } => {
                 // Sent again from packet `pkt` of its response: a request
                 // for the rest.
                 let (off, _) = segment::slice(s.pkt, wqe.length, mtu);
                 ext.reth = Some(Reth {
-                    va: wqe.remote_addr.wrapping_add(u64::from(off)),
-                    rkey: wqe.rkey,
+                    va: remote_addr.wrapping_add(u64::from(off)),
+                    rkey,
                     len: wqe.length - off,
                 });
                 (Opcode::RcRdmaReadRequest, &[][..])
             }
-            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
-                let cmp = wqe.opcode == WrOpcode::AtomicCmpAndSwp;
+            WqeOp::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
                 ext.atomic_eth = Some(AtomicEth {
-                    va: wqe.remote_addr,
-                    rkey: wqe.rkey,
-                    swap_add: if cmp { wqe.swap } else { wqe.compare_add },
-                    compare: if cmp { wqe.compare_add } else { 0 },
+                    va: remote_addr,
+                    rkey,
+                    swap_add: swap,
+                    compare,
                 });
-                let op = if cmp {
-                    Opcode::RcCompareSwap
-                } else {
-                    Opcode::RcFetchAdd
-                };
-                (op, &[][..])
+                (Opcode::RcCompareSwap, &[][..])
             }
-            WrOpcode::AtomicWrite => {
+            WqeOp::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                ext.atomic_eth = Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+                (Opcode::RcFetchAdd, &[][..])
+            }
+            WqeOp::AtomicWrite { remote_addr, rkey } => {
                 let data = &mut payload[..8];
                 fill(qp, wqe, 0, data)?;
                 ext.reth = Some(Reth {
-                    va: wqe.remote_addr,
-                    rkey: wqe.rkey,
+                    va: remote_addr,
+                    rkey,
                     len: 8,
                 });
                 (Opcode::RcAtomicWrite, &*data)
             }
-            WrOpcode::Flush => {
-                let placement = u8::from(wqe.flush.global) | (u8::from(wqe.flush.persistent) << 1);
-                ext.feth = Some(Feth::new(u8::from(wqe.flush_whole_mr), placement));
+            WqeOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            } => {
+                let placement = u8::from(flush.global) | (u8::from(flush.persistent) << 1);
+                ext.feth = Some(Feth::new(u8::from(whole_mr), placement));
                 ext.reth = Some(Reth {
-                    va: wqe.remote_addr,
-                    rkey: wqe.rkey,
-                    len: if wqe.flush_whole_mr {
+                    va: remote_addr,
+                    rkey,
+                    len: if whole_mr {
                         0
                     } else {
-                        wqe.bind_length.min(u64::from(u32::MAX)) as u32
+                        length.min(u64::from(u32::MAX)) as u32
                     },
                 });
                 (Opcode::RcFlush, &[][..])

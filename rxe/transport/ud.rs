@@ -14,7 +14,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
+use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::qp::{ProviderQp, QpOps};
 use rdma::verbs::wc::Wc;
@@ -61,9 +61,10 @@ impl UdQp {
         let Some(dev) = self.rd.device() else {
             return WcStatus::FatalErr;
         };
-        let Some(ah) = &w.ah else {
+        let Some(dest) = &w.ud else {
             return WcStatus::LocQpOpErr;
         };
+        let ah = &dest.ah;
         let av = ah.query();
         let Ok(sgid) = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index)) else {
             return WcStatus::LocQpOpErr;
@@ -97,8 +98,8 @@ impl UdQp {
         } else if qp.gather(w.sges(), 0, payload).is_err() {
             return WcStatus::LocProtErr;
         }
-        let imm = w.opcode == WrOpcode::SendWithImm;
-        let opcode = if imm {
+        let imm = w.op.imm();
+        let opcode = if imm.is_some() {
             Opcode::UdSendOnlyWithImmediate
         } else {
             Opcode::UdSendOnly
@@ -114,17 +115,17 @@ impl UdQp {
                 opcode: opcode as u8,
                 solicited: w.flags.contains(SendFlags::SOLICITED),
                 pkey: 0xffff,
-                dest_qpn: w.remote_qpn,
+                dest_qpn: dest.remote_qpn,
                 psn,
                 ..Bth::default()
             },
             ext: ExtHeaders {
                 deth: Some(Deth {
-                    qkey: w.remote_qkey,
+                    qkey: dest.remote_qkey,
                     resv8: 0,
                     src_qpn: qp.qpn(),
                 }),
-                immdt: imm.then_some(ImmDt { imm: w.imm }),
+                immdt: imm.map(|imm| ImmDt { imm }),
                 ..ExtHeaders::default()
             },
         };

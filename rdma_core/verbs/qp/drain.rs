@@ -23,7 +23,7 @@ impl Qp {
     /// here. With an SRQ only the send queue is drained. May sleep.
     pub fn drain(&self) -> Result {
         crate::kshim::verb::might_sleep();
-        let core = &self.core;
+        let core = self.core();
         let usable = |cq: &CqCore| cq.poll_ctx().is_some();
         if !usable(&core.send_cq) || !usable(&core.recv_cq) {
             return Err(EINVAL);

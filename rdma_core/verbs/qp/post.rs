@@ -15,7 +15,7 @@ use crate::spec::opcodes::{SendFlags, WrOpcode};
 use crate::spec::qp_state::{QpState, QpType};
 use crate::verbs::mr::MrKind;
 use crate::verbs::qp::{ProviderQp, QpCore};
-use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, MAX_INLINE, MAX_SGE};
+use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
 
 impl QpCore {
     /// Posts send work requests (`ib_post_send`); on error, the index of
@@ -84,97 +84,19 @@ impl QpCore {
         if (op.is_atomic() || op == WrOpcode::AtomicWrite) && length != 8 {
             return Err(EINVAL);
         }
-        w.wr_id = wr.wr_id;
-        w.cqe = wr.cqe.clone();
-        w.opcode = op;
-        w.flags = wr.flags;
-        w.signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
-        w.imm = 0;
-        w.invalidate_rkey = 0;
-        w.remote_addr = 0;
-        w.rkey = 0;
-        w.compare_add = 0;
-        w.swap = 0;
-        w.mr = None;
-        w.mw = None;
-        w.bind_length = 0;
-        w.flush_whole_mr = false;
-        w.ah = None;
-        w.length = length;
+        // Checks the operation's own values first.
         match wr.op {
-            SendOp::Send => {}
-            SendOp::SendWithImm(imm) => w.imm = imm,
-            SendOp::SendWithInv(k) | SendOp::LocalInv(k) => w.invalidate_rkey = k,
-            SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-            }
-            SendOp::ReadWithInv {
-                remote_addr,
-                rkey,
-                invalidate,
-            } => {
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-                w.invalidate_rkey = invalidate;
-            }
-            SendOp::Flush {
-                remote_addr,
-                rkey,
-                length,
-                flush,
-                whole_mr,
-            } => {
+            SendOp::Flush { flush, .. } => {
                 if !flush.global && !flush.persistent {
                     return Err(EINVAL);
                 }
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-                w.bind_length = length;
-                w.flush = flush;
-                w.flush_whole_mr = whole_mr;
             }
-            SendOp::AtomicWrite { remote_addr, rkey } => {
+            SendOp::AtomicWrite { remote_addr, .. }
+            | SendOp::CmpAndSwp { remote_addr, .. }
+            | SendOp::FetchAndAdd { remote_addr, .. } => {
                 if remote_addr % 8 != 0 {
                     return Err(EINVAL);
                 }
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-            }
-            SendOp::WriteWithImm {
-                remote_addr,
-                rkey,
-                imm,
-            } => {
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-                w.imm = imm;
-            }
-            SendOp::CmpAndSwp {
-                remote_addr,
-                rkey,
-                compare,
-                swap,
-            } => {
-                if remote_addr % 8 != 0 {
-                    return Err(EINVAL);
-                }
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-                w.compare_add = compare;
-                w.swap = swap;
-            }
-            SendOp::FetchAndAdd {
-                remote_addr,
-                rkey,
-                add,
-            } => {
-                if remote_addr % 8 != 0 {
-                    return Err(EINVAL);
-                }
-                w.remote_addr = remote_addr;
-                w.rkey = rkey;
-                w.compare_add = add;
             }
             SendOp::RegMr { mr, key, access } => {
                 if mr.kind() != MrKind::FastReg
@@ -184,36 +106,30 @@ impl QpCore {
                 {
                     return Err(EINVAL);
                 }
-                w.mr = Some(mr.clone());
-                w.reg_key = key;
-                w.reg_access = access;
             }
-            SendOp::BindMw {
-                mw,
-                mr,
-                key,
-                addr,
-                length,
-                access,
-            } => {
+            SendOp::BindMw { mw, mr, .. } => {
                 crate::verbs::mw::check_bind_request(mw, mr, &self.pd)?;
-                w.mw = Some(mw.clone());
-                w.mr = Some(mr.clone());
-                w.reg_key = key;
-                w.reg_access = access;
-                w.bind_addr = addr;
-                w.bind_length = length;
             }
+            _ => {}
         }
+        w.ud = None;
         if matches!(self.qp_type, QpType::Ud | QpType::Gsi) {
             let ud = wr.ud.as_ref().ok_or(EINVAL)?;
             if !core::ptr::eq(&**ud.ah.pd(), &*self.pd) || ud.remote_qpn >= 1 << 24 {
                 return Err(EINVAL);
             }
-            w.ah = Some(ud.ah.clone());
-            w.remote_qpn = ud.remote_qpn;
-            w.remote_qkey = ud.remote_qkey;
+            w.ud = Some(UdWqe {
+                ah: ud.ah.clone(),
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: ud.remote_qkey,
+            });
         }
+        w.wr_id = wr.wr_id;
+        w.cqe = wr.cqe.clone();
+        w.op = WqeOp::from_op(&wr.op);
+        w.flags = wr.flags;
+        w.signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
+        w.length = length;
         w.inline = inline;
         if inline {
             if length > self.cap.max_inline_data || length as usize > MAX_INLINE {

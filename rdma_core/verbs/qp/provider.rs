@@ -20,12 +20,12 @@ use crate::device::event::{Element, Event, EventKind};
 use crate::kshim::mem::Sge;
 use crate::kshim::timer::Timer;
 use crate::spec::attr::Gid;
-use crate::spec::opcodes::{Access, WcOpcode, WcStatus, WrOpcode};
+use crate::spec::opcodes::{Access, WcOpcode, WcStatus};
 use crate::spec::qp_state::{AttrMask, QpState};
 use crate::verbs::mr::{self, AccessError};
 use crate::verbs::qp::{QpAttr, QpCore};
 use crate::verbs::wc::Wc;
-use crate::verbs::wr::{RecvWqe, SendWqe};
+use crate::verbs::wr::{RecvWqe, SendWqe, WqeOp};
 
 /// The provider's handle on a QP: what only the provider of the QP's
 /// device may do, on top of everything a ULP may ([`QpCore`], through
@@ -180,31 +180,25 @@ impl ProviderQp {
     /// `LocQpOpErr`.
     pub fn execute_local(&self, w: &SendWqe) -> WcStatus {
         let dev = self.0.device();
-        match w.opcode {
-            WrOpcode::LocalInv => match dev.invalidate_key(w.invalidate_rkey) {
+        match &w.op {
+            WqeOp::LocalInv(key) => match dev.invalidate_key(*key) {
                 Ok(()) => WcStatus::Success,
                 Err(_) => WcStatus::LocProtErr,
             },
-            WrOpcode::RegMr => match &w.mr {
-                Some(m) if m.fast_reg(w.reg_key, w.reg_access).is_ok() => WcStatus::Success,
-                _ => WcStatus::LocProtErr,
+            WqeOp::RegMr { mr, key, access } => match mr.fast_reg(*key, *access) {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::LocProtErr,
             },
-            WrOpcode::BindMw => match (&w.mw, &w.mr) {
-                (Some(mw), Some(m))
-                    if mw
-                        .bind(
-                            &self.0,
-                            m,
-                            w.reg_key,
-                            w.bind_addr,
-                            w.bind_length,
-                            w.reg_access,
-                        )
-                        .is_ok() =>
-                {
-                    WcStatus::Success
-                }
-                _ => WcStatus::MwBindErr,
+            WqeOp::BindMw {
+                mw,
+                mr,
+                key,
+                addr,
+                length,
+                access,
+            } => match mw.bind(&self.0, mr, *key, *addr, *length, *access) {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::MwBindErr,
             },
             _ => WcStatus::LocQpOpErr,
         }
@@ -410,11 +404,12 @@ impl QpCore {
         };
         let Some(wqe) = wqe else { return false };
         if status != WcStatus::Success || wqe.signaled {
+            let opcode = wqe.opcode().wc_opcode();
             let wc = Wc {
                 wr_id: wqe.wr_id,
                 cqe: wqe.cqe,
                 status,
-                opcode: wqe.opcode.wc_opcode(),
+                opcode,
                 byte_len,
                 qp_num: self.qpn,
                 ..Wc::default()
@@ -514,7 +509,8 @@ impl QpCore {
                 sq.ring.pop()
             };
             let Some(w) = wqe else { break };
-            let wc = Wc::flushed(w.wr_id, w.cqe, w.opcode.wc_opcode(), self.qpn);
+            let opcode = w.opcode().wc_opcode();
+            let wc = Wc::flushed(w.wr_id, w.cqe, opcode, self.qpn);
             let _ = self.send_cq.push_from_core(wc);
         }
         if self.srq.is_some() {

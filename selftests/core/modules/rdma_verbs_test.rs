@@ -271,10 +271,10 @@ fn resources_and_destroy_order() -> Result {
         Err((s, e)) if e == EBUSY => s,
         _ => return check(false, "SRQ in use: EBUSY"),
     };
-    qp.destroy();
+    check(qp.destroy().is_ok(), "QP destroyed")?;
     check(srq.destroy().is_ok(), "SRQ destroyed once unused")?;
     check(cq.destroy().is_ok(), "CQ destroyed once unused")?;
-    ah.destroy();
+    check(ah.destroy().is_ok(), "AH destroyed")?;
     let pd = match pd.destroy() {
         Err((pd, e)) if e == EBUSY => pd,
         _ => return check(false, "PD with an MR: EBUSY"),
@@ -2164,7 +2164,7 @@ fn verbs_in_atomic_context() -> Result {
             Ok(ah) => {
                 ok &= ah.modify(&av()).is_ok();
                 let _ = ah.query();
-                ah.destroy();
+                ok &= ah.destroy().is_ok();
             }
             Err(_) => ok = false,
         }

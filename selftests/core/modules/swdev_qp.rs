@@ -23,7 +23,7 @@ use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::mr::{self, AccessError};
 use rdma::verbs::qp::{ProviderQp, QpOps};
 use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::SendWqe;
+use rdma::verbs::wr::{SendWqe, WqeOp};
 
 /// Bytes copied at a time.
 const CHUNK: usize = 4096;
@@ -152,8 +152,19 @@ fn build_grh(out: &mut [u8; GRH_LEN], sgid: &Gid, dgid: &Gid, len: u32) -> u8 {
 /// byte count.
 fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     let dev = qp.device();
+    let opcode = w.opcode();
+    let (remote_addr, rkey) = w.op.remote().unwrap_or((0, 0));
+    let imm = w.op.imm().unwrap_or(0);
+    // The key a SEND or READ with invalidate names.
+    let invalidate = match w.op {
+        WqeOp::SendWithInv(k) | WqeOp::ReadWithInv { invalidate: k, .. } => k,
+        _ => 0,
+    };
+    let (ud_qpn, ud_qkey) =
+        w.ud.as_ref()
+            .map_or((0, 0), |d| (d.remote_qpn, d.remote_qkey));
     if matches!(
-        w.opcode,
+        opcode,
         WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::BindMw
     ) {
         return (qp.execute_local(w), 0);
@@ -167,11 +178,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
     } else {
         (WcStatus::Success, len)
     };
-    let dst_qpn = if ud {
-        w.remote_qpn
-    } else {
-        qp.attr().dest_qp_num
-    };
+    let dst_qpn = if ud { ud_qpn } else { qp.attr().dest_qp_num };
     let Some(dst) = qp.sibling(dst_qpn) else {
         return lost;
     };
@@ -182,7 +189,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         return lost;
     }
     if ud {
-        if !matches!(dst.qp_type(), QpType::Ud | QpType::Gsi) || dst.attr().qkey != w.remote_qkey {
+        if !matches!(dst.qp_type(), QpType::Ud | QpType::Gsi) || dst.attr().qkey != ud_qkey {
             return lost;
         }
         if len > UD_MTU {
@@ -194,7 +201,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             dev,
             qp.pd(),
             w.sges(),
-            if w.opcode.gathers() {
+            if opcode.gathers() {
                 Access::NONE
             } else {
                 Access::LOCAL_WRITE
@@ -211,34 +218,43 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         (status, 0)
     };
     // The RDMA part: WRITE, READ, atomics.
-    match w.opcode {
+    match opcode {
         WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => {
             if !rights.contains(Access::REMOTE_WRITE) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             if dst
-                .remote_check(w.rkey, w.remote_addr, u64::from(len), Access::REMOTE_WRITE)
+                .remote_check(rkey, remote_addr, u64::from(len), Access::REMOTE_WRITE)
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             let r = copy_out_of_sender(qp, w, chunk, len as usize, |off, bytes| {
-                let addr = w.remote_addr + off as u64;
-                dst.remote_copy_in(w.rkey, addr, bytes, Access::REMOTE_WRITE)
+                let addr = remote_addr + off as u64;
+                dst.remote_copy_in(rkey, addr, bytes, Access::REMOTE_WRITE)
             });
             match r {
                 Ok(()) => {}
                 Err((true, e)) => return (local_status(e), 0),
                 Err((false, _)) => return remote_fail(&dst, WcStatus::RemAccessErr),
             }
-            if w.opcode == WrOpcode::RdmaWrite {
+            if opcode == WrOpcode::RdmaWrite {
                 return (WcStatus::Success, len);
             }
         }
         WrOpcode::Flush => {
-            let need = w.flush.access();
-            let len = if w.flush_whole_mr { 0 } else { w.bind_length };
-            if dst.remote_check(w.rkey, w.remote_addr, len, need).is_err() {
+            let WqeOp::Flush {
+                flush,
+                whole_mr,
+                length,
+                ..
+            } = w.op
+            else {
+                return (WcStatus::LocQpOpErr, 0);
+            };
+            let need = flush.access();
+            let len = if whole_mr { 0 } else { length };
+            if dst.remote_check(rkey, remote_addr, len, need).is_err() {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             // Memory is the persistence domain here: a full fence is the flush.
@@ -255,7 +271,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             } else if let Err(e) = qp.gather(w.sges(), 0, &mut v) {
                 return (local_status(e), 0);
             }
-            return match dst.remote_atomic_write(w.rkey, w.remote_addr, u64::from_ne_bytes(v)) {
+            return match dst.remote_atomic_write(rkey, remote_addr, u64::from_ne_bytes(v)) {
                 Ok(()) => (WcStatus::Success, 8),
                 Err(_) => remote_fail(&dst, WcStatus::RemAccessErr),
             };
@@ -265,7 +281,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
             if dst
-                .remote_check(w.rkey, w.remote_addr, u64::from(len), Access::REMOTE_READ)
+                .remote_check(rkey, remote_addr, u64::from(len), Access::REMOTE_READ)
                 .is_err()
             {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
@@ -273,9 +289,9 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             let mut off = 0usize;
             while off < len as usize {
                 let n = core::cmp::min(CHUNK, len as usize - off);
-                let addr = w.remote_addr + off as u64;
+                let addr = remote_addr + off as u64;
                 if dst
-                    .remote_copy_out(w.rkey, addr, &mut chunk[..n], Access::REMOTE_READ)
+                    .remote_copy_out(rkey, addr, &mut chunk[..n], Access::REMOTE_READ)
                     .is_err()
                 {
                     return remote_fail(&dst, WcStatus::RemAccessErr);
@@ -285,7 +301,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
                 }
                 off += n;
             }
-            if w.opcode == WrOpcode::RdmaReadWithInv && qp.invalidate(w.invalidate_rkey).is_err() {
+            if opcode == WrOpcode::RdmaReadWithInv && qp.invalidate(invalidate).is_err() {
                 return (WcStatus::LocProtErr, 0);
             }
             return (WcStatus::Success, len);
@@ -294,9 +310,12 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
             if !rights.contains(Access::REMOTE_ATOMIC) {
                 return remote_fail(&dst, WcStatus::RemAccessErr);
             }
-            let cmp = w.opcode == WrOpcode::AtomicCmpAndSwp;
-            let (a, b) = (w.compare_add, w.swap);
-            let old = dst.remote_atomic(w.rkey, w.remote_addr, |old| {
+            let (cmp, a, b) = match w.op {
+                WqeOp::CmpAndSwp { compare, swap, .. } => (true, compare, swap),
+                WqeOp::FetchAndAdd { add, .. } => (false, add, 0),
+                _ => return (WcStatus::LocQpOpErr, 0),
+            };
+            let old = dst.remote_atomic(rkey, remote_addr, |old| {
                 if cmp {
                     if old == a {
                         b
@@ -318,8 +337,8 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         _ => {}
     }
     // Everything left consumes a receive WQE.
-    if w.opcode == WrOpcode::SendWithInv {
-        if qp.invalidate(w.invalidate_rkey).is_err() {
+    if opcode == WrOpcode::SendWithInv {
+        if qp.invalidate(invalidate).is_err() {
             return remote_fail(&dst, WcStatus::RemInvReqErr);
         }
     }
@@ -336,22 +355,24 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         port_num: dst.attr().port_num,
         ..Wc::default()
     };
-    let is_send = w.opcode != WrOpcode::RdmaWriteWithImm;
+    let is_send = opcode != WrOpcode::RdmaWriteWithImm;
     let mut base = 0usize;
-    if w.opcode.has_imm() {
+    if opcode.has_imm() {
         wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
-        wc.imm_data = w.imm;
+        wc.imm_data = imm;
     }
-    if w.opcode == WrOpcode::SendWithInv {
+    if opcode == WrOpcode::SendWithInv {
         wc.wc_flags = wc.wc_flags | WcFlags::WITH_INVALIDATE;
-        wc.invalidate_rkey = w.invalidate_rkey;
+        wc.invalidate_rkey = invalidate;
     }
     if !is_send {
         wc.opcode = WcOpcode::RecvRdmaWithImm;
         wc.byte_len = len;
     } else {
         if ud {
-            let Some(ah) = &w.ah else { return lost };
+            let Some(ah) = w.ud.as_ref().map(|d| &d.ah) else {
+                return lost;
+            };
             let av = ah.query();
             let sgid = dev
                 .query_gid(av.port_num, u32::from(av.grh.sgid_index))
