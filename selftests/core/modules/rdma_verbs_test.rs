@@ -45,6 +45,10 @@ use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 mod ktap;
 use ktap::{check, Ktap};
 
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{Opts, Remote, ALL_ACCESS};
+
 module! {
     type: VerbsTest,
     name: "rdma_verbs_test",
@@ -52,13 +56,6 @@ module! {
     description: "Selftest: the verbs object model of rdma_core",
     license: "GPL",
 }
-
-const ALL_ACCESS: Access = Access(
-    Access::LOCAL_WRITE.0
-        | Access::REMOTE_WRITE.0
-        | Access::REMOTE_READ.0
-        | Access::REMOTE_ATOMIC.0,
-);
 
 fn dev(name: &CStr) -> Result<DeviceRef> {
     device::get_by_name(name).ok_or(ENODEV)
@@ -133,63 +130,50 @@ fn av() -> AhAttr {
     }
 }
 
+/// QPs of the software device: a valid value for every attribute
+/// `modify_qp` takes.
+const SWDEV: Opts = Opts {
+    qkey: 0x1111_1111,
+    max_rd_atomic: 4,
+    min_rnr_timer: 12,
+    timeout: 14,
+    ..rc::RC
+};
+
+/// QP `remote` on the device's own port.
+fn peer(remote: u32) -> Remote {
+    Remote {
+        qpn: remote,
+        psn: 0,
+        av: av(),
+    }
+}
+
 /// Valid values for every attribute `modify_qp` takes.
 fn full_attr(state: QpState, remote: u32) -> QpAttr {
-    QpAttr {
-        qp_state: state,
-        path_mtu: Mtu::Mtu1024,
-        qkey: 0x1111_1111,
-        dest_qp_num: remote,
-        qp_access_flags: ALL_ACCESS,
-        ah_attr: av(),
-        pkey_index: 0,
-        max_rd_atomic: 4,
-        max_dest_rd_atomic: 4,
-        min_rnr_timer: 12,
-        port_num: 1,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..QpAttr::default()
-    }
+    rc::qp_attr(&SWDEV, state, &peer(remote))
 }
 
 /// Moves a QP through RESET, INIT, RTR to RTS with the required attributes.
 fn to_rts(qp: &Qp, remote: u32) -> Result {
-    for (cur, next) in [
-        (QpState::Reset, QpState::Init),
-        (QpState::Init, QpState::Rtr),
-        (QpState::Rtr, QpState::Rts),
-    ] {
-        let mask = required_attrs(cur, next, qp.qp_type()).ok_or(EINVAL)? | AttrMask::STATE;
-        qp.modify(&full_attr(next, remote), mask)?;
-    }
-    Ok(())
+    rc::modify_to(qp, &SWDEV, &peer(remote), QpState::Rts)
 }
 
 fn caps(wr: u32) -> QpCap {
     QpCap {
         max_send_wr: wr,
         max_recv_wr: wr,
-        max_send_sge: 4,
-        max_recv_sge: 4,
-        max_inline_data: 128,
+        ..SWDEV.cap
     }
 }
 
 fn new_qp(pd: &Pd, cq: &Cq, t: QpType, wr: u32) -> Result<Qp> {
-    Qp::create(
-        pd.core(),
-        &QpInitAttr {
-            qp_type: t,
-            send_cq: cq.core(),
-            recv_cq: cq.core(),
-            srq: None,
-            cap: caps(wr),
-            sq_sig_all: false,
-            port_num: 1,
-        },
-    )
+    let o = Opts {
+        qp_type: t,
+        cap: caps(wr),
+        ..SWDEV
+    };
+    rc::create_qp(pd, cq, cq, &o)
 }
 
 /// A connected pair of QPs on one device sharing one CQ.

@@ -26,6 +26,9 @@ use rdma::spec::attr::{Gid, Mtu};
 mod ktap;
 use ktap::{check, Ktap};
 
+#[path = "../../lib/rc.rs"]
+mod rc;
+
 #[allow(dead_code)]
 mod peer;
 // The C test peer's binding: the one module with `unsafe`.
