@@ -43,7 +43,7 @@ use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
@@ -2418,50 +2418,44 @@ fn leaked_objects_are_torn_down() -> Result {
     Ok(())
 }
 
+/// Nothing is left on `swdev0` but its CQ pool.
+fn nothing_left_behind() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pooled = d.cq_pool_len() as u32;
+    check(
+        d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0],
+        "swdev0 has no objects but its CQ pool",
+    )
+}
+
+const CASES: &[FnCase<()>] = &[
+    case!(resources_and_destroy_order),
+    case!(qp_state_machine),
+    case!(rc_data_integrity),
+    case!(ud_with_grh),
+    case!(access_violations_and_flush),
+    case!(fast_reg_and_invalidate),
+    case!(memory_windows),
+    case!(extended_opcodes),
+    case!(srq_shared_and_limit),
+    case!(cq_notify_peek_resize_moderation),
+    case!(poll_contexts_and_wr_cqe),
+    case!(drain_qp),
+    case!(cq_pool),
+    case!(one_handler_per_cq),
+    case!(verbs_in_atomic_context),
+    case!(inline_completion_is_caught),
+    case!(leaked_objects_are_torn_down),
+    case!(optional_verbs_report_eopnotsupp),
+    case!(dma_mr),
+    case!(nothing_left_behind),
+];
+
 struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(20);
-        t.case("resources_and_destroy_order", resources_and_destroy_order());
-        t.case("qp_state_machine", qp_state_machine());
-        t.case("rc_data_integrity", rc_data_integrity());
-        t.case("ud_with_grh", ud_with_grh());
-        t.case("access_violations_and_flush", access_violations_and_flush());
-        t.case("fast_reg_and_invalidate", fast_reg_and_invalidate());
-        t.case("memory_windows", memory_windows());
-        t.case("extended_opcodes", extended_opcodes());
-        t.case("srq_shared_and_limit", srq_shared_and_limit());
-        t.case(
-            "cq_notify_peek_resize_moderation",
-            cq_notify_peek_resize_moderation(),
-        );
-        t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());
-        t.case("drain_qp", drain_qp());
-        t.case("cq_pool", cq_pool());
-        t.case("one_handler_per_cq", one_handler_per_cq());
-        t.case("verbs_in_atomic_context", verbs_in_atomic_context());
-        t.case("inline_completion_is_caught", inline_completion_is_caught());
-        t.case(
-            "leaked_objects_are_torn_down",
-            leaked_objects_are_torn_down(),
-        );
-        t.case(
-            "optional_verbs_report_eopnotsupp",
-            optional_verbs_report_eopnotsupp(),
-        );
-        t.case("dma_mr", dma_mr());
-        t.case(
-            "nothing_left_behind",
-            dev(c_str!("swdev0")).and_then(|d| {
-                let pooled = d.cq_pool_len() as u32;
-                check(
-                    d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0],
-                    "swdev0 has no objects but its CQ pool",
-                )
-            }),
-        );
-        t.finish()?;
+        ktap::run(CASES, &mut ())?;
         Ok(VerbsTest)
     }
 }

@@ -38,7 +38,7 @@ use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
@@ -845,43 +845,57 @@ fn v6(net: u8, last: u8) -> Gid {
     Gid(g)
 }
 
+/// The addresses of `rxa` and `rxb`, IPv4 and IPv6.
+struct Ports {
+    a: Port<'static>,
+    b: Port<'static>,
+    a6: Port<'static>,
+    b6: Port<'static>,
+}
+
+const CASES: &[FnCase<Ports>] = &[
+    case!("all_ops_veth", |p| all_ops(p.a, p.b, 1)),
+    case!("all_ops_loopback", |p| all_ops(p.a, p.a, 2)),
+    case!("atomics_veth", |p| atomics(p.a, p.b)),
+    case!("atomics_loopback", |p| atomics(p.b, p.b)),
+    case!("uc_veth", |p| uc(p.a, p.b)),
+    case!("uc_loopback", |p| uc(p.a, p.a)),
+    case!("inline_unsignaled_zero_length", |p| {
+        inline_unsignaled(p.a, p.b)
+    }),
+    case!("many_qps", |p| many_qps(p.a, p.b)),
+    case!("access_errors", |p| access_errors(p.a, p.b)),
+    case!("rnr_retry", |p| rnr(p.a, p.b)),
+    case!("ack_timeout_retransmit", |p| timeouts(p.a, p.b)),
+    case!("flush", |p| flush(p.a, p.b)),
+    case!("destroy_under_traffic", |p| destroy_under_traffic(p.a, p.b)),
+    case!("ipv6", |p| ipv6(p.a6, p.b6)),
+    case!("memory_keys", |p| memory_keys(p.a, p.b)),
+];
+
 struct RxeRcTest;
 
 impl kernel::Module for RxeRcTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let a = Port {
-            name: c_str!("rxa"),
-            gid: Gid::from_ipv4([10, 78, 1, 1]),
+        let mut ports = Ports {
+            a: Port {
+                name: c_str!("rxa"),
+                gid: Gid::from_ipv4([10, 78, 1, 1]),
+            },
+            b: Port {
+                name: c_str!("rxb"),
+                gid: Gid::from_ipv4([10, 78, 1, 2]),
+            },
+            a6: Port {
+                name: c_str!("rxa"),
+                gid: v6(0x79, 1),
+            },
+            b6: Port {
+                name: c_str!("rxb"),
+                gid: v6(0x79, 2),
+            },
         };
-        let b = Port {
-            name: c_str!("rxb"),
-            gid: Gid::from_ipv4([10, 78, 1, 2]),
-        };
-        let a6 = Port {
-            name: c_str!("rxa"),
-            gid: v6(0x79, 1),
-        };
-        let b6 = Port {
-            name: c_str!("rxb"),
-            gid: v6(0x79, 2),
-        };
-        let mut t = Ktap::new(15);
-        t.case("all_ops_veth", all_ops(a, b, 1));
-        t.case("all_ops_loopback", all_ops(a, a, 2));
-        t.case("atomics_veth", atomics(a, b));
-        t.case("atomics_loopback", atomics(b, b));
-        t.case("uc_veth", uc(a, b));
-        t.case("uc_loopback", uc(a, a));
-        t.case("inline_unsignaled_zero_length", inline_unsignaled(a, b));
-        t.case("many_qps", many_qps(a, b));
-        t.case("access_errors", access_errors(a, b));
-        t.case("rnr_retry", rnr(a, b));
-        t.case("ack_timeout_retransmit", timeouts(a, b));
-        t.case("flush", flush(a, b));
-        t.case("destroy_under_traffic", destroy_under_traffic(a, b));
-        t.case("ipv6", ipv6(a6, b6));
-        t.case("memory_keys", memory_keys(a, b));
-        t.finish()?;
+        ktap::run(CASES, &mut ports)?;
         Ok(RxeRcTest)
     }
 }

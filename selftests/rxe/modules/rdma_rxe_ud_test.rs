@@ -29,7 +29,7 @@ use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, Fixture, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
@@ -266,54 +266,54 @@ fn devices_listed(names: &[&CStr]) -> Result {
     Ok(())
 }
 
+/// The two sides of one address family (IPv6 or not), shared by its cases.
+struct Sides(Fixture<bool, (End, End)>);
+
+impl Sides {
+    /// Runs `f` on the sides on IPv6 (fd00:78::1 and fd00:78::2) or IPv4
+    /// (10.78.0.1 and 10.78.0.2).
+    fn with(&mut self, ipv6: bool, f: impl FnOnce(&End, &End) -> Result) -> Result {
+        let (a, b) = self.0.get(ipv6, |ipv6| {
+            let gid = |last: u8| {
+                if ipv6 {
+                    let mut g = [0u8; 16];
+                    g[0] = 0xfd;
+                    g[3] = 0x78;
+                    g[15] = last;
+                    Gid(g)
+                } else {
+                    Gid::from_ipv4([10, 78, 0, last])
+                }
+            };
+            let a = side(c_str!("rxa"), gid(1))?;
+            Ok((a, side(c_str!("rxb"), gid(2))?))
+        })?;
+        f(a, b)
+    }
+}
+
+const V4: bool = false;
+const V6: bool = true;
+
+const CASES: &[FnCase<Sides>] = &[
+    case!("devices_active", |_| {
+        devices_listed(&[c_str!("rxa"), c_str!("rxb")])
+    }),
+    case!("ud_a_to_b", |s| s.with(V4, one_way)),
+    case!("ud_b_to_a", |s| s.with(V4, |a, b| one_way(b, a))),
+    case!("too_long_and_wrong_qkey", |s| {
+        s.with(V4, too_long_and_wrong_qkey)
+    }),
+    case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
+    case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
+    case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
+];
+
 struct RxeUdTest;
 
 impl kernel::Module for RxeUdTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(7);
-        t.case(
-            "devices_active",
-            devices_listed(&[c_str!("rxa"), c_str!("rxb")]),
-        );
-        let sides = side(c_str!("rxa"), Gid::from_ipv4([10, 78, 0, 1]))
-            .and_then(|a| Ok((a, side(c_str!("rxb"), Gid::from_ipv4([10, 78, 0, 2]))?)));
-        match sides {
-            Ok((a, b)) => {
-                t.case("ud_a_to_b", one_way(&a, &b));
-                t.case("ud_b_to_a", one_way(&b, &a));
-                t.case("too_long_and_wrong_qkey", too_long_and_wrong_qkey(&a, &b));
-                t.case("loopback", loopback(&b));
-            }
-            Err(e) => {
-                for name in [
-                    "ud_a_to_b",
-                    "ud_b_to_a",
-                    "too_long_and_wrong_qkey",
-                    "loopback",
-                ] {
-                    t.case(name, Err(e));
-                }
-            }
-        }
-        // The same over IPv6 (fd00:78::1 and fd00:78::2).
-        let v6 = |last: u8| {
-            let mut g = [0u8; 16];
-            g[0] = 0xfd;
-            g[3] = 0x78;
-            g[15] = last;
-            Gid(g)
-        };
-        match side(c_str!("rxa"), v6(1)).and_then(|a| Ok((a, side(c_str!("rxb"), v6(2))?))) {
-            Ok((a, b)) => {
-                t.case("ud_ipv6_a_to_b", one_way(&a, &b));
-                t.case("ud_ipv6_b_to_a", one_way(&b, &a));
-            }
-            Err(e) => {
-                t.case("ud_ipv6_a_to_b", Err(e));
-                t.case("ud_ipv6_b_to_a", Err(e));
-            }
-        }
-        t.finish()?;
+        ktap::run(CASES, &mut Sides(Fixture::new()))?;
         Ok(RxeUdTest)
     }
 }
