@@ -30,7 +30,7 @@ use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortSt
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
 
 module! {
     type: HotplugTest,
@@ -788,37 +788,24 @@ fn hotplug_in_every_order() -> Result {
     check(orders == 2520, "all 2520 orders ran")
 }
 
+const CASES: &[FnCase<()>] = &[
+    case!(order_fifo_add_lifo_remove),
+    case!(client_data_is_typed_and_scoped),
+    case!(lookup_by_name_and_list),
+    case!(unregister_waits_for_usage_refs),
+    case!(events_in_order_from_any_context),
+    case!(concurrent_registration),
+    case!(driver_fence_unregisters_everything),
+    case!(bad_descriptions_are_rejected),
+    case!(ports_and_tables),
+    case!(hotplug_in_every_order),
+];
+
 struct HotplugTest;
 
 impl kernel::Module for HotplugTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(10);
-        t.case("order_fifo_add_lifo_remove", order_fifo_add_lifo_remove());
-        t.case(
-            "client_data_is_typed_and_scoped",
-            client_data_is_typed_and_scoped(),
-        );
-        t.case("lookup_by_name_and_list", lookup_by_name_and_list());
-        t.case(
-            "unregister_waits_for_usage_refs",
-            unregister_waits_for_usage_refs(),
-        );
-        t.case(
-            "events_in_order_from_any_context",
-            events_in_order_from_any_context(),
-        );
-        t.case("concurrent_registration", concurrent_registration());
-        t.case(
-            "driver_fence_unregisters_everything",
-            driver_fence_unregisters_everything(),
-        );
-        t.case(
-            "bad_descriptions_are_rejected",
-            bad_descriptions_are_rejected(),
-        );
-        t.case("ports_and_tables", ports_and_tables());
-        t.case("hotplug_in_every_order", hotplug_in_every_order());
-        t.finish()?;
+        ktap::run(CASES, &mut ())?;
         Ok(HotplugTest)
     }
 }

@@ -19,12 +19,16 @@ use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::Device;
 use rdma::kshim::mem::Buffer;
 use rdma::spec::opcodes::Access;
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use rdma::spec::qp_state::QpState;
 use rdma::verbs::cq::{Cq, PollCtx};
 use rdma::verbs::mr::Mr;
 use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::qp::{Qp, QpCap};
 use rdma::verbs::wr::RecvWr;
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{Opts, Remote};
 
 module! {
     type: UlpTest,
@@ -51,36 +55,26 @@ impl Drop for Objects {
     }
 }
 
+/// The ULP's QP: RC, 8 requests deep, one SGE, no rights granted yet.
+const OPTS: Opts = Opts {
+    access: Access::NONE,
+    cap: QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    },
+    ..rc::RC
+};
+
 fn setup(dev: &Arc<Device>) -> Result<Objects> {
     let pd = Pd::alloc(dev)?;
     let cq = Cq::alloc(dev, 64, PollCtx::Workqueue)?;
     let buf = Buffer::new(4096)?;
     let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, Access::LOCAL_WRITE)?;
-    let qp = Qp::create(
-        pd.core(),
-        &QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: cq.core(),
-            recv_cq: cq.core(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            port_num: 1,
-        },
-    )?;
-    let mask = required_attrs(QpState::Reset, QpState::Init, QpType::Rc).ok_or(EINVAL)?;
-    let attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        ..QpAttr::default()
-    };
-    qp.modify(&attr, mask | AttrMask::STATE)?;
+    let qp = rc::create_qp(&pd, &cq, &cq, &OPTS)?;
+    rc::modify_to(&qp, &OPTS, &Remote::default(), QpState::Init)?;
     let sg = [buf.sge(0, 4096, mr.lkey())?];
     for i in 0..4 {
         qp.post_recv(&[RecvWr {

@@ -43,7 +43,11 @@ use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{Opts, Remote, ALL_ACCESS};
 
 module! {
     type: VerbsTest,
@@ -52,13 +56,6 @@ module! {
     description: "Selftest: the verbs object model of rdma_core",
     license: "GPL",
 }
-
-const ALL_ACCESS: Access = Access(
-    Access::LOCAL_WRITE.0
-        | Access::REMOTE_WRITE.0
-        | Access::REMOTE_READ.0
-        | Access::REMOTE_ATOMIC.0,
-);
 
 fn dev(name: &CStr) -> Result<DeviceRef> {
     device::get_by_name(name).ok_or(ENODEV)
@@ -133,63 +130,50 @@ fn av() -> AhAttr {
     }
 }
 
+/// QPs of the software device: a valid value for every attribute
+/// `modify_qp` takes.
+const SWDEV: Opts = Opts {
+    qkey: 0x1111_1111,
+    max_rd_atomic: 4,
+    min_rnr_timer: 12,
+    timeout: 14,
+    ..rc::RC
+};
+
+/// QP `remote` on the device's own port.
+fn peer(remote: u32) -> Remote {
+    Remote {
+        qpn: remote,
+        psn: 0,
+        av: av(),
+    }
+}
+
 /// Valid values for every attribute `modify_qp` takes.
 fn full_attr(state: QpState, remote: u32) -> QpAttr {
-    QpAttr {
-        qp_state: state,
-        path_mtu: Mtu::Mtu1024,
-        qkey: 0x1111_1111,
-        dest_qp_num: remote,
-        qp_access_flags: ALL_ACCESS,
-        ah_attr: av(),
-        pkey_index: 0,
-        max_rd_atomic: 4,
-        max_dest_rd_atomic: 4,
-        min_rnr_timer: 12,
-        port_num: 1,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..QpAttr::default()
-    }
+    rc::qp_attr(&SWDEV, state, &peer(remote))
 }
 
 /// Moves a QP through RESET, INIT, RTR to RTS with the required attributes.
 fn to_rts(qp: &Qp, remote: u32) -> Result {
-    for (cur, next) in [
-        (QpState::Reset, QpState::Init),
-        (QpState::Init, QpState::Rtr),
-        (QpState::Rtr, QpState::Rts),
-    ] {
-        let mask = required_attrs(cur, next, qp.qp_type()).ok_or(EINVAL)? | AttrMask::STATE;
-        qp.modify(&full_attr(next, remote), mask)?;
-    }
-    Ok(())
+    rc::modify_to(qp, &SWDEV, &peer(remote), QpState::Rts)
 }
 
 fn caps(wr: u32) -> QpCap {
     QpCap {
         max_send_wr: wr,
         max_recv_wr: wr,
-        max_send_sge: 4,
-        max_recv_sge: 4,
-        max_inline_data: 128,
+        ..SWDEV.cap
     }
 }
 
 fn new_qp(pd: &Pd, cq: &Cq, t: QpType, wr: u32) -> Result<Qp> {
-    Qp::create(
-        pd.core(),
-        &QpInitAttr {
-            qp_type: t,
-            send_cq: cq.core(),
-            recv_cq: cq.core(),
-            srq: None,
-            cap: caps(wr),
-            sq_sig_all: false,
-            port_num: 1,
-        },
-    )
+    let o = Opts {
+        qp_type: t,
+        cap: caps(wr),
+        ..SWDEV
+    };
+    rc::create_qp(pd, cq, cq, &o)
 }
 
 /// A connected pair of QPs on one device sharing one CQ.
@@ -2466,50 +2450,44 @@ fn leaked_objects_are_torn_down() -> Result {
     Ok(())
 }
 
+/// Nothing is left on `swdev0` but its CQ pool.
+fn nothing_left_behind() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pooled = d.cq_pool_len() as u32;
+    check(
+        d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0],
+        "swdev0 has no objects but its CQ pool",
+    )
+}
+
+const CASES: &[FnCase<()>] = &[
+    case!(resources_and_destroy_order),
+    case!(qp_state_machine),
+    case!(rc_data_integrity),
+    case!(ud_with_grh),
+    case!(access_violations_and_flush),
+    case!(fast_reg_and_invalidate),
+    case!(memory_windows),
+    case!(extended_opcodes),
+    case!(srq_shared_and_limit),
+    case!(cq_notify_peek_resize_moderation),
+    case!(poll_contexts_and_wr_cqe),
+    case!(drain_qp),
+    case!(cq_pool),
+    case!(one_handler_per_cq),
+    case!(verbs_in_atomic_context),
+    case!(inline_completion_is_caught),
+    case!(leaked_objects_are_torn_down),
+    case!(optional_verbs_report_eopnotsupp),
+    case!(dma_mr),
+    case!(nothing_left_behind),
+];
+
 struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(20);
-        t.case("resources_and_destroy_order", resources_and_destroy_order());
-        t.case("qp_state_machine", qp_state_machine());
-        t.case("rc_data_integrity", rc_data_integrity());
-        t.case("ud_with_grh", ud_with_grh());
-        t.case("access_violations_and_flush", access_violations_and_flush());
-        t.case("fast_reg_and_invalidate", fast_reg_and_invalidate());
-        t.case("memory_windows", memory_windows());
-        t.case("extended_opcodes", extended_opcodes());
-        t.case("srq_shared_and_limit", srq_shared_and_limit());
-        t.case(
-            "cq_notify_peek_resize_moderation",
-            cq_notify_peek_resize_moderation(),
-        );
-        t.case("poll_contexts_and_wr_cqe", poll_contexts_and_wr_cqe());
-        t.case("drain_qp", drain_qp());
-        t.case("cq_pool", cq_pool());
-        t.case("one_handler_per_cq", one_handler_per_cq());
-        t.case("verbs_in_atomic_context", verbs_in_atomic_context());
-        t.case("inline_completion_is_caught", inline_completion_is_caught());
-        t.case(
-            "leaked_objects_are_torn_down",
-            leaked_objects_are_torn_down(),
-        );
-        t.case(
-            "optional_verbs_report_eopnotsupp",
-            optional_verbs_report_eopnotsupp(),
-        );
-        t.case("dma_mr", dma_mr());
-        t.case(
-            "nothing_left_behind",
-            dev(c_str!("swdev0")).and_then(|d| {
-                let pooled = d.cq_pool_len() as u32;
-                check(
-                    d.resource_counts() == [0, pooled, 0, 0, 0, 0, 0],
-                    "swdev0 has no objects but its CQ pool",
-                )
-            }),
-        );
-        t.finish()?;
+        ktap::run(CASES, &mut ())?;
         Ok(VerbsTest)
     }
 }

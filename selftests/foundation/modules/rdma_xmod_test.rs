@@ -26,7 +26,7 @@ use rdma::spec::attr::{LinkLayer, Mtu, NodeType};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
 
 module! {
     type: XmodTest,
@@ -155,111 +155,144 @@ fn client(
     })
 }
 
-fn run(t: &mut Ktap) -> Result {
-    let log = Arc::pin_init(
-        pin_init!(Log { events <- new_mutex!(KVec::new()) }),
-        GFP_KERNEL,
-    )?;
-    let ops = Arc::new(
-        TestOps {
-            calls: AtomicU32::new(0),
-        },
-        GFP_KERNEL,
-    )?;
-
-    let a = client(c_str!("A"), &log, false)?;
-    let driver = Driver::new(c_str!("xmodtest"))?;
-    let dev0 = driver.register_device(&DESC, ops.clone())?;
-    t.case(
-        "device_register_calls_client_add",
-        log.expect(&["A+xmodtest0"]),
-    );
-
-    // Registration read the attributes once (the core caches them).
-    let before = ops.calls.load(Ordering::Relaxed);
-    let attr = dev0.query_device();
-    t.case(
-        "core_calls_provider_ops",
-        check(
-            matches!(
-                attr,
-                Ok(DeviceAttr {
-                    node_guid: GUID,
-                    fw_ver: 7,
-                    max_qp: 64,
-                    ..
-                })
-            ) && ops.calls.load(Ordering::Relaxed) == before + 1
-                && dev0.attr().max_qp == 64,
-            "query_device through the core reaches TestOps",
-        ),
-    );
-
-    let b = client(c_str!("B"), &log, false)?;
-    t.case(
-        "client_register_adds_existing_devices",
-        log.expect(&["B+xmodtest0"]),
-    );
-
-    let dev1 = driver.register_device(&DESC, ops.clone())?;
-    t.case(
-        "name_template_and_add_order",
-        log.expect(&["A+xmodtest1", "B+xmodtest1"]).and(check(
-            dev1.name().as_bytes() == b"xmodtest1",
-            "second device is xmodtest1",
-        )),
-    );
-
-    let c = client(c_str!("C"), &log, true)?;
-    t.case(
-        "failing_add_is_reported",
-        log.expect(&["C!xmodtest0", "C!xmodtest1"]),
-    );
-
-    driver.unregister_device(&dev1);
-    t.case(
-        "device_unregister_removes_in_reverse",
-        log.expect(&["B-xmodtest1", "A-xmodtest1"]),
-    );
-
-    drop(c);
-    t.case("failed_pair_gets_no_remove", log.expect(&[]));
-
-    drop(a);
-    drop(b);
-    driver.unregister_device(&dev0);
-    drop(driver);
-    t.case(
-        "client_unregister_removes",
-        log.expect(&["A-xmodtest0", "B-xmodtest0"]),
-    );
-
-    let lo = NetDevice::get_by_name(c_str!("lo"));
-    t.case(
-        "netdev_lookup_through_bindgen",
-        check(
-            matches!(&lo, Ok(d) if d.name().as_bytes() == b"lo" && d.ifindex() == 1 && d.mtu() == 65536),
-            "lo is ifindex 1 with MTU 65536",
-        ),
-    );
-    drop(lo);
-    t.case(
-        "netdev_lookup_unknown_is_enodev",
-        check(
-            matches!(NetDevice::get_by_name(c_str!("nosuchdev9")), Err(e) if e == ENODEV),
-            "unknown name gives ENODEV",
-        ),
-    );
-    Ok(())
+/// What the cases build and tear down, one step each.
+struct Steps {
+    log: Arc<Log>,
+    ops: Arc<TestOps>,
+    driver: Option<Pin<KBox<Driver>>>,
+    dev0: Option<Arc<Device>>,
+    dev1: Option<Arc<Device>>,
+    a: Option<ClientRegistration<Recorder>>,
+    b: Option<ClientRegistration<Recorder>>,
+    c: Option<ClientRegistration<Recorder>>,
 }
+
+impl Steps {
+    fn new() -> Result<Steps> {
+        Ok(Steps {
+            log: Arc::pin_init(
+                pin_init!(Log { events <- new_mutex!(KVec::new()) }),
+                GFP_KERNEL,
+            )?,
+            ops: Arc::new(
+                TestOps {
+                    calls: AtomicU32::new(0),
+                },
+                GFP_KERNEL,
+            )?,
+            driver: None,
+            dev0: None,
+            dev1: None,
+            a: None,
+            b: None,
+            c: None,
+        })
+    }
+
+    fn driver(&self) -> Result<&Driver> {
+        self.driver.as_deref().ok_or(ENODEV)
+    }
+}
+
+fn device_register_calls_client_add(s: &mut Steps) -> Result {
+    s.a = Some(client(c_str!("A"), &s.log, false)?);
+    s.driver = Some(Driver::new(c_str!("xmodtest"))?);
+    s.dev0 = Some(s.driver()?.register_device(&DESC, s.ops.clone())?);
+    s.log.expect(&["A+xmodtest0"])
+}
+
+fn core_calls_provider_ops(s: &mut Steps) -> Result {
+    let dev0 = s.dev0.as_ref().ok_or(ENODEV)?;
+    // Registration read the attributes once (the core caches them).
+    let before = s.ops.calls.load(Ordering::Relaxed);
+    let attr = dev0.query_device();
+    check(
+        matches!(
+            attr,
+            Ok(DeviceAttr {
+                node_guid: GUID,
+                fw_ver: 7,
+                max_qp: 64,
+                ..
+            })
+        ) && s.ops.calls.load(Ordering::Relaxed) == before + 1
+            && dev0.attr().max_qp == 64,
+        "query_device through the core reaches TestOps",
+    )
+}
+
+fn client_register_adds_existing_devices(s: &mut Steps) -> Result {
+    s.b = Some(client(c_str!("B"), &s.log, false)?);
+    s.log.expect(&["B+xmodtest0"])
+}
+
+fn name_template_and_add_order(s: &mut Steps) -> Result {
+    let dev1 = s.driver()?.register_device(&DESC, s.ops.clone())?;
+    let named = dev1.name().as_bytes() == b"xmodtest1";
+    s.dev1 = Some(dev1);
+    s.log
+        .expect(&["A+xmodtest1", "B+xmodtest1"])
+        .and(check(named, "second device is xmodtest1"))
+}
+
+fn failing_add_is_reported(s: &mut Steps) -> Result {
+    s.c = Some(client(c_str!("C"), &s.log, true)?);
+    s.log.expect(&["C!xmodtest0", "C!xmodtest1"])
+}
+
+fn device_unregister_removes_in_reverse(s: &mut Steps) -> Result {
+    s.driver()?
+        .unregister_device(s.dev1.as_ref().ok_or(ENODEV)?);
+    s.log.expect(&["B-xmodtest1", "A-xmodtest1"])
+}
+
+fn failed_pair_gets_no_remove(s: &mut Steps) -> Result {
+    drop(s.c.take());
+    s.log.expect(&[])
+}
+
+fn client_unregister_removes(s: &mut Steps) -> Result {
+    drop(s.a.take());
+    drop(s.b.take());
+    let driver = s.driver.take().ok_or(ENODEV)?;
+    driver.unregister_device(s.dev0.as_ref().ok_or(ENODEV)?);
+    drop(driver);
+    s.log.expect(&["A-xmodtest0", "B-xmodtest0"])
+}
+
+fn netdev_lookup_through_bindgen() -> Result {
+    let lo = NetDevice::get_by_name(c_str!("lo"));
+    check(
+        matches!(&lo, Ok(d) if d.name().as_bytes() == b"lo" && d.ifindex() == 1 && d.mtu() == 65536),
+        "lo is ifindex 1 with MTU 65536",
+    )
+}
+
+fn netdev_lookup_unknown_is_enodev() -> Result {
+    check(
+        matches!(NetDevice::get_by_name(c_str!("nosuchdev9")), Err(e) if e == ENODEV),
+        "unknown name gives ENODEV",
+    )
+}
+
+const CASES: &[FnCase<Steps>] = &[
+    case!(device_register_calls_client_add(_)),
+    case!(core_calls_provider_ops(_)),
+    case!(client_register_adds_existing_devices(_)),
+    case!(name_template_and_add_order(_)),
+    case!(failing_add_is_reported(_)),
+    case!(device_unregister_removes_in_reverse(_)),
+    case!(failed_pair_gets_no_remove(_)),
+    case!(client_unregister_removes(_)),
+    case!(netdev_lookup_through_bindgen),
+    case!(netdev_lookup_unknown_is_enodev),
+];
 
 struct XmodTest;
 
 impl kernel::Module for XmodTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(10);
-        run(&mut t)?;
-        t.finish()?;
+        ktap::run(CASES, &mut Steps::new()?)?;
         Ok(XmodTest)
     }
 }

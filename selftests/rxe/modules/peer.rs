@@ -12,26 +12,20 @@
 //! buffer registered for local access (and, on RC, remote read, write and
 //! atomics). Work requests name places in the buffer by offset.
 
-use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Arc;
 
-use rdma::device::{self, DeviceRef};
-use rdma::kshim::mem::Buffer;
 use rdma::spec::attr::{Gid, Mtu};
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags};
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::verbs::cq::Cq;
-use rdma::verbs::mr::Mr;
-use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::spec::qp_state::{QpState, QpType};
+use rdma::verbs::ah::Ah;
+use rdma::verbs::qp::QpCap;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
 
 use crate::cpeer_sys::CPeer;
 pub(crate) use crate::cpeer_sys::{Completion, Op, Wr};
+use crate::rc::{self, End, Opts, Port, Remote};
 
 /// The Q_Key both stacks' UD endpoints use (rxe_cpeer's `QKEY`).
 pub(crate) const QKEY: u32 = 0x1111_1111;
@@ -120,78 +114,48 @@ pub(crate) trait Endpoint {
 
 /// An endpoint on our stack. Fields in destruction order.
 pub(crate) struct Ours {
+    /// The address handle of a UD peer.
     ah: Option<Ah>,
-    qp: Qp,
-    mr: Mr,
-    scq: Cq,
-    rcq: Cq,
-    pd: Pd,
-    buf: Arc<Buffer>,
-    dev: DeviceRef,
-    gid: Gid,
-    ud: bool,
+    end: End,
     remote_qpn: u32,
 }
 
 impl Ours {
     /// An endpoint on device `name`, whose address is `gid`.
     pub(crate) fn new(name: &CStr, gid: Gid, ud: bool, len: usize, depth: u32) -> Result<Ours> {
-        let dev = device::get_by_name(name).ok_or(ENODEV)?;
-        let pd = Pd::alloc(dev.arc())?;
-        let scq = Cq::create(dev.arc(), depth + 1, None)?;
-        let rcq = Cq::create(dev.arc(), depth, None)?;
-        let qp = Qp::create(
-            pd.core(),
-            &QpInitAttr {
-                qp_type: if ud { QpType::Ud } else { QpType::Rc },
-                send_cq: scq.core(),
-                recv_cq: rcq.core(),
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: depth,
-                    max_recv_wr: depth,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                port_num: 1,
+        let o = Opts {
+            qp_type: if ud { QpType::Ud } else { QpType::Rc },
+            access: Access(
+                Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0,
+            ),
+            mr_access: if ud {
+                Access::LOCAL_WRITE
+            } else {
+                rc::ALL_ACCESS
             },
-        )?;
-        let buf = Buffer::new(len)?;
-        let access = if ud {
-            Access::LOCAL_WRITE
-        } else {
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+            buf_len: len,
+            cqe: depth + 1,
+            recv_cqe: Some(depth),
+            cap: QpCap {
+                max_send_wr: depth,
+                max_recv_wr: depth,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            timeout: ACK_TIMEOUT,
+            qkey: QKEY,
+            ..rc::RC
         };
-        let mr = Mr::reg_buffer(pd.core(), &buf, 0, len, access)?;
         Ok(Ours {
             ah: None,
-            qp,
-            mr,
-            scq,
-            rcq,
-            pd,
-            buf,
-            dev,
-            gid,
-            ud,
+            end: End::new(Port { name, gid }, &o)?,
             remote_qpn: 0,
         })
     }
 
-    fn av(&self, peer: &Info) -> Result<AhAttr> {
-        let (_, sgid_index) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
-        Ok(AhAttr {
-            port_num: 1,
-            grh: GlobalRoute {
-                dgid: peer.gid,
-                sgid_index: sgid_index as u8,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            },
-            ..AhAttr::default()
-        })
+    fn ud(&self) -> bool {
+        self.end.opts.qp_type == QpType::Ud
     }
 }
 
@@ -210,48 +174,27 @@ fn completion(wc: &Wc) -> Completion {
 impl Endpoint for Ours {
     fn info(&self) -> Info {
         Info {
-            addr: self.buf.addr(0),
-            rkey: if self.ud { 0 } else { self.mr.rkey() },
-            qpn: self.qp.qpn(),
-            gid: self.gid,
+            addr: self.end.buf.addr(0),
+            rkey: if self.ud() { 0 } else { self.end.mr.rkey() },
+            qpn: self.end.qp.qpn(),
+            gid: self.end.gid,
         }
     }
 
     fn connect(&mut self, peer: &Info, sq_psn: u32, rq_psn: u32, mtu: Mtu) -> Result {
-        let qp_type = if self.ud { QpType::Ud } else { QpType::Rc };
-        let attr = QpAttr {
-            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-            port_num: 1,
-            qkey: QKEY,
+        let o = Opts {
+            psn: sq_psn,
             path_mtu: mtu,
-            dest_qp_num: peer.qpn,
-            rq_psn,
-            sq_psn,
-            max_rd_atomic: 16,
-            max_dest_rd_atomic: 16,
-            min_rnr_timer: 1,
-            timeout: ACK_TIMEOUT,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            ah_attr: self.av(peer)?,
-            ..QpAttr::default()
+            ..self.end.opts
         };
-        for (cur, next) in [
-            (QpState::Reset, QpState::Init),
-            (QpState::Init, QpState::Rtr),
-            (QpState::Rtr, QpState::Rts),
-        ] {
-            let mask = required_attrs(cur, next, qp_type).ok_or(EINVAL)? | AttrMask::STATE;
-            self.qp.modify(
-                &QpAttr {
-                    qp_state: next,
-                    ..attr
-                },
-                mask,
-            )?;
-        }
-        if self.ud {
-            self.ah = Some(Ah::create(self.pd.core(), &self.av(peer)?)?);
+        let remote = Remote {
+            qpn: peer.qpn,
+            psn: rq_psn,
+            av: self.end.av(peer.gid)?,
+        };
+        rc::modify_to(&self.end.qp, &o, &remote, QpState::Rts)?;
+        if self.ud() {
+            self.ah = Some(self.end.ah(peer.gid)?);
             self.remote_qpn = peer.qpn;
         }
         Ok(())
@@ -281,9 +224,7 @@ impl Endpoint for Ours {
                 add: wr.compare_add,
             },
         };
-        let sg = [self
-            .buf
-            .sge(wr.offset as usize, wr.length, self.mr.lkey())?];
+        let sg = [self.end.sge(wr.offset as usize, wr.length as usize)?];
         let mut swr = SendWr::new(wr.wr_id, op, &sg);
         if wr.signaled == 0 {
             swr.flags = SendFlags::NONE;
@@ -295,12 +236,13 @@ impl Endpoint for Ours {
                 remote_qkey: QKEY,
             });
         }
-        self.qp.post_send(&[swr]).map_err(|(_, e)| e)
+        self.end.qp.post_send(&[swr]).map_err(|(_, e)| e)
     }
 
     fn post_recv(&self, wr_id: u64, offset: u32, length: u32) -> Result {
-        let sg = [self.buf.sge(offset as usize, length, self.mr.lkey())?];
-        self.qp
+        let sg = [self.end.sge(offset as usize, length as usize)?];
+        self.end
+            .qp
             .post_recv(&[RecvWr {
                 wr_id,
                 cqe: None,
@@ -312,7 +254,12 @@ impl Endpoint for Ours {
     fn poll(&self, recv: bool, out: &mut [Completion]) -> usize {
         let mut wc: [Wc; 8] = Default::default();
         let n = out.len().min(wc.len());
-        let got = if recv { &self.rcq } else { &self.scq }.poll(&mut wc[..n]);
+        let got = if recv {
+            self.end.recv_cq()
+        } else {
+            &self.end.cq
+        }
+        .poll(&mut wc[..n]);
         for (o, w) in out.iter_mut().zip(&wc[..got]) {
             *o = completion(w);
         }
@@ -320,11 +267,11 @@ impl Endpoint for Ours {
     }
 
     fn write(&self, offset: usize, data: &[u8]) -> Result {
-        self.buf.write(offset, data)
+        self.end.buf.write(offset, data)
     }
 
     fn read(&self, offset: usize, out: &mut [u8]) -> Result {
-        self.buf.read(offset, out)
+        self.end.buf.read(offset, out)
     }
 }
 

@@ -37,6 +37,9 @@ use kernel::time::Ktime;
 use rdma::kshim::testing;
 use rdma::spec::attr::{Gid, Mtu};
 
+#[path = "../../lib/rc.rs"]
+mod rc;
+
 #[allow(dead_code)]
 mod peer;
 // The C test peer's binding: the one module with `unsafe`.

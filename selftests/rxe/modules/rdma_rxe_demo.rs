@@ -10,25 +10,21 @@
 #![forbid(unsafe_code)]
 
 use kernel::c_str;
-use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
-use kernel::str::CStr;
-use kernel::sync::Arc;
 use kernel::time::{ktime_ms_delta, Ktime};
 
-use rdma::device::{self, DeviceRef};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
-use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcStatus};
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::ah::{AhAttr, GlobalRoute};
-use rdma::verbs::cq::Cq;
-use rdma::verbs::mr::Mr;
-use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::qp::QpCap;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{SendOp, SendWr};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{End, Opts, Port};
 
 module! {
     type: RxeDemo,
@@ -40,89 +36,24 @@ module! {
 
 const LEN: usize = 1 << 20;
 
-/// One end: fields in destruction order.
-struct End {
-    qp: Qp,
-    mr: Mr,
-    cq: Cq,
-    _pd: Pd,
-    buf: Arc<Buffer>,
-    dev: DeviceRef,
-    gid: Gid,
-}
-
-fn end(name: &CStr, gid: Gid) -> Result<End> {
-    let dev = device::get_by_name(name).ok_or(ENODEV)?;
-    let pd = Pd::alloc(dev.arc())?;
-    let cq = Cq::create(dev.arc(), 16, None)?;
-    let qp = Qp::create(
-        pd.core(),
-        &QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: cq.core(),
-            recv_cq: cq.core(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: true,
-            port_num: 1,
-        },
-    )?;
-    let buf = Buffer::new(LEN)?;
-    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
-    let mr = Mr::reg_buffer(pd.core(), &buf, 0, LEN, access)?;
-    Ok(End {
-        qp,
-        mr,
-        cq,
-        _pd: pd,
-        buf,
-        dev,
-        gid,
-    })
-}
-
-fn connect(e: &End, peer: &End) -> Result {
-    let (_, sgid_index) = e.dev.find_gid_on_port(1, &e.gid).ok_or(ENODEV)?;
-    let attr = |next| QpAttr {
-        qp_state: next,
-        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
-        port_num: 1,
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: peer.qp.qpn(),
-        max_rd_atomic: 1,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 1,
-        timeout: 16,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ah_attr: AhAttr {
-            port_num: 1,
-            grh: GlobalRoute {
-                dgid: peer.gid,
-                sgid_index: sgid_index as u8,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            },
-            ..AhAttr::default()
-        },
-        ..QpAttr::default()
-    };
-    for (cur, next) in [
-        (QpState::Reset, QpState::Init),
-        (QpState::Init, QpState::Rtr),
-        (QpState::Rtr, QpState::Rts),
-    ] {
-        let mask = required_attrs(cur, next, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
-        e.qp.modify(&attr(next), mask)?;
-    }
-    Ok(())
-}
+/// Each end: four requests deep, every one signaled, one SGE, one READ
+/// outstanding, no atomics, a buffer of one message.
+const OPTS: Opts = Opts {
+    access: Access(Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0),
+    mr_access: rc::RW_ACCESS,
+    buf_len: LEN,
+    cqe: 16,
+    cap: QpCap {
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    },
+    sq_sig_all: true,
+    max_rd_atomic: 1,
+    ..rc::RC
+};
 
 /// Posts one request on `e` and waits for its completion: the time it
 /// took in microseconds.
@@ -189,10 +120,17 @@ fn summary(what: &str, us: i64, verified: bool) {
 }
 
 fn demo() -> Result {
-    let a = end(c_str!("rxa"), Gid::from_ipv4([10, 78, 3, 1]))?;
-    let b = end(c_str!("rxb"), Gid::from_ipv4([10, 78, 3, 2]))?;
-    connect(&a, &b)?;
-    connect(&b, &a)?;
+    let (a, b) = rc::pair(
+        Port {
+            name: c_str!("rxa"),
+            gid: Gid::from_ipv4([10, 78, 3, 1]),
+        },
+        Port {
+            name: c_str!("rxb"),
+            gid: Gid::from_ipv4([10, 78, 3, 2]),
+        },
+        &OPTS,
+    )?;
     pr_info!(
         "rxe demo: RC QP {} on rxa (10.78.3.1) <-> QP {} on rxb (10.78.3.2), path MTU 1024\n",
         a.qp.qpn(),

@@ -24,7 +24,10 @@ use rdma::spec::attr::{Gid, Mtu};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{check, Case, Fixture};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
 
 #[allow(dead_code)]
 mod peer;
@@ -275,67 +278,89 @@ const UD_CASES: [(&str, bool, usize); 3] = [
 
 const DIRECTIONS: [&str; 2] = ["theirs_to_ours", "ours_to_theirs"];
 
-fn case_name(name: &str, dir: &str) -> Result<CString> {
-    CString::try_from_fmt(fmt!("{}_{}", name, dir))
+/// What a case runs.
+#[derive(Clone, Copy)]
+enum What {
+    /// `RC_CASES[i]`.
+    Rc(usize),
+    /// Both atomics.
+    Atomics,
+    /// `UD_CASES[i]`.
+    Ud(usize),
 }
 
-fn report(t: &mut Ktap, name: &str, dir: &str, r: Result) {
-    match case_name(name, dir) {
-        Ok(n) => t.case(n.to_str().unwrap_or(name), r),
-        Err(e) => t.case(name, Err(e)),
+/// One case of the table: what, and which way (`DIRECTIONS[dir]`).
+struct Step {
+    name: CString,
+    what: What,
+    dir: usize,
+}
+
+impl Step {
+    fn new(name: &str, what: What, dir: usize) -> Result<Step> {
+        Ok(Step {
+            name: CString::try_from_fmt(fmt!("{}_{}", name, DIRECTIONS[dir]))?,
+            what,
+            dir,
+        })
     }
 }
 
-fn rc(t: &mut Ktap) {
-    let p = pair(false);
-    for (d, dir) in DIRECTIONS.iter().enumerate() {
-        for (i, (name, op, len)) in RC_CASES.iter().enumerate() {
-            let r = p.as_ref().map_err(|e| *e).and_then(|p| {
-                let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if d == 0 {
-                    (&p.theirs, &p.ours)
-                } else {
-                    (&p.ours, &p.theirs)
-                };
-                rc_transfer(req, resp, *op, *len, (d * 16 + i + 1) as u8)
-            });
-            report(t, name, dir, r);
-        }
-        let r = p.as_ref().map_err(|e| *e).and_then(|p| {
-            if d == 0 {
-                rc_atomics(&p.theirs, &p.ours)
-            } else {
-                rc_atomics(&p.ours, &p.theirs)
+/// The context of the cases: the RC or UD pair (`true`: UD).
+type Pairs = Fixture<bool, Pair<Ours, Theirs>>;
+
+impl Case<Pairs> for Step {
+    fn name(&self) -> &str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    fn run(&self, pairs: &mut Pairs) -> Result {
+        let d = self.dir;
+        let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
+        // The requester, then the responder.
+        let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if d == 0 {
+            (&p.theirs, &p.ours)
+        } else {
+            (&p.ours, &p.theirs)
+        };
+        match self.what {
+            What::Rc(i) => {
+                let (_, op, len) = RC_CASES[i];
+                rc_transfer(req, resp, op, len, (d * 16 + i + 1) as u8)
             }
-        });
-        report(t, "rc_atomics", dir, r);
+            What::Atomics => rc_atomics(req, resp),
+            What::Ud(i) => {
+                let (_, imm, len) = UD_CASES[i];
+                let seed = if d == 0 { 40 + i } else { 50 + i };
+                ud_send(req, resp, imm, len, seed as u8)
+            }
+        }
     }
 }
 
-fn ud(t: &mut Ktap) {
-    let p = pair(true);
-    for (d, dir) in DIRECTIONS.iter().enumerate() {
-        for (i, (name, imm, len)) in UD_CASES.iter().enumerate() {
-            let r = p.as_ref().map_err(|e| *e).and_then(|p| {
-                if d == 0 {
-                    ud_send(&p.theirs, &p.ours, *imm, *len, (40 + i) as u8)
-                } else {
-                    ud_send(&p.ours, &p.theirs, *imm, *len, (50 + i) as u8)
-                }
-            });
-            report(t, name, dir, r);
+/// Every case: RC each way (each operation, then the atomics), then UD
+/// each way.
+fn cases() -> Result<KVec<Step>> {
+    let mut v = KVec::new();
+    for dir in 0..DIRECTIONS.len() {
+        for (i, (name, _, _)) in RC_CASES.iter().enumerate() {
+            v.push(Step::new(name, What::Rc(i), dir)?, GFP_KERNEL)?;
+        }
+        v.push(Step::new("rc_atomics", What::Atomics, dir)?, GFP_KERNEL)?;
+    }
+    for dir in 0..DIRECTIONS.len() {
+        for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
+            v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;
         }
     }
+    Ok(v)
 }
 
 struct RxeInteropTest;
 
 impl kernel::Module for RxeInteropTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let planned = 2 * (RC_CASES.len() + 1 + UD_CASES.len());
-        let mut t = Ktap::new(planned as u32);
-        rc(&mut t);
-        ud(&mut t);
-        t.finish()?;
+        ktap::run(&cases()?, &mut Pairs::new())?;
         Ok(RxeInteropTest)
     }
 }

@@ -19,28 +19,30 @@
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::sync::{new_spinlock, Arc, SpinLock};
 use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::device::event::{Element, Event, EventHandler, EventKind};
-use rdma::device::{self, Device, DeviceRef};
+use rdma::device::{self, Device};
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::testing;
-use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::ah::{AhAttr, GlobalRoute};
-use rdma::verbs::cq::{Cq, CqCore};
+use rdma::spec::qp_state::{AttrMask, QpState, QpType};
+use rdma::verbs::cq::CqCore;
 use rdma::verbs::mr::{BufSlice, Mr};
-use rdma::verbs::pd::{Pd, PdFlags};
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::verbs::pd::PdFlags;
+use rdma::verbs::qp::QpAttr;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, FnCase};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{pair, End, Opts, Port};
 
 module! {
     type: RxeRcTest,
@@ -59,174 +61,13 @@ const PSN: u32 = 0xff_fff0;
 /// How long a completion may take (ms): a TCG guest is slow.
 const WAIT_MS: u32 = 20_000;
 
-/// A device and the address a test uses on it.
-#[derive(Clone, Copy)]
-struct Port<'a> {
-    name: &'a CStr,
-    gid: Gid,
-}
-
-/// One end of a connection: PD, CQ, QP, a registered buffer (fields in
-/// destruction order).
-struct End {
-    qp: Qp,
-    mr: Mr,
-    cq: Cq,
-    pd: Pd,
-    buf: Arc<Buffer>,
-    dev: DeviceRef,
-    gid: Gid,
-}
-
-/// How a connection is set up.
-#[derive(Clone, Copy)]
-struct Opts {
-    qp_type: QpType,
-    /// Rights the QP grants its peer.
-    access: Access,
-    /// Rights of the buffer's MR.
-    mr_access: Access,
-    timeout: u8,
-    retry_cnt: u8,
-    rnr_retry: u8,
-    min_rnr_timer: u8,
-    wr: u32,
-    /// The PD has a global key (`UNSAFE_GLOBAL_RKEY`).
-    global_rkey: bool,
-}
-
-fn all_remote() -> Access {
-    Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
-}
-
-impl Default for Opts {
-    fn default() -> Self {
-        Opts {
-            qp_type: QpType::Rc,
-            access: all_remote(),
-            mr_access: all_remote(),
-            // About a quarter of a second.
-            timeout: 16,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            // 0.01 ms.
-            min_rnr_timer: 1,
-            wr: 64,
-            global_rkey: false,
-        }
-    }
-}
-
-impl End {
-    fn new(port: Port<'_>, o: &Opts) -> Result<End> {
-        let dev = device::get_by_name(port.name).ok_or(ENODEV)?;
-        let flags = if o.global_rkey {
-            PdFlags::UNSAFE_GLOBAL_RKEY
-        } else {
-            PdFlags::NONE
-        };
-        let pd = Pd::alloc_with(dev.arc(), flags)?;
-        let cq = Cq::create(dev.arc(), 1024, None)?;
-        let qp = Qp::create(
-            pd.core(),
-            &QpInitAttr {
-                qp_type: o.qp_type,
-                send_cq: cq.core(),
-                recv_cq: cq.core(),
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: o.wr,
-                    max_recv_wr: o.wr,
-                    max_send_sge: 4,
-                    max_recv_sge: 4,
-                    max_inline_data: 128,
-                },
-                sq_sig_all: false,
-                port_num: 1,
-            },
-        )?;
-        let buf = Buffer::new(BUF)?;
-        let mr = Mr::reg_buffer(pd.core(), &buf, 0, BUF, o.mr_access)?;
-        Ok(End {
-            dev,
-            gid: port.gid,
-            pd,
-            cq,
-            qp,
-            buf,
-            mr,
-        })
-    }
-
-    fn gid_index(&self) -> Result<u8> {
-        let (_, i) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
-        Ok(i as u8)
-    }
-
-    /// Moves the QP to `upto` (INIT, RTR or RTS) towards `peer`.
-    fn connect(&self, peer: &End, o: &Opts, upto: QpState) -> Result {
-        let t = o.qp_type;
-        let attr = |next: QpState| -> Result<QpAttr> {
-            Ok(QpAttr {
-                qp_state: next,
-                qp_access_flags: o.access,
-                port_num: 1,
-                pkey_index: 0,
-                path_mtu: Mtu::Mtu1024,
-                dest_qp_num: peer.qp.qpn(),
-                rq_psn: PSN,
-                sq_psn: PSN,
-                max_rd_atomic: 16,
-                max_dest_rd_atomic: 16,
-                min_rnr_timer: o.min_rnr_timer,
-                timeout: o.timeout,
-                retry_cnt: o.retry_cnt,
-                rnr_retry: o.rnr_retry,
-                ah_attr: AhAttr {
-                    port_num: 1,
-                    grh: GlobalRoute {
-                        dgid: peer.gid,
-                        sgid_index: self.gid_index()?,
-                        hop_limit: 64,
-                        ..GlobalRoute::default()
-                    },
-                    ..AhAttr::default()
-                },
-                ..QpAttr::default()
-            })
-        };
-        let mut cur = self.qp.query()?.qp_state;
-        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            if next as u32 <= cur as u32 {
-                continue;
-            }
-            let mask = required_attrs(cur, next, t).ok_or(EINVAL)? | AttrMask::STATE;
-            self.qp.modify(&attr(next)?, mask)?;
-            cur = next;
-            if next == upto {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn sge(&self, off: usize, len: usize) -> Result<Sge> {
-        self.buf.sge(off, len as u32, self.mr.lkey())
-    }
-
-    fn state(&self) -> Result<QpState> {
-        Ok(self.qp.query()?.qp_state)
-    }
-}
-
-/// A connected pair.
-fn pair(a: Port<'_>, b: Port<'_>, o: &Opts) -> Result<(End, End)> {
-    let x = End::new(a, o)?;
-    let y = End::new(b, o)?;
-    x.connect(&y, o, QpState::Rts)?;
-    y.connect(&x, o, QpState::Rts)?;
-    Ok((x, y))
-}
+/// Every end of this test: a buffer for the largest message at an
+/// unaligned offset, and send PSNs that cross the 24-bit wrap.
+const OPTS: Opts = Opts {
+    buf_len: BUF,
+    psn: PSN,
+    ..rc::RC
+};
 
 fn poll(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
     let mut got = KVec::new();
@@ -445,7 +286,7 @@ fn transfer(x: &End, y: &End, op: Op, len: usize, seed: u32) -> Result {
 
 /// Every operation, sizes from 0 to 1 MiB.
 fn all_ops(a: Port<'_>, b: Port<'_>, seed: u32) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     let mut rng = Rng(seed);
     let fixed = [0usize, 1, 1023, 1024, 1025, 3 * 1024 + 5, MIB];
     for op in [Op::Send, Op::SendImm, Op::Write, Op::WriteImm, Op::Read] {
@@ -466,7 +307,7 @@ fn all_ops(a: Port<'_>, b: Port<'_>, seed: u32) -> Result {
 
 /// Compare-and-swap and fetch-and-add, both outcomes.
 fn atomics(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     let target = 4096usize;
     y.buf.write(target, &100u64.to_ne_bytes())?;
     let remote_addr = y.buf.addr(target);
@@ -524,7 +365,7 @@ fn atomics(a: Port<'_>, b: Port<'_>) -> Result {
 fn uc(a: Port<'_>, b: Port<'_>) -> Result {
     let o = Opts {
         qp_type: QpType::Uc,
-        ..Opts::default()
+        ..OPTS
     };
     let (x, y) = pair(a, b, &o)?;
     for (i, len) in [0usize, 1, 1024, 5000, 65_536].into_iter().enumerate() {
@@ -537,7 +378,7 @@ fn uc(a: Port<'_>, b: Port<'_>) -> Result {
 
 /// Inline data, unsignaled requests, solicited events, zero-length SEND.
 fn inline_unsignaled(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     fill_pattern(&x.buf, 0, 100, 9)?;
     y.buf.fill(0, 4096, 0)?;
     let rs = [y.sge(0, 4096)?];
@@ -590,7 +431,7 @@ fn many_qps(a: Port<'_>, b: Port<'_>) -> Result {
     const LEN: usize = 64 * 1024;
     let mut pairs = KVec::new();
     for _ in 0..N {
-        pairs.push(pair(a, b, &Opts::default())?, GFP_KERNEL)?;
+        pairs.push(pair(a, b, &OPTS)?, GFP_KERNEL)?;
     }
     for (i, (x, y)) in pairs.iter().enumerate() {
         for k in 0..4 {
@@ -674,7 +515,7 @@ fn wait_event(ev: &QpEvents, kind: EventKind, qpn: u32) -> Result {
 }
 
 fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
-    let o = Opts::default();
+    let o = OPTS;
     let ev = Arc::pin_init(
         pin_init!(QpEvents {
             seen <- new_spinlock!(KVec::new(), "QpEvents::seen"),
@@ -739,7 +580,7 @@ fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
 
 /// RNR: retried until a receive is posted; with a limit, exhausted.
 fn rnr(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     let sg = [x.sge(0, 3000)?];
     fill_pattern(&x.buf, 0, 3000, 5)?;
     x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
@@ -758,7 +599,7 @@ fn rnr(a: Port<'_>, b: Port<'_>) -> Result {
     check(same(&x.buf, 0, &y.buf, 0, 3000)?, "data after RNR")?;
     let limited = Opts {
         rnr_retry: 2,
-        ..Opts::default()
+        ..OPTS
     };
     let (x, _y) = pair(a, b, &limited)?;
     x.qp.post_send(&[SendWr::new(3, SendOp::Send, &sg[..0])])
@@ -774,13 +615,13 @@ fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
     let o = Opts {
         // About 67 ms.
         timeout: 14,
-        ..Opts::default()
+        ..OPTS
     };
     let x = End::new(a, &o)?;
     let y = End::new(b, &o)?;
-    x.connect(&y, &o, QpState::Rts)?;
+    x.connect(&y, QpState::Rts)?;
     // y stays in INIT for now: it drops what arrives.
-    y.connect(&x, &o, QpState::Init)?;
+    y.connect(&x, QpState::Init)?;
     fill_pattern(&x.buf, 0, 5000, 3)?;
     let sg = [x.sge(0, 5000)?];
     let w = SendWr::new(
@@ -793,7 +634,7 @@ fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
     );
     x.qp.post_send(&[w]).map_err(|(_, e)| e)?;
     testing::msleep(150);
-    y.connect(&x, &o, QpState::Rts)?;
+    y.connect(&x, QpState::Rts)?;
     expect(&x.cq, 1, WcStatus::Success, None)?;
     check(
         same(&x.buf, 0, &y.buf, 0, 5000)?,
@@ -802,8 +643,8 @@ fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
     let once = Opts { retry_cnt: 1, ..o };
     let x = End::new(a, &once)?;
     let y = End::new(b, &once)?;
-    x.connect(&y, &once, QpState::Rts)?;
-    y.connect(&x, &once, QpState::Init)?;
+    x.connect(&y, QpState::Rts)?;
+    y.connect(&x, QpState::Init)?;
     x.qp.post_send(&[SendWr::new(2, SendOp::Send, &sg[..0])])
         .map_err(|(_, e)| e)?;
     expect(&x.cq, 2, WcStatus::RetryExcErr, None)?;
@@ -812,7 +653,7 @@ fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
 
 /// Moving to the error state flushes outstanding requests, in order.
 fn flush(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     let rs = [y.sge(0, 64)?];
     for id in 0..8 {
         y.qp.post_recv(&[RecvWr {
@@ -872,7 +713,7 @@ fn destroy_under_traffic(a: Port<'_>, b: Port<'_>) -> Result {
     let dev = device::get_by_name(a.name).ok_or(ENODEV)?;
     let before = dev.resource_counts();
     for round in 0..4 {
-        let (x, y) = pair(a, b, &Opts::default())?;
+        let (x, y) = pair(a, b, &OPTS)?;
         let sg = [x.sge(0, MIB)?];
         for id in 0..16u64 {
             let op = if id % 2 == 0 {
@@ -906,7 +747,7 @@ fn destroy_under_traffic(a: Port<'_>, b: Port<'_>) -> Result {
 /// responder's QP, a WRITE through the new rkey across two buffers, SEND
 /// with invalidate, then the invalidated key refused; and a DMA MR.
 fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     let p1 = Buffer::new(8192)?;
     let p2 = Buffer::new(8192)?;
     let fr = Mr::alloc_fast_reg(y.pd.core(), 4)?;
@@ -966,8 +807,8 @@ fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
     remote_failure(&x, &y, w, 64)?;
     // The PD's global key: a DMA MR over every buffer.
     let global = Opts {
-        global_rkey: true,
-        ..Opts::default()
+        pd_flags: PdFlags::UNSAFE_GLOBAL_RKEY,
+        ..OPTS
     };
     let (x, y) = pair(a, b, &global)?;
     let rkey = y.pd.unsafe_global_rkey().ok_or(EINVAL)?;
@@ -989,7 +830,7 @@ fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
 
 /// The same data path over IPv6 addresses.
 fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
-    let (x, y) = pair(a, b, &Opts::default())?;
+    let (x, y) = pair(a, b, &OPTS)?;
     for (i, op) in [Op::Send, Op::WriteImm, Op::Read].into_iter().enumerate() {
         transfer(&x, &y, op, 100_000 + i, 900 + i as u32)?;
     }
@@ -1004,43 +845,57 @@ fn v6(net: u8, last: u8) -> Gid {
     Gid(g)
 }
 
+/// The addresses of `rxa` and `rxb`, IPv4 and IPv6.
+struct Ports {
+    a: Port<'static>,
+    b: Port<'static>,
+    a6: Port<'static>,
+    b6: Port<'static>,
+}
+
+const CASES: &[FnCase<Ports>] = &[
+    case!("all_ops_veth", |p| all_ops(p.a, p.b, 1)),
+    case!("all_ops_loopback", |p| all_ops(p.a, p.a, 2)),
+    case!("atomics_veth", |p| atomics(p.a, p.b)),
+    case!("atomics_loopback", |p| atomics(p.b, p.b)),
+    case!("uc_veth", |p| uc(p.a, p.b)),
+    case!("uc_loopback", |p| uc(p.a, p.a)),
+    case!("inline_unsignaled_zero_length", |p| {
+        inline_unsignaled(p.a, p.b)
+    }),
+    case!("many_qps", |p| many_qps(p.a, p.b)),
+    case!("access_errors", |p| access_errors(p.a, p.b)),
+    case!("rnr_retry", |p| rnr(p.a, p.b)),
+    case!("ack_timeout_retransmit", |p| timeouts(p.a, p.b)),
+    case!("flush", |p| flush(p.a, p.b)),
+    case!("destroy_under_traffic", |p| destroy_under_traffic(p.a, p.b)),
+    case!("ipv6", |p| ipv6(p.a6, p.b6)),
+    case!("memory_keys", |p| memory_keys(p.a, p.b)),
+];
+
 struct RxeRcTest;
 
 impl kernel::Module for RxeRcTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let a = Port {
-            name: c_str!("rxa"),
-            gid: Gid::from_ipv4([10, 78, 1, 1]),
+        let mut ports = Ports {
+            a: Port {
+                name: c_str!("rxa"),
+                gid: Gid::from_ipv4([10, 78, 1, 1]),
+            },
+            b: Port {
+                name: c_str!("rxb"),
+                gid: Gid::from_ipv4([10, 78, 1, 2]),
+            },
+            a6: Port {
+                name: c_str!("rxa"),
+                gid: v6(0x79, 1),
+            },
+            b6: Port {
+                name: c_str!("rxb"),
+                gid: v6(0x79, 2),
+            },
         };
-        let b = Port {
-            name: c_str!("rxb"),
-            gid: Gid::from_ipv4([10, 78, 1, 2]),
-        };
-        let a6 = Port {
-            name: c_str!("rxa"),
-            gid: v6(0x79, 1),
-        };
-        let b6 = Port {
-            name: c_str!("rxb"),
-            gid: v6(0x79, 2),
-        };
-        let mut t = Ktap::new(15);
-        t.case("all_ops_veth", all_ops(a, b, 1));
-        t.case("all_ops_loopback", all_ops(a, a, 2));
-        t.case("atomics_veth", atomics(a, b));
-        t.case("atomics_loopback", atomics(b, b));
-        t.case("uc_veth", uc(a, b));
-        t.case("uc_loopback", uc(a, a));
-        t.case("inline_unsignaled_zero_length", inline_unsignaled(a, b));
-        t.case("many_qps", many_qps(a, b));
-        t.case("access_errors", access_errors(a, b));
-        t.case("rnr_retry", rnr(a, b));
-        t.case("ack_timeout_retransmit", timeouts(a, b));
-        t.case("flush", flush(a, b));
-        t.case("destroy_under_traffic", destroy_under_traffic(a, b));
-        t.case("ipv6", ipv6(a6, b6));
-        t.case("memory_keys", memory_keys(a, b));
-        t.finish()?;
+        ktap::run(CASES, &mut ports)?;
         Ok(RxeRcTest)
     }
 }

@@ -15,26 +15,26 @@
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::c_str;
-use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use rdma::device::client::{Client, ClientRegistration};
-use rdma::device::{self, Device, DeviceRef};
+use rdma::device::{Device, DeviceRef};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
-use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcStatus};
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::ah::{AhAttr, GlobalRoute};
-use rdma::verbs::cq::{Cq, CqCore};
-use rdma::verbs::mr::Mr;
-use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpCore, QpInitAttr};
+use rdma::verbs::cq::CqCore;
+use rdma::verbs::qp::{QpCap, QpCore};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{SendOp, SendWr};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{End, Opts, Port};
 
 module! {
     type: TrafficTest,
@@ -47,90 +47,24 @@ module! {
 const LEN: usize = 64 * 1024;
 const DEPTH: u64 = 16;
 
-/// One end: fields in destruction order.
-struct End {
-    qp: Qp,
-    mr: Mr,
-    cq: Cq,
-    _pd: Pd,
-    buf: Arc<Buffer>,
-    dev: DeviceRef,
-    gid: Gid,
-}
-
-fn end(name: &CStr, gid: Gid) -> Result<End> {
-    let dev = device::get_by_name(name).ok_or(ENODEV)?;
-    let pd = Pd::alloc(dev.arc())?;
-    let cq = Cq::create(dev.arc(), 256, None)?;
-    let qp = Qp::create(
-        pd.core(),
-        &QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: cq.core(),
-            recv_cq: cq.core(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 64,
-                max_recv_wr: 64,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: true,
-            port_num: 1,
-        },
-    )?;
-    let buf = Buffer::new(2 * LEN)?;
-    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
-    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 2 * LEN, access)?;
-    Ok(End {
-        qp,
-        mr,
-        cq,
-        _pd: pd,
-        buf,
-        dev,
-        gid,
-    })
-}
-
-fn connect(e: &End, peer: &End) -> Result {
-    let (_, sgid_index) = e.dev.find_gid_on_port(1, &e.gid).ok_or(ENODEV)?;
-    let attr = |next| QpAttr {
-        qp_state: next,
-        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
-        port_num: 1,
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: peer.qp.qpn(),
-        max_rd_atomic: 8,
-        max_dest_rd_atomic: 8,
-        min_rnr_timer: 1,
-        // About a quarter of a second: a TCG guest is slow.
-        timeout: 16,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ah_attr: AhAttr {
-            port_num: 1,
-            grh: GlobalRoute {
-                dgid: peer.gid,
-                sgid_index: sgid_index as u8,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            },
-            ..AhAttr::default()
-        },
-        ..QpAttr::default()
-    };
-    for (cur, next) in [
-        (QpState::Reset, QpState::Init),
-        (QpState::Init, QpState::Rtr),
-        (QpState::Rtr, QpState::Rts),
-    ] {
-        let mask = required_attrs(cur, next, QpType::Rc).ok_or(EINVAL)? | AttrMask::STATE;
-        e.qp.modify(&attr(next), mask)?;
-    }
-    Ok(())
-}
+/// Each end: every request signaled, one SGE, 8 READs outstanding, no
+/// atomics, and room for two requests' data.
+const OPTS: Opts = Opts {
+    access: Access(Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0),
+    mr_access: rc::RW_ACCESS,
+    buf_len: 2 * LEN,
+    cqe: 256,
+    cap: QpCap {
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    },
+    sq_sig_all: true,
+    max_rd_atomic: 8,
+    ..rc::RC
+};
 
 /// The worker: keeps requests in flight on `qp` and counts completions.
 #[pin_data]
@@ -245,10 +179,17 @@ struct Pair {
 }
 
 fn start() -> Result<Pair> {
-    let x = end(c_str!("rxa"), Gid::from_ipv4([10, 78, 2, 1]))?;
-    let y = end(c_str!("rxb"), Gid::from_ipv4([10, 78, 2, 2]))?;
-    connect(&x, &y)?;
-    connect(&y, &x)?;
+    let (x, y) = rc::pair(
+        Port {
+            name: c_str!("rxa"),
+            gid: Gid::from_ipv4([10, 78, 2, 1]),
+        },
+        Port {
+            name: c_str!("rxb"),
+            gid: Gid::from_ipv4([10, 78, 2, 2]),
+        },
+        &OPTS,
+    )?;
     let t = Target {
         qp: x.qp.core().clone(),
         cq: x.cq.core().clone(),

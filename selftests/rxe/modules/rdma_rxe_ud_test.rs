@@ -15,25 +15,25 @@ use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Arc;
 
 use rdma::device::{self, Device, DeviceRef};
-use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
-use rdma::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
-use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::verbs::cq::{Cq, CqCore};
-use rdma::verbs::mr::Mr;
-use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::ah::AhAttr;
+use rdma::verbs::cq::CqCore;
+use rdma::verbs::qp::QpCap;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
-use ktap::{check, Ktap};
+use ktap::{case, check, Fixture, FnCase};
+
+#[path = "../../lib/rc.rs"]
+mod rc;
+use rc::{End, Opts, Port};
 
 module! {
     type: RxeUdTest,
@@ -47,103 +47,44 @@ const QKEY: u32 = 0x1234_5678;
 const BUF: usize = 64 * 1024;
 const SLOT: usize = 4096 + 64;
 
-/// One side: device, PD, CQ, UD QP and a registered buffer.
-struct Side {
-    dev: DeviceRef,
-    gid: Gid,
-    qp: Qp,
-    cq: Cq,
-    mr: Mr,
-    buf: Arc<Buffer>,
-    pd: Pd,
+/// Each side: a UD QP 64 deep, every send signaled, two SGEs and 64
+/// bytes inline, and a buffer of receive slots.
+const OPTS: Opts = Opts {
+    qp_type: QpType::Ud,
+    mr_access: Access::LOCAL_WRITE,
+    buf_len: BUF,
+    cqe: 256,
+    cap: QpCap {
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 2,
+        max_recv_sge: 2,
+        max_inline_data: 64,
+    },
+    sq_sig_all: true,
+    qkey: QKEY,
+    ..rc::RC
+};
+
+/// One side: device, PD, CQ, UD QP in RTS and a registered buffer.
+fn side(name: &CStr, gid: Gid) -> Result<End> {
+    let e = End::new(Port { name, gid }, &OPTS)?;
+    e.ready()?;
+    Ok(e)
 }
 
-impl Side {
-    fn new(name: &CStr, gid: Gid) -> Result<Side> {
-        let dev = device::get_by_name(name).ok_or(ENODEV)?;
-        let pd = Pd::alloc(dev.arc())?;
-        let cq = Cq::create(dev.arc(), 256, None)?;
-        let qp = Qp::create(
-            pd.core(),
-            &QpInitAttr {
-                qp_type: QpType::Ud,
-                send_cq: cq.core(),
-                recv_cq: cq.core(),
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 64,
-                    max_recv_wr: 64,
-                    max_send_sge: 2,
-                    max_recv_sge: 2,
-                    max_inline_data: 64,
-                },
-                sq_sig_all: true,
-                port_num: 1,
-            },
-        )?;
-        for (cur, next) in [
-            (QpState::Reset, QpState::Init),
-            (QpState::Init, QpState::Rtr),
-            (QpState::Rtr, QpState::Rts),
-        ] {
-            let mask = required_attrs(cur, next, QpType::Ud).ok_or(EINVAL)? | AttrMask::STATE;
-            let attr = QpAttr {
-                qp_state: next,
-                qkey: QKEY,
-                port_num: 1,
-                pkey_index: 0,
-                ..QpAttr::default()
-            };
-            qp.modify(&attr, mask)?;
-        }
-        let buf = Buffer::new(BUF)?;
-        let mr = Mr::reg_buffer(pd.core(), &buf, 0, BUF, Access::LOCAL_WRITE)?;
-        Ok(Side {
-            dev,
-            gid,
-            qp,
-            cq,
-            mr,
-            buf,
-            pd,
-        })
+/// Posts `n` receives, one slot each.
+fn post_recvs(e: &End, n: usize) -> Result {
+    for i in 0..n {
+        let sg = [e.buf.sge(i * SLOT, SLOT as u32, e.mr.lkey())?];
+        e.qp.post_recv(&[RecvWr {
+            wr_id: i as u64,
+            cqe: None,
+            sg: &sg,
+        }])
+        .map_err(|(_, e)| e)?;
     }
-
-    /// The index of this side's GID.
-    fn gid_index(&self) -> Result<u8> {
-        let (_, i) = self.dev.find_gid_on_port(1, &self.gid).ok_or(ENODEV)?;
-        Ok(i as u8)
-    }
-
-    fn ah_to(&self, peer: &Side) -> Result<Ah> {
-        Ah::create(
-            self.pd.core(),
-            &AhAttr {
-                port_num: 1,
-                grh: GlobalRoute {
-                    dgid: peer.gid,
-                    sgid_index: self.gid_index()?,
-                    hop_limit: 64,
-                    ..GlobalRoute::default()
-                },
-                ..AhAttr::default()
-            },
-        )
-    }
-
-    fn post_recvs(&self, n: usize) -> Result {
-        for i in 0..n {
-            let sg = [self.buf.sge(i * SLOT, SLOT as u32, self.mr.lkey())?];
-            self.qp
-                .post_recv(&[RecvWr {
-                    wr_id: i as u64,
-                    cqe: None,
-                    sg: &sg,
-                }])
-                .map_err(|(_, e)| e)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn poll(cq: &CqCore, n: usize, ms: u32) -> Result<KVec<Wc>> {
@@ -174,10 +115,10 @@ fn pattern(seed: u32, out: &mut [u8]) {
 }
 
 /// Sends messages of several sizes from `a` to `b` and checks them.
-fn one_way(a: &Side, b: &Side) -> Result {
+fn one_way(a: &End, b: &End) -> Result {
     let sizes = [0usize, 1, 7, 64, 513, 1000, 1024];
-    b.post_recvs(sizes.len())?;
-    let ah = a.ah_to(b)?;
+    post_recvs(b, sizes.len())?;
+    let ah = a.ah(b.gid)?;
     let mut want = KVec::from_elem(0u8, 1024, GFP_KERNEL)?;
     for (i, &len) in sizes.iter().enumerate() {
         pattern(i as u32 + 3, &mut want[..len]);
@@ -246,8 +187,8 @@ fn one_way(a: &Side, b: &Side) -> Result {
     Ok(())
 }
 
-fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
-    let ah = a.ah_to(b)?;
+fn too_long_and_wrong_qkey(a: &End, b: &End) -> Result {
+    let ah = a.ah(b.gid)?;
     // 1025 bytes: more than the 1024-byte IB MTU of a 1500-byte veth.
     let sg = [a.buf.sge(0, 1025, a.mr.lkey())?];
     let mut wr = SendWr::new(1, SendOp::Send, &sg);
@@ -263,10 +204,10 @@ fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
         return Err(EINVAL);
     }
     // The QP is in error now: a fresh one for the Q_Key case.
-    let c = Side::new(a.dev.name(), a.gid)?;
-    b.post_recvs(1)?;
+    let c = side(a.dev.name(), a.gid)?;
+    post_recvs(b, 1)?;
     let sg = [c.buf.sge(0, 16, c.mr.lkey())?];
-    let ah = c.ah_to(b)?;
+    let ah = c.ah(b.gid)?;
     let mut wr = SendWr::new(2, SendOp::Send, &sg);
     wr.ud = Some(UdDest {
         ah: ah.core(),
@@ -287,14 +228,14 @@ fn too_long_and_wrong_qkey(a: &Side, b: &Side) -> Result {
 }
 
 /// To the device's own address: the loopback path, no network stack.
-fn loopback(a: &Side) -> Result {
-    let c = Side::new(a.dev.name(), a.gid)?;
-    c.post_recvs(1)?;
+fn loopback(a: &End) -> Result {
+    let c = side(a.dev.name(), a.gid)?;
+    post_recvs(&c, 1)?;
     let mut msg = [0u8; 300];
     pattern(77, &mut msg);
     a.buf.write(0, &msg)?;
     let sg = [a.buf.sge(0, 300, a.mr.lkey())?];
-    let ah = a.ah_to(&c)?;
+    let ah = a.ah(c.gid)?;
     let mut wr = SendWr::new(9, SendOp::Send, &sg);
     wr.ud = Some(UdDest {
         ah: ah.core(),
@@ -325,56 +266,54 @@ fn devices_listed(names: &[&CStr]) -> Result {
     Ok(())
 }
 
+/// The two sides of one address family (IPv6 or not), shared by its cases.
+struct Sides(Fixture<bool, (End, End)>);
+
+impl Sides {
+    /// Runs `f` on the sides on IPv6 (fd00:78::1 and fd00:78::2) or IPv4
+    /// (10.78.0.1 and 10.78.0.2).
+    fn with(&mut self, ipv6: bool, f: impl FnOnce(&End, &End) -> Result) -> Result {
+        let (a, b) = self.0.get(ipv6, |ipv6| {
+            let gid = |last: u8| {
+                if ipv6 {
+                    let mut g = [0u8; 16];
+                    g[0] = 0xfd;
+                    g[3] = 0x78;
+                    g[15] = last;
+                    Gid(g)
+                } else {
+                    Gid::from_ipv4([10, 78, 0, last])
+                }
+            };
+            let a = side(c_str!("rxa"), gid(1))?;
+            Ok((a, side(c_str!("rxb"), gid(2))?))
+        })?;
+        f(a, b)
+    }
+}
+
+const V4: bool = false;
+const V6: bool = true;
+
+const CASES: &[FnCase<Sides>] = &[
+    case!("devices_active", |_| {
+        devices_listed(&[c_str!("rxa"), c_str!("rxb")])
+    }),
+    case!("ud_a_to_b", |s| s.with(V4, one_way)),
+    case!("ud_b_to_a", |s| s.with(V4, |a, b| one_way(b, a))),
+    case!("too_long_and_wrong_qkey", |s| {
+        s.with(V4, too_long_and_wrong_qkey)
+    }),
+    case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
+    case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
+    case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
+];
+
 struct RxeUdTest;
 
 impl kernel::Module for RxeUdTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap::new(7);
-        t.case(
-            "devices_active",
-            devices_listed(&[c_str!("rxa"), c_str!("rxb")]),
-        );
-        let sides = Side::new(c_str!("rxa"), Gid::from_ipv4([10, 78, 0, 1]))
-            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), Gid::from_ipv4([10, 78, 0, 2]))?)));
-        match sides {
-            Ok((a, b)) => {
-                t.case("ud_a_to_b", one_way(&a, &b));
-                t.case("ud_b_to_a", one_way(&b, &a));
-                t.case("too_long_and_wrong_qkey", too_long_and_wrong_qkey(&a, &b));
-                t.case("loopback", loopback(&b));
-            }
-            Err(e) => {
-                for name in [
-                    "ud_a_to_b",
-                    "ud_b_to_a",
-                    "too_long_and_wrong_qkey",
-                    "loopback",
-                ] {
-                    t.case(name, Err(e));
-                }
-            }
-        }
-        // The same over IPv6 (fd00:78::1 and fd00:78::2).
-        let v6 = |last: u8| {
-            let mut g = [0u8; 16];
-            g[0] = 0xfd;
-            g[3] = 0x78;
-            g[15] = last;
-            Gid(g)
-        };
-        match Side::new(c_str!("rxa"), v6(1))
-            .and_then(|a| Ok((a, Side::new(c_str!("rxb"), v6(2))?)))
-        {
-            Ok((a, b)) => {
-                t.case("ud_ipv6_a_to_b", one_way(&a, &b));
-                t.case("ud_ipv6_b_to_a", one_way(&b, &a));
-            }
-            Err(e) => {
-                t.case("ud_ipv6_a_to_b", Err(e));
-                t.case("ud_ipv6_b_to_a", Err(e));
-            }
-        }
-        t.finish()?;
+        ktap::run(CASES, &mut Sides(Fixture::new()))?;
         Ok(RxeUdTest)
     }
 }
