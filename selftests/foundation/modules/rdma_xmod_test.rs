@@ -20,7 +20,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::driver::Driver;
 use rdma::device::port::PortAttr;
-use rdma::device::{Device, DeviceAttr, DeviceDesc, DeviceOps};
+use rdma::device::{Device, DeviceAttr, DeviceDesc, DeviceOps, ProviderDevice};
 use rdma::kshim::net::NetDevice;
 use rdma::spec::attr::{LinkLayer, Mtu, NodeType};
 
@@ -160,8 +160,8 @@ struct Steps {
     log: Arc<Log>,
     ops: Arc<TestOps>,
     driver: Option<Pin<KBox<Driver>>>,
-    dev0: Option<Arc<Device>>,
-    dev1: Option<Arc<Device>>,
+    dev0: Option<ProviderDevice>,
+    dev1: Option<ProviderDevice>,
     a: Option<ClientRegistration<Recorder>>,
     b: Option<ClientRegistration<Recorder>>,
     c: Option<ClientRegistration<Recorder>>,
