@@ -2,19 +2,44 @@
 
 //! The RDMA midlayer, in Rust: the crate `rdma` of module `rdma_core`.
 //!
-//! Providers (such as `rxe`) register devices through a [`driver::Driver`];
-//! clients (ULPs such as `rtrs`, and test clients) register with
-//! [`client::ClientRegistration`] and are told about every device;
-//! [`event`] carries asynchronous events from providers to ULPs. The verbs
-//! objects ([`pd`], [`mr`], [`mw`], [`ah`], [`cq`], [`srq`], [`qp`]) live in the
-//! core, which owns their queues and checks every request; a provider
-//! supplies the transport ([`qp::QpOps`]). Other
-//! modules use this crate through the cross-module mechanism described in
-//! `Documentation/build.rst`: the crate's Rust symbols are exported and its
-//! metadata is emitted for them to link against.
+//! Three layers, one folder each (`Documentation/rdma_core.rst` has the map
+//! of where what happens):
 //!
-//! All raw FFI stays in this crate ([`bindings`] is private); what it exports
-//! is safe.
+//! - [`kshim`]: what the 6.12 kernel crate lacks (netdevs and UDP sockets,
+//!   timers, `irq_poll`, configfs, sysfs, an IRQ-safe lock, a revocable
+//!   gate, DMA-able buffers): the only module with `unsafe`.
+//! - [`device`]: devices, the providers' [`device::driver::Driver`], the
+//!   ULPs' [`device::client::Client`]s and their hot-plug protocol, ports,
+//!   asynchronous events, sysfs.
+//! - [`verbs`]: the verbs objects (PD, CQ, SRQ, MR, MW, AH, QP), which the
+//!   core owns and checks; providers supply the transport
+//!   ([`verbs::qp::QpOps`]) and see the queues through their own handles
+//!   ([`device::ProviderDevice`], [`verbs::qp::ProviderQp`]).
+//! - [`spec`]: what the specification fixes (QP states, opcodes, attribute
+//!   types), kernel-independent and host-tested.
+//!
+//! A ULP's path through the API, as `selftests/rxe/modules/rdma_rxe_demo.rs`
+//! and `selftests/lib/rc.rs` (both built with every `make modules`) take it:
+//!
+//! ```ignore
+//! use rdma::prelude::*;
+//!
+//! let dev = device::get_by_name(c_str!("rxa"))?;        // or a Client's add()
+//! let pd = Pd::alloc(dev.arc())?;
+//! let cq = Cq::create(dev.arc(), 256, None)?;
+//! let qp = Qp::create(pd.core(), &QpInitAttr { qp_type: QpType::Rc, .. })?;
+//! let buf = Buffer::new(4096)?;
+//! let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, Access::LOCAL_WRITE)?;
+//! qp.modify(&attr, AttrMask::STATE | ...)?;             // RESET -> INIT -> RTR -> RTS
+//! let sg = [buf.sge(0, 4096, mr.lkey())?];
+//! qp.post_send(&[SendWr::new(1, SendOp::Write { remote_addr, rkey }, &sg)])
+//!     .map_err(|(_, e)| e)?;
+//! let n = cq.poll(&mut wcs);
+//! ```
+//!
+//! Other modules use this crate through the cross-module mechanism of
+//! `Documentation/build.rst` (`scripts/kbuild/rust-crate.mk`): its Rust
+//! symbols are exported and its metadata emitted for them to link against.
 
 // `pin_init!` of `Device`, with its many pinned fields, nests deeply.
 #![recursion_limit = "256"]
@@ -27,6 +52,22 @@ pub mod kshim;
 pub mod device;
 
 pub mod verbs;
+
+/// What a ULP usually needs, in one `use rdma::prelude::*;`.
+pub mod prelude {
+    pub use crate::device::client::{Client, ClientRegistration};
+    pub use crate::device::{self, Device, DeviceRef};
+    pub use crate::kshim::mem::{Buffer, Sge};
+    pub use crate::spec::attr::{Gid, Mtu};
+    pub use crate::spec::opcodes::{Access, SendFlags, WcOpcode, WcStatus};
+    pub use crate::spec::qp_state::{AttrMask, QpState, QpType};
+    pub use crate::verbs::cq::{Cq, PollCtx};
+    pub use crate::verbs::mr::Mr;
+    pub use crate::verbs::pd::{Pd, PdFlags};
+    pub use crate::verbs::qp::{Qp, QpAttr, QpCap, QpInitAttr};
+    pub use crate::verbs::wc::Wc;
+    pub use crate::verbs::wr::{RecvWr, SendOp, SendWr};
+}
 
 /// The kernel-independent part: types and state machines the specification
 /// fixes, host-tested as the crate `rdma-spec` (`spec/`, `cargo test`).

@@ -56,6 +56,12 @@ pub trait Group: Send + Sync {
 
 /// A registered subsystem; unregistered on drop (module exit, when no
 /// item is left, which configfs guarantees by pinning the module).
+///
+/// # Invariants
+///
+/// `raw` is a subsystem registered by the glue and unregistered only in
+/// `drop`; the glue's group context is the address of `_group`'s content,
+/// which lives until after that unregistration.
 pub struct Subsystem {
     raw: NonNull<bindings::rdma_rs_cfs>,
     /// Handed to C as the group context; freed after unregistration.
@@ -105,6 +111,7 @@ impl Subsystem {
         };
         let raw = from_err_ptr(ret)?;
         let raw = NonNull::new(raw).ok_or(EINVAL)?;
+        // INVARIANT: registered above with `group`'s content as context.
         Ok(Subsystem { raw, _group: group })
     }
 }

@@ -28,6 +28,13 @@ use crate::kshim::sync::SpinLockIrq;
 const CLOSED: usize = 1 << (usize::BITS - 1);
 
 /// A value that readers use concurrently until it is revoked.
+///
+/// # Invariants
+///
+/// - `value` is `Some` until the first `revoke` takes it, which happens
+///   only once the gate is closed (`CLOSED` set) and no reader is inside.
+/// - The low bits of `count` are the readers inside, each holding a
+///   [`RevocableGuard`]; a reader only enters while `CLOSED` is clear.
 #[pin_data]
 pub(crate) struct Revocable<T> {
     /// [`CLOSED`] plus the number of readers inside.
@@ -65,6 +72,7 @@ impl<T> Revocable<T> {
             self.leave();
             return None;
         }
+        // INVARIANT: entered while open; counted as a reader until dropped.
         Some(RevocableGuard { gate: self })
     }
 
@@ -105,6 +113,11 @@ impl<T> Revocable<T> {
 }
 
 /// Access to a [`Revocable`]'s value; `revoke` waits for it to drop.
+///
+/// # Invariants
+///
+/// The guard counts as a reader inside `gate`, which was open when it
+/// entered, so the value is present until the guard drops.
 pub(crate) struct RevocableGuard<'a, T> {
     gate: &'a Revocable<T>,
 }

@@ -22,6 +22,11 @@ use crate::kshim::bindings;
 use crate::kshim::net::NetDevice;
 
 /// A received datagram; freed when dropped (any context).
+///
+/// # Invariants
+///
+/// The pointer is a linear `struct sk_buff` that this handle owns (the
+/// socket's receive callback handed it over) and frees once, in `drop`.
 pub struct SkBuff(NonNull<bindings::sk_buff>);
 
 // SAFETY: an skb is owned by one holder at a time and may be freed from
@@ -62,6 +67,14 @@ pub trait UdpHandler: Send + Sync {
 }
 
 /// A UDP tunnel socket; closed when dropped (process context).
+///
+/// # Invariants
+///
+/// - `sock` is an open UDP tunnel socket created by the glue, closed only
+///   in `drop`.
+/// - `handler` came from `KBox::into_raw` and is the context the socket's
+///   receive callback is given; it is freed in `drop`, after the socket is
+///   closed (and with it every callback in progress).
 pub struct UdpSocket {
     sock: NonNull<bindings::socket>,
     /// The context the C side hands back; freed after the socket is closed.
@@ -99,6 +112,7 @@ impl UdpSocket {
             bindings::rdma_rs_udp_open(dev.as_raw(), port, ctx.cast::<c_void>(), v6)
         });
         match sock.and_then(|p| NonNull::new(p).ok_or(kernel::error::code::EINVAL)) {
+            // INVARIANT: an open socket whose callback context is `ctx`.
             Ok(sock) => Ok(UdpSocket { sock, handler: ctx }),
             Err(e) => {
                 // SAFETY: `ctx` came from `into_raw` above and the C side
@@ -133,6 +147,7 @@ pub(crate) unsafe extern "C" fn rdma_rs_udp_recv(ctx: *mut c_void, skb: *mut bin
     };
     // SAFETY: per the contract.
     let handler = unsafe { &*ctx.cast::<Arc<dyn UdpHandler>>() };
+    // INVARIANT: the glue hands over a linearised skb and its ownership.
     handler.recv(SkBuff(skb));
 }
 
@@ -140,6 +155,11 @@ pub(crate) unsafe extern "C" fn rdma_rs_udp_recv(ctx: *mut c_void, skb: *mut bin
 /// first packet looks it up, the next ones reuse it until the kernel
 /// invalidates it (a route or neighbour change) or [`RouteCache::reset`]
 /// says the destination changed (`struct dst_cache`, per CPU).
+///
+/// # Invariants
+///
+/// The pointer is a `struct dst_cache` allocated and initialised by the
+/// glue, owned by this handle and freed once, in `drop`.
 pub struct RouteCache(NonNull<bindings::dst_cache>);
 
 // SAFETY: the cache is per CPU and the glue uses it with softirqs off, so
@@ -154,6 +174,7 @@ impl RouteCache {
     pub fn new() -> Result<RouteCache> {
         // SAFETY: no preconditions; NULL on failure.
         let p = unsafe { bindings::rdma_rs_route_cache_new() };
+        // INVARIANT: a fresh cache from the glue, or the error.
         NonNull::new(p).map(RouteCache).ok_or(ENOMEM)
     }
 

@@ -14,13 +14,9 @@ use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::time::{ktime_ms_delta, Ktime};
 
-use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
-use rdma::spec::opcodes::{Access, WcStatus};
-use rdma::verbs::qp::QpCap;
-use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::{SendOp, SendWr};
+// The ULP's prelude: Buffer, Gid, Access, WcStatus, QpCap, Wc, SendOp, SendWr.
+use rdma::prelude::*;
 
 #[path = "../../lib/rc.rs"]
 mod rc;
