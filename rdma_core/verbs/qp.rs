@@ -210,7 +210,7 @@ pub struct QpCore {
     /// Runs [`QpOps::run`].
     #[pin]
     work: Work<QpCore>,
-    /// Schedules `work` later ([`QpCore::schedule_in`]).
+    /// Schedules `work` later ([`ProviderQp::schedule_in`]).
     #[pin]
     timer: Timer<QpCore>,
     /// The QPN; the uses of the PD, CQs and SRQ, given back at release.

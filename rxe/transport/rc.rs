@@ -2,9 +2,12 @@
 
 //! The connected transports, RC and UC, over RoCE v2: one [`RcQp`] per QP,
 //! holding what the QP's attributes say about its connection ([`Conn`]),
-//! the requester's state (`req.rs`: sending requests, and as completer
-//! taking ACKs, NAKs and READ/atomic responses) and the responder's
-//! (`resp.rs`: executing requests, answering them).
+//! the requester's state (`req.rs`: sending requests; `comp.rs`, the
+//! completer, taking ACKs, NAKs and READ/atomic responses under the same
+//! lock) and the responder's (`resp.rs`: executing requests, answering
+//! them). The lock order is in `Documentation/rxe.rst` ("Locking"):
+//! `work` → `req` or `resp` → the core's queue, then CQ, locks → a raw
+//! completion handler; `conn` is a leaf.
 //!
 //! Execution: requests go out from the core's per-QP work
 //! ([`QpOps::run`]), which also sends READ responses. Packets arrive in
@@ -13,7 +16,7 @@
 //! spinlocks, and no lock is held while a packet is sent, since on the
 //! loopback path sending means receiving before the call returns. Timers
 //! (local ACK timeout, RNR wait) are deadlines the work checks; the core's
-//! QP timer ([`QpCore::schedule_in`]) wakes it.
+//! QP timer ([`ProviderQp::schedule_in`]) wakes it.
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};

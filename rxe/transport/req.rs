@@ -7,7 +7,7 @@
 //! their packets from the QP's work, at most [`WINDOW`] PSNs beyond the
 //! oldest unacknowledged one. It remembers, per WQE taken, only its first
 //! PSN, its packet count and kind; the WQE itself stays in the core's ring
-//! and is read again ([`QpCore::sq_peek`]) to send a packet a second time.
+//! and is read again ([`ProviderQp::sq_peek`]) to send a packet a second time.
 //!
 //! What comes back (ACKs, NAKs, responses) is the completer's (`comp.rs`),
 //! which shares this file's [`ReqState`] under the same lock.

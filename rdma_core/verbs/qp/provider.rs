@@ -268,7 +268,7 @@ pub trait QpOps: Any + Send + Sync {
     fn post_recv(&self, _qp: &ProviderQp) {}
 
     /// The provider's work on the QP, in process context on a workqueue,
-    /// one run at a time per QP, after [`QpCore::schedule`]. The core
+    /// one run at a time per QP, after [`ProviderQp::schedule`]. The core
     /// flushes it before the QP is destroyed, so a provider module has no
     /// work of its own to cancel.
     fn run(&self, _qp: &ProviderQp) {}
@@ -372,7 +372,7 @@ impl QpCore {
     }
 
     /// Takes the oldest entry not taken yet without copying it (for
-    /// providers that looked at it with [`QpCore::sq_peek`]). Any context.
+    /// providers that looked at it with [`ProviderQp::sq_peek`]). Any context.
     pub(crate) fn sq_start(&self) -> bool {
         let mut sq = self.sq.lock();
         if sq.err || sq.started >= sq.ring.len() {
