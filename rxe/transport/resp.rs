@@ -626,15 +626,18 @@ impl RcQp {
             let Some(reth) = pkt.headers.ext.reth else {
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             };
+            // A zero-length WRITE names no memory: its rkey and address
+            // are not checked (IBTA C9-88), only the QP's right.
             let allowed = conn.access.contains(Access::REMOTE_WRITE)
-                && qp
-                    .remote_check(
-                        reth.rkey,
-                        reth.va,
-                        u64::from(reth.len),
-                        Access::REMOTE_WRITE,
-                    )
-                    .is_ok();
+                && (reth.len == 0
+                    || qp
+                        .remote_check(
+                            reth.rkey,
+                            reth.va,
+                            u64::from(reth.len),
+                            Access::REMOTE_WRITE,
+                        )
+                        .is_ok());
             if !allowed {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
             }
@@ -745,10 +748,12 @@ impl RcQp {
                 ..ReadJob::default()
             }
         } else {
+            // Nor does a zero-length READ (C9-88).
             let allowed = conn.access.contains(Access::REMOTE_READ)
-                && qp
-                    .remote_check(reth.rkey, reth.va, u64::from(reth.len), Access::REMOTE_READ)
-                    .is_ok();
+                && (reth.len == 0
+                    || qp
+                        .remote_check(reth.rkey, reth.va, u64::from(reth.len), Access::REMOTE_READ)
+                        .is_ok());
             if !allowed {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
             }

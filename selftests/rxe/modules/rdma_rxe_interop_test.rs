@@ -138,7 +138,14 @@ fn expect(c: &Completion, wr_id: u64, opcode: u32, what: &str) -> Result {
 }
 
 /// One RC SEND, WRITE or READ of `len` bytes from `req` to `resp`.
-fn rc_transfer(req: &dyn Endpoint, resp: &dyn Endpoint, op: Op, len: usize, seed: u8) -> Result {
+fn rc_transfer(
+    req: &dyn Endpoint,
+    resp: &dyn Endpoint,
+    op: Op,
+    len: usize,
+    no_key: bool,
+    seed: u8,
+) -> Result {
     let peer = resp.info();
     let imm = 0x5eed_0000 | seed as u32;
     let (src, dst, src_off, dst_off) = if op == Op::Read {
@@ -156,6 +163,10 @@ fn rc_transfer(req: &dyn Endpoint, resp: &dyn Endpoint, op: Op, len: usize, seed
     let remote_off = if op == Op::Read { 0 } else { TARGET as u64 };
     let mut wr = Wr::new(seed as u64, op, local as u32, len as u32).to(&peer, remote_off);
     wr.imm = imm;
+    if no_key {
+        wr.rkey = 0;
+        wr.remote_addr = 0;
+    }
     req.post_send(&wr)?;
     let want = match op {
         Op::Send | Op::SendImm => wc_op::SEND,
@@ -256,18 +267,22 @@ fn pair(ud: bool) -> Result<Pair<Ours, Theirs>> {
     Ok(Pair { ours, theirs })
 }
 
-/// (name, operation, length): each runs both ways.
-const RC_CASES: [(&str, Op, usize); 10] = [
-    ("rc_send_1", Op::Send, 1),
-    ("rc_send_12293", Op::Send, 12293),
-    ("rc_send_imm_1000", Op::SendImm, 1000),
-    ("rc_write_1", Op::Write, 1),
-    ("rc_write_65539", Op::Write, 65539),
-    ("rc_write_imm_4097", Op::WriteImm, 4097),
-    ("rc_write_imm_0", Op::WriteImm, 0),
-    ("rc_read_1", Op::Read, 1),
-    ("rc_read_65539", Op::Read, 65539),
-    ("rc_read_3072", Op::Read, 3072),
+/// (name, operation, length, remote key and address zero): each runs both
+/// ways. A zero-length WRITE or READ names no memory, so the responder must
+/// not check its rkey (IBTA C9-88; RTRS sends such WRITEs with rkey 0).
+const RC_CASES: [(&str, Op, usize, bool); 12] = [
+    ("rc_send_1", Op::Send, 1, false),
+    ("rc_send_12293", Op::Send, 12293, false),
+    ("rc_send_imm_1000", Op::SendImm, 1000, false),
+    ("rc_write_1", Op::Write, 1, false),
+    ("rc_write_65539", Op::Write, 65539, false),
+    ("rc_write_imm_4097", Op::WriteImm, 4097, false),
+    ("rc_write_imm_0", Op::WriteImm, 0, false),
+    ("rc_write_imm_0_rkey_0", Op::WriteImm, 0, true),
+    ("rc_read_1", Op::Read, 1, false),
+    ("rc_read_65539", Op::Read, 65539, false),
+    ("rc_read_3072", Op::Read, 3072, false),
+    ("rc_read_0_rkey_0", Op::Read, 0, true),
 ];
 
 const UD_CASES: [(&str, bool, usize); 3] = [
@@ -325,8 +340,8 @@ impl Case<Pairs> for Step {
         };
         match self.what {
             What::Rc(i) => {
-                let (_, op, len) = RC_CASES[i];
-                rc_transfer(req, resp, op, len, (d * 16 + i + 1) as u8)
+                let (_, op, len, no_key) = RC_CASES[i];
+                rc_transfer(req, resp, op, len, no_key, (d * 16 + i + 1) as u8)
             }
             What::Atomics => rc_atomics(req, resp),
             What::Ud(i) => {
@@ -343,7 +358,7 @@ impl Case<Pairs> for Step {
 fn cases() -> Result<KVec<Step>> {
     let mut v = KVec::new();
     for dir in 0..DIRECTIONS.len() {
-        for (i, (name, _, _)) in RC_CASES.iter().enumerate() {
+        for (i, (name, _, _, _)) in RC_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Rc(i), dir)?, GFP_KERNEL)?;
         }
         v.push(Step::new("rc_atomics", What::Atomics, dir)?, GFP_KERNEL)?;

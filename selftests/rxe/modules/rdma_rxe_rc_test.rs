@@ -284,6 +284,68 @@ fn transfer(x: &End, y: &End, op: Op, len: usize, seed: u32) -> Result {
     Ok(())
 }
 
+/// Zero-length WRITE, WRITE with immediate and READ with rkey 0 and
+/// address 0 (what RTRS sends): they name no memory, so the responder does
+/// not check the key (IBTA C9-88), and the QP stays usable.
+fn zero_length_without_key(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 40,
+        cqe: None,
+        sg: &[],
+    }])
+    .map_err(|(_, e)| e)?;
+    let ops = [
+        (
+            41,
+            SendOp::Write {
+                remote_addr: 0,
+                rkey: 0,
+            },
+            WcOpcode::RdmaWrite,
+        ),
+        (
+            42,
+            SendOp::WriteWithImm {
+                remote_addr: 0,
+                rkey: 0,
+                imm: 0x0bad_cafe,
+            },
+            WcOpcode::RdmaWrite,
+        ),
+        (
+            43,
+            SendOp::Read {
+                remote_addr: 0,
+                rkey: 0,
+            },
+            WcOpcode::RdmaRead,
+        ),
+    ];
+    for (id, op, want) in ops {
+        x.qp.post_send(&[SendWr::new(id, op, &[])])
+            .map_err(|(_, e)| e)?;
+        let wc = expect(&x.cq, id, WcStatus::Success, Some(want))?;
+        check(wc.byte_len == 0, "zero bytes")?;
+    }
+    let r = expect(
+        &y.cq,
+        40,
+        WcStatus::Success,
+        Some(WcOpcode::RecvRdmaWithImm),
+    )?;
+    check(
+        r.byte_len == 0 && r.wc_flags.contains(WcFlags::WITH_IMM) && r.imm_data == 0x0bad_cafe,
+        "zero-length WRITE with immediate received",
+    )?;
+    check(
+        x.qp.state() == QpState::Rts && y.qp.state() == QpState::Rts,
+        "both QPs still in RTS",
+    )?;
+    // And the connection still carries data.
+    transfer(&x, &y, Op::Write, 4096, 77)
+}
+
 /// Every operation, sizes from 0 to 1 MiB.
 fn all_ops(a: Port<'_>, b: Port<'_>, seed: u32) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
@@ -871,6 +933,9 @@ const CASES: &[FnCase<Ports>] = &[
     case!("destroy_under_traffic", |p| destroy_under_traffic(p.a, p.b)),
     case!("ipv6", |p| ipv6(p.a6, p.b6)),
     case!("memory_keys", |p| memory_keys(p.a, p.b)),
+    case!("zero_length_without_key", |p| zero_length_without_key(
+        p.a, p.b
+    )),
 ];
 
 struct RxeRcTest;

@@ -20,7 +20,7 @@ use rdma::device::{self, Device, DeviceRef};
 use rdma::kshim::testing;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
-use rdma::spec::qp_state::QpType;
+use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::ah::AhAttr;
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::qp::QpCap;
@@ -197,13 +197,36 @@ fn too_long_and_wrong_qkey(a: &End, b: &End) -> Result {
         remote_qpn: b.qp.qpn(),
         remote_qkey: QKEY,
     });
+    post_recvs(b, 1)?;
     a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
     let s = poll(&a.cq, 1, 2000)?;
-    if s[0].status != WcStatus::LocLenErr {
+    // As the kernel's rxe: completed with success, not sent (IBTA
+    // C10-93.1.1), and the QP goes on.
+    if s[0].status != WcStatus::Success {
         pr_err!("over the MTU: status {:?}\n", s[0].status);
         return Err(EINVAL);
     }
-    // The QP is in error now: a fresh one for the Q_Key case.
+    testing::msleep(200);
+    let mut wcs: [Wc; 1] = Default::default();
+    check(b.cq.poll(&mut wcs) == 0, "nothing arrives over the MTU")?;
+    check(a.qp.state() == QpState::Rts, "the QP stays in RTS")?;
+    let sg = [a.buf.sge(0, 16, a.mr.lkey())?];
+    let mut wr = SendWr::new(3, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: b.qp.qpn(),
+        remote_qkey: QKEY,
+    });
+    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    check(
+        poll(&a.cq, 1, 2000)?[0].status == WcStatus::Success,
+        "a message within the MTU after it",
+    )?;
+    check(
+        poll(&b.cq, 1, 2000)?[0].status == WcStatus::Success,
+        "and it arrives",
+    )?;
+    // A fresh sender for the Q_Key case.
     let c = side(a.dev.name(), a.gid)?;
     post_recvs(b, 1)?;
     let sg = [c.buf.sge(0, 16, c.mr.lkey())?];
