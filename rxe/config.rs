@@ -34,6 +34,7 @@ use rdma::kshim::errno::eopnotsupp;
 use rdma::kshim::net::{NetDevice, NetEvent, NetListener};
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::sysfs::Page;
+use rdma::kshim::work::OwnedQueue;
 use rdma::spec::attr::{Gid, LinkLayer, NodeType};
 
 use crate::device::{self, RxeDev, RxeOps, GID_TBL_LEN};
@@ -57,11 +58,15 @@ pub(crate) struct Rxe {
     pub(crate) sockets: Sockets,
     next_item: AtomicUsize,
     rx_unclaimed: AtomicU64,
+    /// The devices' work (netdev changes): drained at module exit, so none
+    /// of it runs once the module is gone.
+    pub(crate) wq: OwnedQueue,
 }
 
 impl Rxe {
     pub(crate) fn new() -> Result<Arc<Rxe>> {
         let driver = Driver::new(c_str!("rdma_rs_rxe"))?;
+        let wq = OwnedQueue::new(c_str!("rdma_rs_rxe"))?;
         Arc::pin_init(
             pin_init!(Rxe {
                 driver,
@@ -71,13 +76,16 @@ impl Rxe {
                 sockets <- Sockets::new(),
                 next_item: AtomicUsize::new(1),
                 rx_unclaimed: AtomicU64::new(0),
+                wq,
             }),
             GFP_KERNEL,
         )
     }
 
-    /// Module exit: configfs is gone (so no item is left), events stopped.
+    /// Module exit: configfs is gone (so no item is left) and netdev events
+    /// stopped; the devices' queued work runs to its end first.
     pub(crate) fn shutdown(&self) {
+        self.wq.drain();
         let bound = core::mem::take(&mut *self.bound.lock());
         for rd in bound.iter() {
             if let Some(dev) = rd.take_device() {
@@ -362,6 +370,8 @@ impl Group for RxeGroup {
         self.0.unclaim(it.id);
         if let Some(rd) = rd {
             self.0.disable(&rd);
+            // The device is gone: none of its work may be left behind.
+            rd.flush_work();
         }
     }
 }

@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::ARef;
-use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::device::event::{Element, Event, EventKind};
 use rdma::device::port::{GidEntry, PortAttr};
@@ -178,13 +178,19 @@ impl RxeDev {
     /// From the netdev listener (atomic context): something changed.
     pub(crate) fn changed(self: &Arc<Self>) {
         self.refresh.store(true, Ordering::Release);
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = self.rxe.wq.enqueue(self.clone());
     }
 
     /// From the netdev listener (atomic context): the netdev goes away.
     pub(crate) fn netdev_unregistering(self: &Arc<Self>) {
         self.gone.store(true, Ordering::Release);
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = self.rxe.wq.enqueue(self.clone());
+    }
+
+    /// Waits until the device's work is neither queued nor running.
+    /// Process context, not from the work itself.
+    pub(crate) fn flush_work(&self) {
+        rdma::kshim::work::flush(&self.work);
     }
 
     /// Whether the port is active now.

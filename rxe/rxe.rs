@@ -61,10 +61,20 @@ module! {
 
 struct RxeModule {
     // Field order is drop order: no new configuration, no more netdev
-    // events, then the devices go.
+    // events, then the devices' work drains and the devices go.
     _cfs: Subsystem,
     _listener: NetListenerRegistration,
-    rxe: Arc<config::Rxe>,
+    _rxe: Shutdown,
+}
+
+/// Shuts the module's state down when dropped, after the fields before it.
+struct Shutdown(Arc<config::Rxe>);
+
+impl Drop for Shutdown {
+    fn drop(&mut self) {
+        self.0.shutdown();
+        pr_info!("unloaded\n");
+    }
 }
 
 impl kernel::Module for RxeModule {
@@ -95,14 +105,7 @@ impl kernel::Module for RxeModule {
         Ok(RxeModule {
             _cfs: cfs,
             _listener: listener,
-            rxe,
+            _rxe: Shutdown(rxe),
         })
-    }
-}
-
-impl Drop for RxeModule {
-    fn drop(&mut self) {
-        self.rxe.shutdown();
-        pr_info!("unloaded\n");
     }
 }

@@ -15,6 +15,7 @@
 #include <linux/netdevice.h>
 #include <linux/preempt.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 
 #include "helpers.h"
 
@@ -183,4 +184,19 @@ unsigned long rdma_rs_globals_lock(void)
 void rdma_rs_globals_unlock(unsigned long flags)
 {
 	spin_unlock_irqrestore(&rdma_rs_globals, flags);
+}
+
+struct workqueue_struct *rdma_rs_wq_alloc(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
+}
+
+void rdma_rs_wq_drain(struct workqueue_struct *wq)
+{
+	drain_workqueue(wq);
+}
+
+void rdma_rs_wq_destroy(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
 }

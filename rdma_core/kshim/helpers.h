@@ -11,6 +11,7 @@ struct net_device;
 struct work_struct;
 struct irq_work;
 struct timer_list;
+struct workqueue_struct;
 typedef struct spinlock spinlock_t;
 
 void rdma_rs_dev_hold(struct net_device *dev);
@@ -37,6 +38,9 @@ void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list 
 int rdma_rs_timer_arm_us(struct timer_list *timer, unsigned int usecs);
 int rdma_rs_timer_shutdown(struct timer_list *timer);
 unsigned long rdma_rs_globals_lock(void);
+struct workqueue_struct *rdma_rs_wq_alloc(const char *name);
+void rdma_rs_wq_drain(struct workqueue_struct *wq);
+void rdma_rs_wq_destroy(struct workqueue_struct *wq);
 void rdma_rs_globals_unlock(unsigned long flags);
 
 #endif

@@ -118,10 +118,28 @@ disable_and_remove() {
 		rmdir "$cfs/rxa" "$cfs/rxc" && [ ! -e "$cls/rxa" ] && ip link del rxv2
 }
 
+# Netdev events queue a device's work. Removing the device, and unloading
+# the module, right after them must wait for that work: were any of it left
+# to run, it would run unloaded code (a crash or a splat fails the run).
+events_then_unload() {
+	netns_veth - rxv4 - rxv5 && ip link set rxv4 up || return 1
+	for i in 1 2 3 4 5; do
+		rxe_item_new "rxq$i" && echo rxv4 > "$cfs/rxq$i/netdev" &&
+			echo 1 > "$cfs/rxq$i/enable" &&
+			ip link set rxv4 down && ip addr add "10.67.0.$i/24" dev rxv4 &&
+			ip link set rxv4 up &&
+			rmdir "$cfs/rxq$i" && rmmod rdma_rs_rxe && modprobe rdma_rs_rxe || return 1
+	done
+	# The netdev goes too: its work removes the device while the item
+	# goes and the module unloads.
+	rxe_item_new rxq6 && echo rxv4 > "$cfs/rxq6/netdev" && echo 1 > "$cfs/rxq6/enable" &&
+		ip link del rxv4 && rmdir "$cfs/rxq6" && rmmod rdma_rs_rxe && modprobe rdma_rs_rxe
+}
+
 # Made only if the driver wrongly accepts the name (bad_input fails then).
 cleanup_add rxe_item_remove bad%d
 
-ktap_plan 11
+ktap_plan 12
 ktap_check "setup" setup
 ktap_check "bad_input" bad_input
 ktap_check "vlan_refused" vlan_refused
@@ -132,5 +150,6 @@ ktap_check "gids_follow_addresses" gids_follow_addresses
 ktap_check "netdev_in_writers_namespace" netdev_in_writers_namespace
 ktap_check "device_goes_with_netdev" device_goes_with_netdev
 ktap_check "disable_and_remove" disable_and_remove
+ktap_check "events_then_unload" events_then_unload
 ktap_check "modules_unload" sh -c "rmmod rdma_rs_rxe && rmmod rdma_core && ip netns del rxns"
 ktap_finish
