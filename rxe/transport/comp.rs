@@ -23,7 +23,7 @@ use rdma::verbs::wr::{WqeOp, MAX_SGE};
 use crate::transport::rc::{Conn, RcQp};
 use crate::transport::req::{local_status, now_ns, Kind, ReqState};
 use crate::wire::headers::{NakCode, Syndrome};
-use crate::wire::opcode::Operation;
+use crate::wire::opcode::{Opcode, Operation};
 use crate::wire::packet::Packet;
 use crate::wire::psn::{psn_add, psn_diff, psn_sub};
 use crate::wire::segment;
@@ -261,6 +261,24 @@ impl RcQp {
                 true
             }
             Operation::RdmaReadResponse => {
+                // A zero-length READ RESPONSE ONLY for a request that is
+                // not a READ is an acknowledgement: the kernel's rxe
+                // answers an ATOMIC_WRITE so.
+                let for_read = st.first_waiting().is_some_and(|seq| {
+                    let e = st.get(seq);
+                    e.kind == Kind::Read
+                        && psn_diff(psn, e.first_psn) >= 0
+                        && psn_diff(psn, e.end_psn()) < 0
+                });
+                let is_ack = pkt.opcode == Opcode::RcRdmaReadResponseOnly
+                    && pkt.payload.is_empty()
+                    && pkt.headers.ext.aeth.is_some_and(|a| {
+                        matches!(Syndrome::from_u8(a.syndrome), Syndrome::Ack { .. })
+                    });
+                if !for_read && is_ack {
+                    self.ack_through(&mut st, qp, conn, psn);
+                    return true;
+                }
                 self.read_response(&mut st, qp, conn, pkt);
                 true
             }

@@ -230,6 +230,12 @@ enum Reply {
         msn: u32,
         orig: u64,
     },
+    /// A zero-length READ RESPONSE ONLY: how the kernel's rxe acknowledges
+    /// an ATOMIC_WRITE, so how we do too.
+    ReadAck {
+        psn: u32,
+        msn: u32,
+    },
 }
 
 /// What handling a request led to.
@@ -381,6 +387,20 @@ impl RcQp {
                         msn,
                     }),
                     atomic_ack_eth: Some(AtomicAckEth { orig }),
+                    ..ExtHeaders::default()
+                },
+            ),
+            Reply::ReadAck { psn, msn } => (
+                Opcode::RcRdmaReadResponseOnly,
+                psn,
+                ExtHeaders {
+                    aeth: Some(Aeth {
+                        syndrome: Syndrome::Ack {
+                            credits: NO_CREDITS,
+                        }
+                        .to_u8(),
+                        msn,
+                    }),
                     ..ExtHeaders::default()
                 },
             ),
@@ -838,7 +858,9 @@ impl RcQp {
         }
         st.epsn = psn_add(psn, 1);
         st.msn = psn_add(st.msn, 1);
-        Outcome::taken(self.ack(st, pkt))
+        // Answered as the kernel's rxe answers it: a zero-length READ
+        // RESPONSE ONLY, whether or not an ACK was asked for.
+        Outcome::taken(Reply::ReadAck { psn, msn: st.msn })
     }
 
     /// A request seen before (RC): answered again, nothing executed twice.
@@ -851,7 +873,9 @@ impl RcQp {
     ) -> Outcome {
         let psn = pkt.psn();
         match pkt.info().operation {
-            Operation::Send | Operation::RdmaWrite | Operation::AtomicWrite => {
+            // Answered again as the first time; not executed again.
+            Operation::AtomicWrite => Outcome::taken(Reply::ReadAck { psn, msn: st.msn }),
+            Operation::Send | Operation::RdmaWrite => {
                 if !pkt.headers.bth.ack_req {
                     return Outcome::DROP;
                 }

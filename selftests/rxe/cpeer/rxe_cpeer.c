@@ -346,6 +346,8 @@ int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *w)
 		u.atomic.compare_add = w->compare_add;
 		u.atomic.swap = w->swap;
 		break;
+	case RXE_CPEER_ATOMIC_WRITE:
+		return -EOPNOTSUPP;
 	default:
 		return -EINVAL;
 	}

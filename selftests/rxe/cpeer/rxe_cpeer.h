@@ -33,6 +33,12 @@ enum rxe_cpeer_op {
 	RXE_CPEER_READ = 4,
 	RXE_CPEER_CMP_SWAP = 5,
 	RXE_CPEER_FETCH_ADD = 6,
+	/*
+	 * Refused (-EOPNOTSUPP): the kernel's rxe in 6.12 takes no remote
+	 * address or rkey from a kernel ULP's ATOMIC_WRITE (rxe_verbs.c,
+	 * init_send_wr), so only the other stack sends it.
+	 */
+	RXE_CPEER_ATOMIC_WRITE = 7,
 };
 
 /* What the peer needs to know of this endpoint. */

@@ -36,6 +36,9 @@ pub(crate) enum Op {
     CmpSwap = 5,
     /// Atomic fetch and add (`compare_add`).
     FetchAdd = 6,
+    /// ATOMIC_WRITE of the 8 bytes at `offset` (ours only: the C peer
+    /// refuses it, see rxe_cpeer.h).
+    AtomicWrite = 7,
 }
 
 /// A send work request (`struct rxe_cpeer_wr`).

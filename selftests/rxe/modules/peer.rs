@@ -73,6 +73,8 @@ pub(crate) mod wc_op {
     pub(crate) const CMP_SWAP: u32 = 3;
     /// Fetch and add.
     pub(crate) const FETCH_ADD: u32 = 4;
+    /// ATOMIC_WRITE.
+    pub(crate) const ATOMIC_WRITE: u32 = 9;
     /// A receive.
     pub(crate) const RECV: u32 = 128;
     /// A receive of an RDMA WRITE with immediate.
@@ -223,6 +225,7 @@ impl Endpoint for Ours {
                 rkey,
                 add: wr.compare_add,
             },
+            Op::AtomicWrite => SendOp::AtomicWrite { remote_addr, rkey },
         };
         let sg = [self.end.sge(wr.offset as usize, wr.length as usize)?];
         let mut swr = SendWr::new(wr.wr_id, op, &sg);

@@ -229,6 +229,33 @@ fn rc_atomics(req: &dyn Endpoint, resp: &dyn Endpoint) -> Result {
     Ok(())
 }
 
+/// ATOMIC_WRITE of 8 bytes from `req` to the u64 at `resp`'s target, twice
+/// (the second over the first).
+fn rc_atomic_write(req: &dyn Endpoint, resp: &dyn Endpoint) -> Result {
+    let peer = resp.info();
+    resp.write(TARGET, &1u64.to_ne_bytes())?;
+    for (i, value) in [0x0123_4567_89ab_cdefu64, 0xfeed_f00d_0000_0042]
+        .into_iter()
+        .enumerate()
+    {
+        req.write(64, &value.to_ne_bytes())?;
+        req.post_send(&Wr::new(20 + i as u64, Op::AtomicWrite, 64, 8).to(&peer, TARGET as u64))?;
+        expect(
+            &wait(req, false, MS)?,
+            20 + i as u64,
+            wc_op::ATOMIC_WRITE,
+            "ATOMIC_WRITE",
+        )?;
+        let mut got = [0u8; 8];
+        resp.read(TARGET, &mut got)?;
+        check(
+            u64::from_ne_bytes(got) == value,
+            "target after the ATOMIC_WRITE",
+        )?;
+    }
+    Ok(())
+}
+
 /// One UD SEND of `len` bytes from `req` to `resp`.
 fn ud_send(req: &dyn Endpoint, resp: &dyn Endpoint, imm: bool, len: usize, seed: u8) -> Result {
     fill_pattern(req, 0, len, seed)?;
@@ -300,6 +327,8 @@ enum What {
     Rc(usize),
     /// Both atomics.
     Atomics,
+    /// ATOMIC_WRITE (ours to theirs only: see rxe_cpeer.h).
+    AtomicWrite,
     /// `UD_CASES[i]`.
     Ud(usize),
 }
@@ -344,6 +373,7 @@ impl Case<Pairs> for Step {
                 rc_transfer(req, resp, op, len, no_key, (d * 16 + i + 1) as u8)
             }
             What::Atomics => rc_atomics(req, resp),
+            What::AtomicWrite => rc_atomic_write(req, resp),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -363,6 +393,12 @@ fn cases() -> Result<KVec<Step>> {
         }
         v.push(Step::new("rc_atomics", What::Atomics, dir)?, GFP_KERNEL)?;
     }
+    // The kernel's rxe answers an ATOMIC_WRITE with a zero-length READ
+    // RESPONSE ONLY, which our requester takes as its acknowledgement.
+    v.push(
+        Step::new("rc_atomic_write", What::AtomicWrite, 1)?,
+        GFP_KERNEL,
+    )?;
     for dir in 0..DIRECTIONS.len() {
         for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;
