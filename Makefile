@@ -6,7 +6,7 @@
 #   make check    everything: deps, kernel, modules, lint, host tests, guest tests
 #   make bench    our rxe against the kernel's rdma_rxe: a table of ratios
 #
-# Other targets: deps, kernel, modules, lint, test-host, initramfs, guest-test,
+# Other targets: deps, kernel, modules, lint, test-host, fuzz, initramfs, guest-test,
 # multihost-test, harness-test, clean. See README.md and Documentation/.
 
 SHELL := /bin/bash
@@ -16,7 +16,7 @@ ENV := . $(TOP)/scripts/env.sh
 # Module build against the cached kernel, with the Debian rustc (see env.sh).
 KMAKE = $(ENV) && $(MAKE) -C "$$KDIR" M=$(TOP) "$${KMAKE_VARS[@]}"
 
-.PHONY: all deps kernel modules lint test-host initramfs guest-test multihost-test harness-test \
+.PHONY: all deps kernel modules lint test-host fuzz initramfs guest-test multihost-test harness-test \
 	check run bench clean
 
 all: modules
@@ -37,6 +37,12 @@ lint: kernel
 
 test-host:
 	@cargo test --workspace
+
+# The wire codec's parser, fuzzed on the stable toolchain: 5 million
+# mutated inputs from its corpus, bounded to 10 minutes (tools/wirefuzz).
+FUZZ_INPUTS ?= 5000000
+fuzz:
+	@cargo run -q --release -p wirefuzz -- rxe/wire/fuzz/corpus/parse $(FUZZ_INPUTS) 600
 
 initramfs: modules
 	@scripts/initramfs.sh $(TOP)/.build/initramfs.cpio

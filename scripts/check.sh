@@ -2,7 +2,7 @@
 # `make check`: every stage, then one summary line.
 #
 # Stages: deps, kernel (cached), modules (with clippy), lint, host tests,
-# initramfs, the guest selftests (one guest, then two joined guests), and the
+# the wire parser's fuzzing (tools/wirefuzz, one test), initramfs, the guest selftests (one guest, then two joined guests), and the
 # harness's own negative test (a guest that WARNs must be judged failed).
 # Test counts come from cargo test and from the guests' KTAP. A build or lint
 # stage that fails counts as one failure and ends the run, since nothing
@@ -69,6 +69,15 @@ host_rc=${PIPESTATUS[0]}
 add_counts "$log/test-host.log" \
 	's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p'
 if [ "$host_rc" -ne 0 ] && ! grep -q '^test result: FAILED' "$log/test-host.log"; then
+	failed=$((failed + 1))
+fi
+
+# The wire parser under 5 million mutated inputs (a panic is a failure).
+echo "=== check: fuzz"
+if make --no-print-directory fuzz 2>&1 | tee "$log/fuzz.log"; then
+	passed=$((passed + 1))
+else
+	echo "=== check: fuzz FAILED (see $log/fuzz.log)"
 	failed=$((failed + 1))
 fi
 

@@ -105,7 +105,7 @@ profile() {
 	rmmod rdma_rxe_bench
 }
 
-ktap_plan 6
+ktap_plan
 ktap_check "ours_on_veth" ours
 ktap_check "theirs_on_veth" theirs
 ktap_module rdma_rxe_bench

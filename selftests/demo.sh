@@ -19,7 +19,7 @@ show() {
 	"$@" 2>&1 | sed 's/^/    /'
 }
 
-ktap_plan 10
+ktap_plan
 ktap_check "load_rdma_core" modprobe rdma_core
 ktap_check "load_software_device" modprobe rdma_swdev
 ktap_check "load_kernel_rdma_rxe" modprobe rdma_rxe

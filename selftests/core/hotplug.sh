@@ -4,7 +4,7 @@
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 
-ktap_plan 2
+ktap_plan
 ktap_module rdma_hotplug_test
 rmmod rdma_hotplug_test 2>/dev/null
 ktap_check "rdma_core_unloads" rmmod rdma_core

@@ -7,7 +7,7 @@
 . ../lib/netns.sh
 . ../lib/rxe.sh
 
-ktap_plan 7
+ktap_plan
 ktap_check "modprobe_rdma_rxe" modprobe rdma_rxe
 netns_veth - veth_c0 - veth_c1
 netns_addr - veth_c0 10.77.2.1/24

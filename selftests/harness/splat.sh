@@ -4,7 +4,7 @@
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 
-ktap_plan 1
+ktap_plan
 ktap_check "load_module_that_warns" modprobe rdma_splat_test
 rmmod rdma_splat_test
 ktap_finish

@@ -1,7 +1,11 @@
 #!/bin/sh
 # KTAP output for selftest programs (sourced).
 #
-#   ktap_plan N            header and plan
+#   ktap_plan              header and plan: the number of distinct case
+#                          names the program's ktap_check, ktap_module,
+#                          ktap_pass, ktap_fail and ktap_skip calls name, so
+#                          a case added is a case planned; ktap_finish fails
+#                          a program that ran another number
 #   ktap_pass NAME         ok
 #   ktap_fail NAME [WHY]   not ok
 #   ktap_skip NAME WHY     ok # SKIP
@@ -15,8 +19,10 @@ _ktap_fail=0
 _ktap_skip=0
 
 ktap_plan() {
+	_ktap_plan=$(grep -oE 'ktap_(check|module|pass|fail|skip) [^ ;]+' "$0" |
+		awk '{ gsub(/"/, "", $2); print $2 }' | sort -u | wc -l)
 	echo "KTAP version 1"
-	echo "1..$1"
+	echo "1..$_ktap_plan"
 }
 
 ktap_pass() {
@@ -67,6 +73,10 @@ ktap_module() {
 }
 
 ktap_finish() {
+	if [ "$_ktap_n" -ne "${_ktap_plan:-$_ktap_n}" ]; then
+		echo "# ran $_ktap_n cases, planned $_ktap_plan"
+		exit 1
+	fi
 	[ $_ktap_fail -eq 0 ] || exit 1
 	[ $_ktap_n -gt 0 ] && [ $_ktap_skip -eq $_ktap_n ] && exit $KSFT_SKIP
 	exit 0

@@ -4,7 +4,7 @@
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 
-ktap_plan 2
+ktap_plan
 if [ -z "$RDMA_RS_GUEST" ] || ! ip link show eth0 > /dev/null 2>&1; then
 	ktap_skip "eth0_up" "not a joined test guest"
 	ktap_skip "peer_reachable" "not a joined test guest"

@@ -64,7 +64,7 @@ teardown() {
 		ip link del cv0 && ip netns del capx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 4
+ktap_plan
 ktap_check "setup" setup
 ktap_check "c_ud_send_parsed_by_us" ud_send
 sed 's/^/# c_ud: /' "$tmpd/c_ud.hex" 2>/dev/null

@@ -39,7 +39,7 @@ teardown() {
 		ip netns del rca && ip netns del rcb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 4
+ktap_plan
 ktap_check "setup" setup
 ktap_module rdma_rxe_rc_test
 rmmod rdma_rxe_rc_test 2>/dev/null

@@ -45,7 +45,7 @@ teardown() {
 		ip netns del tra && ip netns del trb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 5
+ktap_plan
 ktap_check "setup" setup
 ktap_module rdma_rxe_traffic_test
 ktap_check "remove_under_traffic" remove_under_traffic

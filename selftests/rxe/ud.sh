@@ -37,7 +37,7 @@ teardown() {
 		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 
-ktap_plan 4
+ktap_plan
 ktap_check "setup" setup
 ktap_module rdma_rxe_ud_test
 rmmod rdma_rxe_ud_test 2>/dev/null
