@@ -31,6 +31,7 @@ use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{AttrMask, QpState, QpType};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::PdFlags;
 use rdma::verbs::qp::QpAttr;
 use rdma::verbs::wc::Wc;
@@ -282,6 +283,157 @@ fn transfer(x: &End, y: &End, op: Op, len: usize, seed: u32) -> Result {
     to.buf.read(to_off + len, &mut edge)?;
     check(edge[0] == 0x5a || len == 0, "nothing written past the end")?;
     Ok(())
+}
+
+/// Memory windows on rxe, bound by the responder's QP: a type 1 window
+/// opens part of an MR for WRITE, a type 2 window for READ; a peer's access
+/// through each lands in the window's range; a SEND with invalidate kills
+/// the type 2 window, after which an access through it fails.
+fn windows(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::MW_BIND;
+    let mr = Mr::reg_buffer(y.pd.core(), &y.buf, 0, 65536, rights)?;
+    let w1 = Mw::alloc(y.pd.core(), MwType::Type1)?;
+    let w2 = Mw::alloc(y.pd.core(), MwType::Type2)?;
+    let (k1, k2) = ((w1.rkey() & !0xff) | 0x21, (w2.rkey() & !0xff) | 0x22);
+    let (base1, base2) = (y.buf.addr(8192), y.buf.addr(16384));
+    for (id, mw, key, addr, access) in [
+        (1, &w1, k1, base1, Access::REMOTE_WRITE),
+        (2, &w2, k2, base2, Access::REMOTE_READ),
+    ] {
+        let bind = SendOp::BindMw {
+            mw: mw.core(),
+            mr: mr.core(),
+            key,
+            addr,
+            length: 1024,
+            access,
+        };
+        y.qp.post_send(&[SendWr::new(id, bind, &[])])
+            .map_err(|(_, e)| e)?;
+        expect(&y.cq, id, WcStatus::Success, Some(WcOpcode::BindMw))?;
+        check(mw.is_bound() && mw.rkey() == key, "bound under the new key")?;
+    }
+    // WRITE through the type 1 window.
+    fill_pattern(&x.buf, 0, 300, 61)?;
+    let sg = [x.sge(0, 300)?];
+    let w = SendOp::Write {
+        remote_addr: base1 + 100,
+        rkey: k1,
+    };
+    x.qp.post_send(&[SendWr::new(3, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(
+        same(&x.buf, 0, &y.buf, 8192 + 100, 300)?,
+        "written through the type 1 window",
+    )?;
+    // READ through the type 2 window.
+    fill_pattern(&y.buf, 16384, 1024, 62)?;
+    let rsg = [x.sge(4096, 1024)?];
+    let r = SendOp::Read {
+        remote_addr: base2,
+        rkey: k2,
+    };
+    x.qp.post_send(&[SendWr::new(4, r, &rsg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 4, WcStatus::Success, Some(WcOpcode::RdmaRead))?;
+    check(
+        same(&y.buf, 16384, &x.buf, 4096, 1024)?,
+        "read through the type 2 window",
+    )?;
+    // SEND with invalidate of the type 2 window.
+    let rs = [y.sge(32768, 64)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 5,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    x.qp.post_send(&[SendWr::new(5, SendOp::SendWithInv(k2), &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 5, WcStatus::Success, Some(WcOpcode::Send))?;
+    let rc = expect(&y.cq, 5, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(
+        rc.wc_flags.contains(WcFlags::WITH_INVALIDATE) && rc.invalidate_rkey == k2,
+        "the receiver learns the invalidated key",
+    )?;
+    check(!w2.is_bound(), "the type 2 window is unbound")?;
+    // Through the dead window: a remote access error.
+    remote_failure(&x, &y, r, 64)
+}
+
+/// LOCAL_INV of a fast-registration MR on rxe (a peer's WRITE to it then
+/// fails), and READ with invalidate, whose local MR dies with the READ.
+fn local_and_read_invalidate(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    // The reader's sink: a fast-registration MR over a buffer of its own.
+    let page = Buffer::new(4096)?;
+    let fr = Mr::alloc_fast_reg(x.pd.core(), 1)?;
+    let slices = [BufSlice {
+        buf: &page,
+        offset: 0,
+        len: 4096,
+    }];
+    check(fr.map_mr_sg(&slices, 4096)? == 1, "one page mapped")?;
+    let key = (fr.lkey() & !0xff) | 0x31;
+    let reg = SendOp::RegMr {
+        mr: fr.core(),
+        key,
+        access: Access::LOCAL_WRITE,
+    };
+    x.qp.post_send(&[SendWr::new(1, reg, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    fill_pattern(&y.buf, 0, 64, 71)?;
+    let sink = [Sge {
+        addr: fr.iova(),
+        length: 64,
+        lkey: key,
+    }];
+    let r = SendOp::ReadWithInv {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+        invalidate: key,
+    };
+    x.qp.post_send(&[SendWr::new(2, r, &sink)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 2, WcStatus::Success, Some(WcOpcode::RdmaRead))?;
+    check(same(&y.buf, 0, &page, 0, 64)?, "read landed in the sink")?;
+    check(!fr.is_valid(), "the sink's MR died with the READ")?;
+    // The responder's own fast-registration MR, then LOCAL_INV of it.
+    let yfr = Mr::alloc_fast_reg(y.pd.core(), 1)?;
+    let ypage = Buffer::new(4096)?;
+    let yslices = [BufSlice {
+        buf: &ypage,
+        offset: 0,
+        len: 4096,
+    }];
+    check(yfr.map_mr_sg(&yslices, 4096)? == 1, "one page mapped")?;
+    let ykey = (yfr.lkey() & !0xff) | 0x32;
+    let reg = SendOp::RegMr {
+        mr: yfr.core(),
+        key: ykey,
+        access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+    };
+    y.qp.post_send(&[SendWr::new(3, reg, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 3, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    let w = SendOp::Write {
+        remote_addr: yfr.iova(),
+        rkey: ykey,
+    };
+    fill_pattern(&x.buf, 0, 64, 72)?;
+    let sg = [x.sge(0, 64)?];
+    x.qp.post_send(&[SendWr::new(4, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 4, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(same(&x.buf, 0, &ypage, 0, 64)?, "written while registered")?;
+    y.qp.post_send(&[SendWr::new(5, SendOp::LocalInv(ykey), &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 5, WcStatus::Success, Some(WcOpcode::LocalInv))?;
+    check(!yfr.is_valid(), "invalid after LOCAL_INV")?;
+    remote_failure(&x, &y, w, 64)
 }
 
 /// Zero-length WRITE, WRITE with immediate and READ with rkey 0 and
@@ -986,6 +1138,11 @@ const CASES: &[FnCase<Ports>] = &[
     case!("ipv6", |p| ipv6(p.a6, p.b6)),
     case!("memory_keys", |p| memory_keys(p.a, p.b)),
     case!("zero_length_without_key", |p| zero_length_without_key(
+        p.a, p.b
+    )),
+    case!("windows_veth", |p| windows(p.a, p.b)),
+    case!("windows_loopback", |p| windows(p.b, p.b)),
+    case!("local_and_read_invalidate", |p| local_and_read_invalidate(
         p.a, p.b
     )),
 ];
