@@ -25,15 +25,20 @@ use kernel::time::{ktime_ms_delta, Ktime};
 use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::{self, Device};
 use rdma::kshim::mem::{Buffer, Sge};
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::testing;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{AttrMask, QpState, QpType};
 use rdma::verbs::cq::CqCore;
+use rdma::verbs::cq::{Cq, PollCtx};
 use rdma::verbs::mr::{BufSlice, Mr};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::PdFlags;
 use rdma::verbs::qp::QpAttr;
+use rdma::verbs::qp::{Qp, QpInitAttr};
+use rdma::verbs::srq::{Srq, SrqAttr};
+use rdma::verbs::wc::CqeDone;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -283,6 +288,159 @@ fn transfer(x: &End, y: &End, op: Op, len: usize, seed: u32) -> Result {
     to.buf.read(to_off + len, &mut edge)?;
     check(edge[0] == 0x5a || len == 0, "nothing written past the end")?;
     Ok(())
+}
+
+/// Completions handed to their work requests (`wr_cqe`) by core-polled
+/// CQs: (wr_id, status, opcode, byte count) in arrival order. An IRQ-safe
+/// lock: the handlers run in softirq and in workqueues.
+#[pin_data]
+struct Done {
+    #[pin]
+    seen: SpinLockIrq<KVec<(u64, WcStatus, WcOpcode, u32)>>,
+}
+
+impl CqeDone for Done {
+    fn done(&self, _cq: &CqCore, wc: &Wc) {
+        let _ = self
+            .seen
+            .lock()
+            .push((wc.wr_id, wc.status, wc.opcode, wc.byte_len), GFP_ATOMIC);
+    }
+}
+
+impl Done {
+    fn new() -> Result<Arc<Done>> {
+        Arc::pin_init(
+            pin_init!(Done {
+                seen <- rdma::new_spinlock_irq!(KVec::new(), "Done::seen"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Waits until `n` completions came.
+    fn wait(&self, n: usize) -> Result {
+        for _ in 0..500 {
+            if self.seen.lock().len() >= n {
+                return Ok(());
+            }
+            testing::msleep(10);
+        }
+        pr_err!("{} of {} completions came\n", self.seen.lock().len(), n);
+        Err(EINVAL)
+    }
+}
+
+/// On rxe: an SRQ with its limit event, core-polled CQs (softirq and
+/// workqueue) delivering to each request's handler, and drain.
+fn srq_cqs_drain(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let ev = Arc::pin_init(
+        pin_init!(QpEvents {
+            seen <- new_spinlock!(KVec::new(), "QpEvents::seen"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let _reg = y.dev.arc().register_event_handler(ev.clone())?;
+    let xcq = Cq::alloc(x.dev.arc(), 64, PollCtx::Softirq)?;
+    let ycq = Cq::alloc(y.dev.arc(), 64, PollCtx::Workqueue)?;
+    let srq = Srq::create(
+        y.pd.core(),
+        &SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )?;
+    let xq = rc::create_qp(&x.pd, &xcq, &xcq, &OPTS)?;
+    let yq = Qp::create(
+        y.pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: ycq.core(),
+            recv_cq: ycq.core(),
+            srq: Some(srq.core()),
+            cap: OPTS.cap,
+            sq_sig_all: false,
+            port_num: 1,
+        },
+    )?;
+    let to_y = rc::Remote {
+        qpn: yq.qpn(),
+        psn: OPTS.psn,
+        av: x.av(y.gid)?,
+    };
+    let to_x = rc::Remote {
+        qpn: xq.qpn(),
+        psn: OPTS.psn,
+        av: y.av(x.gid)?,
+    };
+    rc::modify_to(&xq, &OPTS, &to_y, QpState::Rts)?;
+    rc::modify_to(&yq, &OPTS, &to_x, QpState::Rts)?;
+    let (sent, got) = (Done::new()?, Done::new()?);
+    let (sent_cqe, got_cqe): (Arc<dyn CqeDone>, Arc<dyn CqeDone>) = (sent.clone(), got.clone());
+    // Four receives on the SRQ, 1000 bytes apart; the limit armed at 2.
+    for i in 0..4u64 {
+        let rs = [y.sge(200_000 + 1000 * i as usize, 1000)?];
+        srq.post_recv(&[RecvWr {
+            wr_id: 100 + i,
+            cqe: Some(got_cqe.clone()),
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    srq.modify(None, Some(2))?;
+    // Three SENDs of 500 + i bytes: the SRQ drops to one WQE.
+    for i in 0..3u64 {
+        let len = 500 + i as usize;
+        fill_pattern(&x.buf, 100_000 + 1000 * i as usize, len, 80 + i as u32)?;
+        let sg = [x.sge(100_000 + 1000 * i as usize, len)?];
+        let mut w = SendWr::new(i, SendOp::Send, &sg);
+        w.cqe = Some(sent_cqe.clone());
+        xq.post_send(&[w]).map_err(|(_, e)| e)?;
+    }
+    sent.wait(3)?;
+    got.wait(3)?;
+    for (i, &(id, status, op, len)) in got.seen.lock().iter().enumerate() {
+        check(
+            id == 100 + i as u64 && status == WcStatus::Success && op == WcOpcode::Recv,
+            "receives from the SRQ, in order",
+        )?;
+        check(len == 500 + i as u32, "receive length")?;
+    }
+    for i in 0..3usize {
+        check(
+            same(
+                &x.buf,
+                100_000 + 1000 * i,
+                &y.buf,
+                200_000 + 1000 * i,
+                500 + i,
+            )?,
+            "SEND data in the SRQ's buffers",
+        )?;
+    }
+    check(
+        sent.seen
+            .lock()
+            .iter()
+            .enumerate()
+            .all(|(i, &(id, s, op, _))| {
+                id == i as u64 && s == WcStatus::Success && op == WcOpcode::Send
+            }),
+        "sends completed in order",
+    )?;
+    wait_event(&ev, EventKind::SrqLimitReached, srq.num())?;
+    // Drain both QPs: the sender's queue is empty; the receiver's with an
+    // SRQ drains its send queue only, and its SRQ WQE stays posted.
+    xq.drain()?;
+    yq.drain()?;
+    check(
+        xq.state() == QpState::Err && yq.state() == QpState::Err,
+        "drained QPs in ERR",
+    )?;
+    let left = got.seen.lock().len();
+    check(left == 3, "the SRQ's last WQE not flushed")
 }
 
 /// Memory windows on rxe, bound by the responder's QP: a type 1 window
@@ -751,7 +909,7 @@ fn remote_failure(x: &End, y: &End, op: SendOp<'_>, len: usize) -> Result {
     check(false, "responder in error")
 }
 
-/// Records the QP events of a device.
+/// Records the QP and SRQ events of a device.
 #[pin_data]
 struct QpEvents {
     #[pin]
@@ -760,7 +918,7 @@ struct QpEvents {
 
 impl EventHandler for QpEvents {
     fn handle(&self, _dev: &Device, event: &Event) {
-        if let Element::Qp(n) = event.element {
+        if let Element::Qp(n) | Element::Srq(n) = event.element {
             let _ = self.seen.lock().push((event.kind, n), GFP_ATOMIC);
         }
     }
@@ -1140,6 +1298,7 @@ const CASES: &[FnCase<Ports>] = &[
     case!("zero_length_without_key", |p| zero_length_without_key(
         p.a, p.b
     )),
+    case!("srq_core_polled_cqs_and_drain", |p| srq_cqs_drain(p.a, p.b)),
     case!("windows_veth", |p| windows(p.a, p.b)),
     case!("windows_loopback", |p| windows(p.b, p.b)),
     case!("local_and_read_invalidate", |p| local_and_read_invalidate(
