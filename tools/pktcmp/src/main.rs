@@ -137,7 +137,10 @@ fn load(text: &str, who: &str, bad: &mut Vec<String>) -> Result<Shapes, String> 
 }
 
 /// Prints the comparison; `true` if the captures agree.
-fn compare(theirs: &Shapes, ours: &Shapes, report: &mut String) -> bool {
+/// Compares the two stacks' shapes per opcode. An opcode only one stack
+/// sent makes the captures differ too, unless it is in `one_sided` (an
+/// operation the test can drive one way only).
+fn compare(theirs: &Shapes, ours: &Shapes, one_sided: &[String], report: &mut String) -> bool {
     let mut same = true;
     let ops: BTreeSet<&String> = theirs.keys().chain(ours.keys()).collect();
     for op in ops {
@@ -167,16 +170,22 @@ fn compare(theirs: &Shapes, ours: &Shapes, report: &mut String) -> bool {
                 }
             }
             (Some(t), None) => {
+                let allowed = one_sided.contains(op);
+                same &= allowed;
                 let _ = writeln!(
                     report,
-                    "only theirs sent {op} ({} packets)",
+                    "{} theirs sent {op} ({} packets)",
+                    if allowed { "only" } else { "ONLY" },
                     t.values().sum::<usize>()
                 );
             }
             (None, Some(o)) => {
+                let allowed = one_sided.contains(op);
+                same &= allowed;
                 let _ = writeln!(
                     report,
-                    "only ours sent {op} ({} packets)",
+                    "{} ours sent {op} ({} packets)",
+                    if allowed { "only" } else { "ONLY" },
                     o.values().sum::<usize>()
                 );
             }
@@ -188,10 +197,13 @@ fn compare(theirs: &Shapes, ours: &Shapes, report: &mut String) -> bool {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        eprintln!("usage: pktcmp THEIRS.hex OURS.hex");
+    // pktcmp THEIRS.hex OURS.hex [OPCODE...]: the opcodes that may be
+    // sent by one stack only.
+    if args.len() < 3 {
+        eprintln!("usage: pktcmp THEIRS.hex OURS.hex [ONE_SIDED_OPCODE...]");
         return ExitCode::from(2);
     }
+    let one_sided: Vec<String> = args[3..].to_vec();
     let mut bad = Vec::new();
     let mut sides = Vec::new();
     for (path, who) in [(&args[1], "theirs"), (&args[2], "ours")] {
@@ -207,7 +219,7 @@ fn main() -> ExitCode {
         }
     }
     let mut report = String::new();
-    let same = compare(&sides[0], &sides[1], &mut report);
+    let same = compare(&sides[0], &sides[1], &one_sided, &mut report);
     print!("{report}");
     for b in &bad {
         println!("BAD {b}");
@@ -286,9 +298,30 @@ mod tests {
         let t = load(C_RC_SEND, "t", &mut bad).unwrap();
         let o = load(&hex(&out[..n]), "o", &mut bad).unwrap();
         let mut report = String::new();
-        assert!(!compare(&t, &o, &mut report));
+        assert!(!compare(&t, &o, &[], &mut report));
         assert!(report.contains("DIFFERENT RC_SEND_ONLY"), "{report}");
         let mut report = String::new();
-        assert!(compare(&t, &t, &mut report));
+        assert!(compare(&t, &t, &[], &mut report));
+    }
+
+    #[test]
+    fn an_opcode_one_stack_never_sent_fails_unless_allowed() {
+        let mut bad = Vec::new();
+        let t = load(C_RC_SEND, "t", &mut bad).unwrap();
+        let none = Shapes::default();
+        let mut report = String::new();
+        assert!(!compare(&t, &none, &[], &mut report));
+        assert!(report.contains("ONLY theirs sent RC_SEND_ONLY"), "{report}");
+        let mut report = String::new();
+        assert!(!compare(&none, &t, &[], &mut report));
+        assert!(report.contains("ONLY ours sent RC_SEND_ONLY"), "{report}");
+        let mut report = String::new();
+        assert!(compare(
+            &none,
+            &t,
+            &["RC_SEND_ONLY".to_string()],
+            &mut report
+        ));
+        assert!(report.contains("only ours sent RC_SEND_ONLY"), "{report}");
     }
 }
