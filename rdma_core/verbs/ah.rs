@@ -17,7 +17,7 @@ use crate::device::Device;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::attr::Gid;
-use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
+use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table};
 use crate::verbs::wc::Wc;
@@ -181,7 +181,7 @@ impl Handle<AhCore> {
         }
         attr.check(dev)?;
         let pd_use = Use::take(pd)?;
-        let num = Reservation::new(&dev.res.ah, dev.res.ah.reserve()?);
+        let num = dev.res.ah.reserve()?;
         let number = num.num();
         let core = Arc::pin_init(
             pin_init!(AhCore {

@@ -45,7 +45,7 @@ use crate::kshim::irq_poll::{IrqPoll, IrqPollItem};
 use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::spec::opcodes::{NotifyFlags, WcStatus};
-use crate::verbs::object::{Handle, Life, Object, Reservation};
+use crate::verbs::object::{Handle, Life, Object};
 use crate::verbs::restrack::{Resources, Table, UseCount};
 use crate::verbs::wc::Wc;
 
@@ -605,7 +605,7 @@ impl Handle<CqCore> {
             return Err(EINVAL);
         }
         let wcs = new_ring_storage(cqe as usize)?;
-        let num = Reservation::new(&dev.res.cq, dev.res.cq.reserve()?);
+        let num = dev.res.cq.reserve()?;
         let number = num.num();
         let ring = Ring {
             wcs,

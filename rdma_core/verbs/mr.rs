@@ -37,7 +37,7 @@ use crate::kshim::errno::eopnotsupp;
 use crate::kshim::mem::{self, Buffer, Sge};
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
-use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
+use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table};
 
@@ -493,7 +493,7 @@ impl Handle<MrCore> {
         let _usage = dev.try_get().ok_or(ENODEV)?;
         let segs = KVec::with_capacity(max_segs as usize, GFP_KERNEL)?;
         let pd_use = Use::take(pd)?;
-        let index = Reservation::new(&dev.res.mr, dev.res.mr.reserve()?);
+        let index = dev.res.mr.reserve()?;
         let number = index.num();
         let state = MrState {
             valid: kind != MrKind::FastReg,

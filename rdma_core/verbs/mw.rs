@@ -24,7 +24,7 @@ use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
 use crate::verbs::mr::{AccessError, MrCore};
-use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
+use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::QpCore;
 use crate::verbs::restrack::{Resources, Table};
@@ -215,7 +215,7 @@ impl Handle<MwCore> {
             return Err(eopnotsupp());
         }
         let pd_use = Use::take(pd)?;
-        let index = Reservation::new(&dev.res.mw, dev.res.mw.reserve()?);
+        let index = dev.res.mw.reserve()?;
         let number = index.num();
         let core = Arc::pin_init(
             pin_init!(MwCore {

@@ -25,7 +25,7 @@ use crate::device::Device;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
 use crate::verbs::mr::Mr;
-use crate::verbs::object::{Handle, Life, Object, Reservation};
+use crate::verbs::object::{Handle, Life, Object};
 use crate::verbs::restrack::{Resources, Table, UseCount};
 
 /// The core's protection domain, shared by its handle and its users.
@@ -118,7 +118,7 @@ impl Handle<PdCore> {
     pub fn alloc_with(dev: &Arc<Device>, flags: PdFlags) -> Result<Pd> {
         crate::kshim::verb::might_sleep();
         let _usage = dev.try_get().ok_or(ENODEV)?;
-        let num = Reservation::new(&dev.res.pd, dev.res.pd.reserve()?);
+        let num = dev.res.pd.reserve()?;
         let number = num.num();
         let core = Arc::pin_init(
             pin_init!(PdCore {

@@ -77,9 +77,14 @@ impl<T> Table<T> {
     }
 
     /// Takes a number for a new object (`EOPNOTSUPP` if the device has no
-    /// such objects, `ENOMEM` at its limit, `ENODEV` once it is going away).
-    /// Does not sleep: the AH verbs use it from any context.
-    pub(crate) fn reserve(&self) -> Result<u32> {
+    /// such objects, `ENOMEM` at its limit, `ENODEV` once it is going away),
+    /// given back unless published. Does not sleep: the AH verbs use it
+    /// from any context.
+    pub(crate) fn reserve(&self) -> Result<Reservation<'_, T>> {
+        Ok(Reservation::new(self, self.reserve_num()?))
+    }
+
+    fn reserve_num(&self) -> Result<u32> {
         if self.max == 0 {
             return Err(eopnotsupp());
         }
@@ -279,13 +284,11 @@ impl Resources {
     /// GSI QP (a second one is "in use", `EBUSY`), from 2 for the others.
     pub(crate) fn reserve_qpn(&self, qp_type: QpType) -> Result<Reservation<'_, QpCore>> {
         if qp_type == QpType::Gsi {
-            let num = self
-                .gsi
+            self.gsi
                 .reserve()
-                .map_err(|e| if e == ENOMEM { EBUSY } else { e })?;
-            Ok(Reservation::new(&self.gsi, num))
+                .map_err(|e| if e == ENOMEM { EBUSY } else { e })
         } else {
-            Ok(Reservation::new(&self.qp, self.qp.reserve()?))
+            self.qp.reserve()
         }
     }
 

@@ -16,7 +16,7 @@ use crate::device::event::{Element, Event, EventKind};
 use crate::device::{Device, DeviceCaps};
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
-use crate::verbs::object::{Handle, Life, Object, Reservation, Use};
+use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table, UseCount};
 use crate::verbs::wr::{RecvWqe, RecvWr, Ring, MAX_SGE};
@@ -200,7 +200,7 @@ impl Handle<SrqCore> {
         }
         let ring = Ring::new(attr.max_wr as usize)?;
         let pd_use = Use::take(pd)?;
-        let num = Reservation::new(&dev.res.srq, dev.res.srq.reserve()?);
+        let num = dev.res.srq.reserve()?;
         let number = num.num();
         let st = SrqState {
             ring,

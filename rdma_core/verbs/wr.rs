@@ -26,10 +26,13 @@ pub const MAX_SGE: usize = 8;
 /// The most inline data a send work request can carry.
 pub const MAX_INLINE: usize = 256;
 
-/// What a send work request does, with what it needs.
-#[derive(Clone, Copy)]
-pub enum SendOp<'a> {
+/// What a send operation does, with what it needs: as posted ([`SendOp`],
+/// borrowing the MR and window it names) and as queued ([`WqeOp`], holding
+/// them, since a queue entry outlives the work request it came from).
+#[derive(Clone, Copy, Default)]
+pub enum SendOperation<M, W> {
     /// SEND.
+    #[default]
     Send,
     /// SEND with immediate data.
     SendWithImm(u32),
@@ -113,9 +116,9 @@ pub enum SendOp<'a> {
     /// Bind a memory window to part of an MR.
     BindMw {
         /// The window.
-        mw: &'a Arc<MwCore>,
+        mw: W,
         /// The MR it opens onto.
-        mr: &'a Arc<MrCore>,
+        mr: M,
         /// The window's new key (index part unchanged).
         key: u32,
         /// First address of the window.
@@ -128,7 +131,7 @@ pub enum SendOp<'a> {
     /// Register the pages mapped into a fast-registration MR.
     RegMr {
         /// The MR.
-        mr: &'a Arc<MrCore>,
+        mr: M,
         /// Its new key (index part unchanged, new low byte).
         key: u32,
         /// Access rights it gets.
@@ -136,24 +139,162 @@ pub enum SendOp<'a> {
     },
 }
 
-impl SendOp<'_> {
+/// A send operation as a ULP posts it.
+pub type SendOp<'a> = SendOperation<&'a Arc<MrCore>, &'a Arc<MwCore>>;
+
+/// A send operation as queued in a [`SendWqe`]: every field has one
+/// meaning, the one its variant says.
+pub type WqeOp = SendOperation<Arc<MrCore>, Arc<MwCore>>;
+
+impl<M, W> SendOperation<M, W> {
     /// The opcode.
     pub fn opcode(&self) -> WrOpcode {
         match self {
-            SendOp::Send => WrOpcode::Send,
-            SendOp::SendWithImm(_) => WrOpcode::SendWithImm,
-            SendOp::SendWithInv(_) => WrOpcode::SendWithInv,
-            SendOp::Write { .. } => WrOpcode::RdmaWrite,
-            SendOp::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
-            SendOp::Read { .. } => WrOpcode::RdmaRead,
-            SendOp::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
-            SendOp::Flush { .. } => WrOpcode::Flush,
-            SendOp::AtomicWrite { .. } => WrOpcode::AtomicWrite,
-            SendOp::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
-            SendOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
-            SendOp::LocalInv(_) => WrOpcode::LocalInv,
-            SendOp::RegMr { .. } => WrOpcode::RegMr,
-            SendOp::BindMw { .. } => WrOpcode::BindMw,
+            SendOperation::Send => WrOpcode::Send,
+            SendOperation::SendWithImm(_) => WrOpcode::SendWithImm,
+            SendOperation::SendWithInv(_) => WrOpcode::SendWithInv,
+            SendOperation::Write { .. } => WrOpcode::RdmaWrite,
+            SendOperation::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
+            SendOperation::Read { .. } => WrOpcode::RdmaRead,
+            SendOperation::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
+            SendOperation::Flush { .. } => WrOpcode::Flush,
+            SendOperation::AtomicWrite { .. } => WrOpcode::AtomicWrite,
+            SendOperation::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
+            SendOperation::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
+            SendOperation::LocalInv(_) => WrOpcode::LocalInv,
+            SendOperation::RegMr { .. } => WrOpcode::RegMr,
+            SendOperation::BindMw { .. } => WrOpcode::BindMw,
+        }
+    }
+
+    /// The remote address and key of an RDMA or atomic operation.
+    pub fn remote(&self) -> Option<(u64, u32)> {
+        match *self {
+            SendOperation::Write { remote_addr, rkey }
+            | SendOperation::WriteWithImm {
+                remote_addr, rkey, ..
+            }
+            | SendOperation::Read { remote_addr, rkey }
+            | SendOperation::ReadWithInv {
+                remote_addr, rkey, ..
+            }
+            | SendOperation::Flush {
+                remote_addr, rkey, ..
+            }
+            | SendOperation::AtomicWrite { remote_addr, rkey }
+            | SendOperation::CmpAndSwp {
+                remote_addr, rkey, ..
+            }
+            | SendOperation::FetchAndAdd {
+                remote_addr, rkey, ..
+            } => Some((remote_addr, rkey)),
+            _ => None,
+        }
+    }
+
+    /// The immediate data of a SEND or WRITE with immediate.
+    pub fn imm(&self) -> Option<u32> {
+        match *self {
+            SendOperation::SendWithImm(imm) | SendOperation::WriteWithImm { imm, .. } => Some(imm),
+            _ => None,
+        }
+    }
+
+    /// The key a SEND with invalidate names (the responder's).
+    pub fn send_invalidate(&self) -> Option<u32> {
+        match *self {
+            SendOperation::SendWithInv(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+impl SendOp<'_> {
+    /// The queued form: the MR and window it names held, the rest copied.
+    pub(crate) fn to_wqe_op(self) -> WqeOp {
+        match self {
+            SendOperation::Send => SendOperation::Send,
+            SendOperation::SendWithImm(imm) => SendOperation::SendWithImm(imm),
+            SendOperation::SendWithInv(k) => SendOperation::SendWithInv(k),
+            SendOperation::Write { remote_addr, rkey } => {
+                SendOperation::Write { remote_addr, rkey }
+            }
+            SendOperation::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => SendOperation::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            },
+            SendOperation::Read { remote_addr, rkey } => SendOperation::Read { remote_addr, rkey },
+            SendOperation::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            } => SendOperation::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate,
+            },
+            SendOperation::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            } => SendOperation::Flush {
+                remote_addr,
+                rkey,
+                length,
+                flush,
+                whole_mr,
+            },
+            SendOperation::AtomicWrite { remote_addr, rkey } => {
+                SendOperation::AtomicWrite { remote_addr, rkey }
+            }
+            SendOperation::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => SendOperation::CmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            },
+            SendOperation::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => SendOperation::FetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            },
+            SendOperation::LocalInv(k) => SendOperation::LocalInv(k),
+            SendOperation::BindMw {
+                mw,
+                mr,
+                key,
+                addr,
+                length,
+                access,
+            } => SendOperation::BindMw {
+                mw: mw.clone(),
+                mr: mr.clone(),
+                key,
+                addr,
+                length,
+                access,
+            },
+            SendOperation::RegMr { mr, key, access } => SendOperation::RegMr {
+                mr: mr.clone(),
+                key,
+                access,
+            },
         }
     }
 }
@@ -231,265 +372,6 @@ pub struct RecvWr<'a> {
     pub cqe: Option<Arc<dyn CqeDone>>,
     /// Where received data goes.
     pub sg: &'a [Sge],
-}
-
-/// A send operation as queued: [`SendOp`] with the objects it names held
-/// (a queue entry outlives the work request it was posted from). Every
-/// field has one meaning, the one its variant says.
-#[derive(Clone, Default)]
-pub enum WqeOp {
-    /// SEND.
-    #[default]
-    Send,
-    /// SEND with immediate data.
-    SendWithImm(u32),
-    /// SEND that invalidates the given rkey at the responder.
-    SendWithInv(u32),
-    /// RDMA WRITE.
-    Write {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// RDMA WRITE with immediate data.
-    WriteWithImm {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Immediate data.
-        imm: u32,
-    },
-    /// RDMA READ.
-    Read {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// RDMA READ that invalidates the local key `invalidate` when done.
-    ReadWithInv {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Local key to invalidate.
-        invalidate: u32,
-    },
-    /// FLUSH of a remote range or MR.
-    Flush {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Length of the range.
-        length: u64,
-        /// Placement: visibility, persistence, or both.
-        flush: FlushType,
-        /// Flush the whole MR, not just the range.
-        whole_mr: bool,
-    },
-    /// ATOMIC WRITE of the 8 bytes of the SGE list.
-    AtomicWrite {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// Atomic compare and swap.
-    CmpAndSwp {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Value to compare with.
-        compare: u64,
-        /// Value to store if equal.
-        swap: u64,
-    },
-    /// Atomic fetch and add.
-    FetchAndAdd {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Value to add.
-        add: u64,
-    },
-    /// Invalidate a local key.
-    LocalInv(u32),
-    /// Bind a memory window to part of an MR.
-    BindMw {
-        /// The window.
-        mw: Arc<MwCore>,
-        /// The MR it opens onto.
-        mr: Arc<MrCore>,
-        /// The window's new key.
-        key: u32,
-        /// First address of the window.
-        addr: u64,
-        /// Length of the window.
-        length: u64,
-        /// Rights granted through the window.
-        access: Access,
-    },
-    /// Register the pages mapped into a fast-registration MR.
-    RegMr {
-        /// The MR.
-        mr: Arc<MrCore>,
-        /// Its new key.
-        key: u32,
-        /// Access rights it gets.
-        access: Access,
-    },
-}
-
-impl WqeOp {
-    /// The queued form of `op`.
-    pub(crate) fn from_op(op: &SendOp<'_>) -> WqeOp {
-        match *op {
-            SendOp::Send => WqeOp::Send,
-            SendOp::SendWithImm(imm) => WqeOp::SendWithImm(imm),
-            SendOp::SendWithInv(k) => WqeOp::SendWithInv(k),
-            SendOp::Write { remote_addr, rkey } => WqeOp::Write { remote_addr, rkey },
-            SendOp::WriteWithImm {
-                remote_addr,
-                rkey,
-                imm,
-            } => WqeOp::WriteWithImm {
-                remote_addr,
-                rkey,
-                imm,
-            },
-            SendOp::Read { remote_addr, rkey } => WqeOp::Read { remote_addr, rkey },
-            SendOp::ReadWithInv {
-                remote_addr,
-                rkey,
-                invalidate,
-            } => WqeOp::ReadWithInv {
-                remote_addr,
-                rkey,
-                invalidate,
-            },
-            SendOp::Flush {
-                remote_addr,
-                rkey,
-                length,
-                flush,
-                whole_mr,
-            } => WqeOp::Flush {
-                remote_addr,
-                rkey,
-                length,
-                flush,
-                whole_mr,
-            },
-            SendOp::AtomicWrite { remote_addr, rkey } => WqeOp::AtomicWrite { remote_addr, rkey },
-            SendOp::CmpAndSwp {
-                remote_addr,
-                rkey,
-                compare,
-                swap,
-            } => WqeOp::CmpAndSwp {
-                remote_addr,
-                rkey,
-                compare,
-                swap,
-            },
-            SendOp::FetchAndAdd {
-                remote_addr,
-                rkey,
-                add,
-            } => WqeOp::FetchAndAdd {
-                remote_addr,
-                rkey,
-                add,
-            },
-            SendOp::LocalInv(k) => WqeOp::LocalInv(k),
-            SendOp::BindMw {
-                mw,
-                mr,
-                key,
-                addr,
-                length,
-                access,
-            } => WqeOp::BindMw {
-                mw: mw.clone(),
-                mr: mr.clone(),
-                key,
-                addr,
-                length,
-                access,
-            },
-            SendOp::RegMr { mr, key, access } => WqeOp::RegMr {
-                mr: mr.clone(),
-                key,
-                access,
-            },
-        }
-    }
-
-    /// The opcode.
-    pub fn opcode(&self) -> WrOpcode {
-        match self {
-            WqeOp::Send => WrOpcode::Send,
-            WqeOp::SendWithImm(_) => WrOpcode::SendWithImm,
-            WqeOp::SendWithInv(_) => WrOpcode::SendWithInv,
-            WqeOp::Write { .. } => WrOpcode::RdmaWrite,
-            WqeOp::WriteWithImm { .. } => WrOpcode::RdmaWriteWithImm,
-            WqeOp::Read { .. } => WrOpcode::RdmaRead,
-            WqeOp::ReadWithInv { .. } => WrOpcode::RdmaReadWithInv,
-            WqeOp::Flush { .. } => WrOpcode::Flush,
-            WqeOp::AtomicWrite { .. } => WrOpcode::AtomicWrite,
-            WqeOp::CmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
-            WqeOp::FetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
-            WqeOp::LocalInv(_) => WrOpcode::LocalInv,
-            WqeOp::RegMr { .. } => WrOpcode::RegMr,
-            WqeOp::BindMw { .. } => WrOpcode::BindMw,
-        }
-    }
-
-    /// The remote address and key of an RDMA or atomic operation.
-    pub fn remote(&self) -> Option<(u64, u32)> {
-        match *self {
-            WqeOp::Write { remote_addr, rkey }
-            | WqeOp::WriteWithImm {
-                remote_addr, rkey, ..
-            }
-            | WqeOp::Read { remote_addr, rkey }
-            | WqeOp::ReadWithInv {
-                remote_addr, rkey, ..
-            }
-            | WqeOp::Flush {
-                remote_addr, rkey, ..
-            }
-            | WqeOp::AtomicWrite { remote_addr, rkey }
-            | WqeOp::CmpAndSwp {
-                remote_addr, rkey, ..
-            }
-            | WqeOp::FetchAndAdd {
-                remote_addr, rkey, ..
-            } => Some((remote_addr, rkey)),
-            _ => None,
-        }
-    }
-
-    /// The immediate data of a SEND or WRITE with immediate.
-    pub fn imm(&self) -> Option<u32> {
-        match *self {
-            WqeOp::SendWithImm(imm) | WqeOp::WriteWithImm { imm, .. } => Some(imm),
-            _ => None,
-        }
-    }
-
-    /// The key a SEND with invalidate names (the responder's).
-    pub fn send_invalidate(&self) -> Option<u32> {
-        match *self {
-            WqeOp::SendWithInv(k) => Some(k),
-            _ => None,
-        }
-    }
 }
 
 /// Where a UD send entry goes.

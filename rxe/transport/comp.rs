@@ -264,12 +264,7 @@ impl RcQp {
                 // A zero-length READ RESPONSE ONLY for a request that is
                 // not a READ is an acknowledgement: the kernel's rxe
                 // answers an ATOMIC_WRITE so.
-                let for_read = st.first_waiting().is_some_and(|seq| {
-                    let e = st.get(seq);
-                    e.kind == Kind::Read
-                        && psn_diff(psn, e.first_psn) >= 0
-                        && psn_diff(psn, e.end_psn()) < 0
-                });
+                let for_read = st.read_for(psn).is_some();
                 let is_ack = pkt.opcode == Opcode::RcRdmaReadResponseOnly
                     && pkt.payload.is_empty()
                     && pkt.headers.ext.aeth.is_some_and(|a| {
@@ -294,14 +289,9 @@ impl RcQp {
         pkt: &Packet<'_>,
     ) {
         let psn = pkt.psn();
-        let Some(seq) = st.first_waiting() else {
+        let Some((seq, e)) = st.read_for(psn) else {
             return;
         };
-        let e = st.get(seq);
-        if e.kind != Kind::Read || psn_diff(psn, e.first_psn) < 0 || psn_diff(psn, e.end_psn()) >= 0
-        {
-            return;
-        }
         // The response implies the ACK of everything before the READ.
         self.ack_through(st, qp, conn, psn_sub(e.first_psn, 1));
         if !st.active || st.head != seq {

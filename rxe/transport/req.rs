@@ -212,6 +212,15 @@ impl ReqState {
     pub(super) fn first_waiting(&self) -> Option<u64> {
         (self.head..self.tail).find(|&s| self.get(s).waits_response())
     }
+
+    /// The READ (or FLUSH) waiting for its response whose PSNs hold `psn`:
+    /// its sequence number, and the WQE.
+    pub(super) fn read_for(&self, psn: u32) -> Option<(u64, Taken)> {
+        let seq = self.first_waiting()?;
+        let e = self.get(seq);
+        (e.kind == Kind::Read && psn_diff(psn, e.first_psn) >= 0 && psn_diff(psn, e.end_psn()) < 0)
+            .then_some((seq, e))
+    }
 }
 
 /// One packet the work decided to send.

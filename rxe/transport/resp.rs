@@ -30,7 +30,7 @@ use rdma::verbs::wr::RecvWqe;
 
 use crate::net::xmit::SMALL_ROOM;
 use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
-use crate::wire::headers::{Aeth, AtomicAckEth, ExtHeaders, NakCode, Syndrome};
+use crate::wire::headers::{Aeth, AtomicAckEth, ExtHeaders, NakCode, Reth, Syndrome};
 use crate::wire::opcode::{Opcode, Operation, Position};
 use crate::wire::packet::Packet;
 use crate::wire::psn::{psn_add, psn_diff, psn_sub};
@@ -275,6 +275,17 @@ fn payload_fits(pos: Position, len: usize, mtu: u32) -> bool {
         Position::Last => len >= 1 && len <= mtu,
         Position::Only => len <= mtu,
     }
+}
+
+/// Whether the connection grants `right` and the RETH's memory may be
+/// reached with it. A zero-length request names no memory: its rkey and
+/// address are not checked (IBTA C9-88), only the QP's right.
+fn reth_allowed(qp: &ProviderQp, conn: &Conn, reth: &Reth, right: Access) -> bool {
+    conn.access.contains(right)
+        && (reth.len == 0
+            || qp
+                .remote_check(reth.rkey, reth.va, u64::from(reth.len), right)
+                .is_ok())
 }
 
 impl RcQp {
@@ -646,19 +657,7 @@ impl RcQp {
             let Some(reth) = pkt.headers.ext.reth else {
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             };
-            // A zero-length WRITE names no memory: its rkey and address
-            // are not checked (IBTA C9-88), only the QP's right.
-            let allowed = conn.access.contains(Access::REMOTE_WRITE)
-                && (reth.len == 0
-                    || qp
-                        .remote_check(
-                            reth.rkey,
-                            reth.va,
-                            u64::from(reth.len),
-                            Access::REMOTE_WRITE,
-                        )
-                        .is_ok());
-            if !allowed {
+            if !reth_allowed(qp, conn, &reth, Access::REMOTE_WRITE) {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
             }
             st.cur = Cur::Write {
@@ -768,13 +767,7 @@ impl RcQp {
                 ..ReadJob::default()
             }
         } else {
-            // Nor does a zero-length READ (C9-88).
-            let allowed = conn.access.contains(Access::REMOTE_READ)
-                && (reth.len == 0
-                    || qp
-                        .remote_check(reth.rkey, reth.va, u64::from(reth.len), Access::REMOTE_READ)
-                        .is_ok());
-            if !allowed {
+            if !reth_allowed(qp, conn, &reth, Access::REMOTE_READ) {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
             }
             ReadJob {

@@ -15,7 +15,7 @@ use crate::spec::opcodes::{SendFlags, WrOpcode};
 use crate::spec::qp_state::{QpState, QpType};
 use crate::verbs::mr::MrKind;
 use crate::verbs::qp::{ProviderQp, QpCore};
-use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
+use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, UdWqe, MAX_INLINE, MAX_SGE};
 
 impl QpCore {
     /// Posts send work requests (`ib_post_send`); on error, the index of
@@ -126,7 +126,7 @@ impl QpCore {
         }
         w.wr_id = wr.wr_id;
         w.cqe = wr.cqe.clone();
-        w.op = WqeOp::from_op(&wr.op);
+        w.op = wr.op.to_wqe_op();
         w.flags = wr.flags;
         w.signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
         w.length = length;

@@ -2046,6 +2046,20 @@ fn drain_qp() -> Result {
 }
 
 /// Completions pushed from several CPUs at once; the handler must never run
+/// A device of one Ethernet port with one-entry tables, for the tests that
+/// register their own devices.
+fn small_desc(name_template: &'static CStr, node_guid: u64) -> DeviceDesc<'static> {
+    DeviceDesc {
+        name_template,
+        node_type: NodeType::Ca,
+        node_guid,
+        port_count: 1,
+        link_layer: LinkLayer::Ethernet,
+        gid_tbl_len: 1,
+        pkey_tbl_len: 1,
+    }
+}
+
 /// twice at the same time.
 fn one_handler_per_cq() -> Result {
     const PUSHERS: u32 = 4;
@@ -2053,15 +2067,7 @@ fn one_handler_per_cq() -> Result {
     // The test is the provider here: pushing completions takes the
     // provider's handle on the CQ, which only a device's provider has.
     let driver = Driver::new(c_str!("storm"))?;
-    let desc = DeviceDesc {
-        name_template: c_str!("storm%d"),
-        node_type: NodeType::Ca,
-        node_guid: 1,
-        port_count: 1,
-        link_layer: LinkLayer::Ethernet,
-        gid_tbl_len: 1,
-        pkey_tbl_len: 1,
-    };
+    let desc = small_desc(c_str!("storm%d"), 1);
     let pdev = driver.register_device(&desc, Arc::new(Storm, GFP_KERNEL)?)?;
     let h = CountHandler::new(true)?;
     let cq = Cq::create(&pdev, 4096, Some(h.clone()))?;
@@ -2272,15 +2278,7 @@ impl DeviceOps for Bare {
 fn optional_verbs_report_eopnotsupp() -> Result {
     let eopnotsupp = rdma::kshim::errno::eopnotsupp();
     let driver = Driver::new(c_str!("bare"))?;
-    let desc = DeviceDesc {
-        name_template: c_str!("bare%d"),
-        node_type: NodeType::Ca,
-        node_guid: 2,
-        port_count: 1,
-        link_layer: LinkLayer::Ethernet,
-        gid_tbl_len: 1,
-        pkey_tbl_len: 1,
-    };
+    let desc = small_desc(c_str!("bare%d"), 2);
     let dev = driver.register_device(&desc, Arc::new(Bare, GFP_KERNEL)?)?;
     let pd = Pd::alloc(&dev)?;
     let cq = Cq::create(&dev, 8, None)?;
@@ -2381,15 +2379,7 @@ fn dma_mr() -> Result {
 
 fn leaked_objects_are_torn_down() -> Result {
     let driver = Driver::new(c_str!("leaky"))?;
-    let desc = DeviceDesc {
-        name_template: c_str!("leaky%d"),
-        node_type: NodeType::Ca,
-        node_guid: 1,
-        port_count: 1,
-        link_layer: LinkLayer::Ethernet,
-        gid_tbl_len: 1,
-        pkey_tbl_len: 1,
-    };
+    let desc = small_desc(c_str!("leaky%d"), 1);
     let dev = driver.register_device(&desc, Arc::new(Leaky, GFP_KERNEL)?)?;
     let pd = Pd::alloc(&dev)?;
     let cq = Cq::alloc(&dev, 16, PollCtx::Softirq)?;

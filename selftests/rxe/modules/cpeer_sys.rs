@@ -267,10 +267,10 @@ impl CPeer {
     /// Copies `data` into the buffer at `offset`.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.check(offset, data.len())?;
-        // SAFETY: the range is inside the endpoint's buffer of `len` bytes
-        // (checked), which lives as long as `self` (type invariant); no
-        // Rust reference into it exists (the device writes it as DMA
-        // memory).
+        // The device writes the buffer as DMA memory: no Rust reference
+        // into it exists, only copies.
+        // SAFETY: the range is inside the buffer of `len` bytes (checked),
+        // alive as long as `self` (type invariant).
         unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.buf.add(offset), data.len()) };
         Ok(())
     }

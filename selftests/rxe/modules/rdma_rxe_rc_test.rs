@@ -521,28 +521,42 @@ fn windows(a: Port<'_>, b: Port<'_>) -> Result {
     remote_failure(&x, &y, r, 64)
 }
 
+/// Registers `page` in a new fast-registration MR of `e`'s PD, through a
+/// REG_MR work request `id` of `e`'s QP, under key byte `byte`: the MR
+/// and its key.
+fn fast_reg_page(
+    e: &End,
+    page: &Arc<Buffer>,
+    id: u64,
+    byte: u32,
+    access: Access,
+) -> Result<(Mr, u32)> {
+    let fr = Mr::alloc_fast_reg(e.pd.core(), 1)?;
+    let slices = [BufSlice {
+        buf: page,
+        offset: 0,
+        len: 4096,
+    }];
+    check(fr.map_mr_sg(&slices, 4096)? == 1, "one page mapped")?;
+    let key = (fr.lkey() & !0xff) | byte;
+    let reg = SendOp::RegMr {
+        mr: fr.core(),
+        key,
+        access,
+    };
+    e.qp.post_send(&[SendWr::new(id, reg, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&e.cq, id, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    Ok((fr, key))
+}
+
 /// LOCAL_INV of a fast-registration MR on rxe (a peer's WRITE to it then
 /// fails), and READ with invalidate, whose local MR dies with the READ.
 fn local_and_read_invalidate(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
     // The reader's sink: a fast-registration MR over a buffer of its own.
     let page = Buffer::new(4096)?;
-    let fr = Mr::alloc_fast_reg(x.pd.core(), 1)?;
-    let slices = [BufSlice {
-        buf: &page,
-        offset: 0,
-        len: 4096,
-    }];
-    check(fr.map_mr_sg(&slices, 4096)? == 1, "one page mapped")?;
-    let key = (fr.lkey() & !0xff) | 0x31;
-    let reg = SendOp::RegMr {
-        mr: fr.core(),
-        key,
-        access: Access::LOCAL_WRITE,
-    };
-    x.qp.post_send(&[SendWr::new(1, reg, &[])])
-        .map_err(|(_, e)| e)?;
-    expect(&x.cq, 1, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    let (fr, key) = fast_reg_page(&x, &page, 1, 0x31, Access::LOCAL_WRITE)?;
     fill_pattern(&y.buf, 0, 64, 71)?;
     let sink = [Sge {
         addr: fr.iova(),
@@ -560,23 +574,9 @@ fn local_and_read_invalidate(a: Port<'_>, b: Port<'_>) -> Result {
     check(same(&y.buf, 0, &page, 0, 64)?, "read landed in the sink")?;
     check(!fr.is_valid(), "the sink's MR died with the READ")?;
     // The responder's own fast-registration MR, then LOCAL_INV of it.
-    let yfr = Mr::alloc_fast_reg(y.pd.core(), 1)?;
     let ypage = Buffer::new(4096)?;
-    let yslices = [BufSlice {
-        buf: &ypage,
-        offset: 0,
-        len: 4096,
-    }];
-    check(yfr.map_mr_sg(&yslices, 4096)? == 1, "one page mapped")?;
-    let ykey = (yfr.lkey() & !0xff) | 0x32;
-    let reg = SendOp::RegMr {
-        mr: yfr.core(),
-        key: ykey,
-        access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-    };
-    y.qp.post_send(&[SendWr::new(3, reg, &[])])
-        .map_err(|(_, e)| e)?;
-    expect(&y.cq, 3, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    let (yfr, ykey) = fast_reg_page(&y, &ypage, 3, 0x32, rights)?;
     let w = SendOp::Write {
         remote_addr: yfr.iova(),
         rkey: ykey,
