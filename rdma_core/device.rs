@@ -195,6 +195,20 @@ pub trait DeviceOps: Send + Sync {
     fn create_qp(&self, _qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
         Err(eopnotsupp())
     }
+
+    /// The names of the port counters the device keeps, shown as the files
+    /// of `/sys/class/rdma_rs/<dev>/ports/<N>/hw_counters/` (the C stack's
+    /// `rdma_stat_desc` names where the C driver has the same counter).
+    /// Read once, at registration; names are shorter than 32 bytes.
+    fn hw_counter_names(&self) -> &'static [&'static CStr] {
+        &[]
+    }
+
+    /// The value of counter `index` (into [`DeviceOps::hw_counter_names`])
+    /// of `port`. Process context.
+    fn hw_counter(&self, _port: u32, _index: usize) -> u64 {
+        0
+    }
 }
 
 /// The usage count of a device and whether new usage is still allowed.

@@ -25,6 +25,7 @@ pub mod global;
 pub mod irq_poll;
 pub mod mem;
 pub mod net;
+pub mod random;
 pub mod sync;
 pub mod sysfs;
 pub mod testing;

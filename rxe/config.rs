@@ -10,6 +10,13 @@
 //! echo 0 > .../rxe_a/enable; rmdir .../rxe_a
 //! ```
 //!
+//! `counters` shows the device's counters (also in
+//! `/sys/class/rdma_rs/<dev>/ports/1/hw_counters/`); `fault` sets fault
+//! injection on its packets, for tests (`echo "seed=1 tx_drop=5" > fault`,
+//! `echo off > fault`; the language is in `wire/src/fault.rs`): only on an
+//! enabled item (`ENODEV` otherwise), `EINVAL` for a spec it cannot read,
+//! reset when the device is disabled.
+//!
 //! Errors: an unknown netdev is `ENODEV`; a VLAN device `EOPNOTSUPP`; a
 //! loopback or non-Ethernet device `EINVAL`; a netdev another item has
 //! claimed `EBUSY`; changing the netdev of an enabled item `EBUSY`; enabling
@@ -21,7 +28,7 @@
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use kernel::c_str;
-use kernel::error::code::{EBUSY, EINVAL};
+use kernel::error::code::{EBUSY, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -39,6 +46,7 @@ use rdma::spec::attr::{Gid, LinkLayer, NodeType};
 
 use crate::device::{self, RxeDev, RxeOps, GID_TBL_LEN};
 use crate::net::sockets::Sockets;
+use crate::wire::fault::FaultSpec;
 
 /// The module's state: the driver, the items, the bound devices.
 #[pin_data]
@@ -235,6 +243,7 @@ const ATTR_NETDEV: usize = 0;
 const ATTR_ENABLE: usize = 1;
 const ATTR_IBDEV: usize = 2;
 const ATTR_COUNTERS: usize = 3;
+const ATTR_FAULT: usize = 4;
 
 /// The text written to an attribute, without surrounding white space.
 fn trimmed(data: &[u8]) -> &[u8] {
@@ -265,6 +274,10 @@ impl Item for RxeItem {
             },
             ATTR_COUNTERS => match &st.rd {
                 Some(rd) => rd.write_counters(out),
+                None => Ok(()),
+            },
+            ATTR_FAULT => match &st.rd {
+                Some(rd) => rd.faults.write(out),
                 None => Ok(()),
             },
             _ => return Err(EINVAL),
@@ -321,6 +334,14 @@ impl Item for RxeItem {
                     }
                     (false, None) => Ok(()),
                 }
+            }
+            ATTR_FAULT => {
+                let text = core::str::from_utf8(text).map_err(|_| EINVAL)?;
+                let spec = FaultSpec::parse(text).map_err(|_| EINVAL)?;
+                let st = self.state.lock();
+                let rd = st.rd.as_ref().ok_or(ENODEV)?;
+                rd.faults.set(spec);
+                Ok(())
             }
             ATTR_IBDEV | ATTR_COUNTERS => Err(EINVAL),
             _ => Err(EINVAL),

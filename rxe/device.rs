@@ -11,7 +11,7 @@
 //! process context: port events, GID table, or unregistration when the
 //! netdev goes away.
 
-use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -28,6 +28,8 @@ use rdma::spec::qp_state::QpType;
 use rdma::verbs::qp::{QpInfo, QpOps};
 
 use crate::config::Rxe;
+use crate::counters::{Counter, Counters};
+use crate::net::fault::FaultInjector;
 
 /// GID table entries of the port.
 pub(crate) const GID_TBL_LEN: u32 = 64;
@@ -41,38 +43,13 @@ pub(crate) fn ib_mtu(netdev_mtu: u32) -> Mtu {
     Mtu::largest_within(netdev_mtu.saturating_sub(MAX_HDR_LENGTH)).unwrap_or(Mtu::Mtu256)
 }
 
-/// Packet counters of a device.
-#[derive(Default)]
-pub(crate) struct Counters {
-    /// Packets handed to the network stack.
-    pub(crate) tx: AtomicU64,
-    /// Packets to a device of ours, delivered without the network stack.
-    pub(crate) loopback: AtomicU64,
-    /// Packets delivered to a QP.
-    pub(crate) rx: AtomicU64,
-    /// Packets for this device that no QP took (bad QPN, state, Q_Key, no
-    /// receive posted, bad memory).
-    pub(crate) rx_dropped: AtomicU64,
-    /// Packets the network stack refused.
-    pub(crate) tx_errors: AtomicU64,
-    /// RC packets sent again (after a timeout, a NAK or an RNR NAK).
-    pub(crate) retransmits: AtomicU64,
-    /// Local ACK timeouts of RC requesters.
-    pub(crate) timeouts: AtomicU64,
-    /// RNR NAKs received by RC requesters.
-    pub(crate) rnr_naks_rx: AtomicU64,
-    /// RNR NAKs sent by RC responders (no receive posted).
-    pub(crate) rnr_naks_tx: AtomicU64,
-    /// PSN sequence NAKs sent by RC responders (a packet was missing).
-    pub(crate) seq_naks_tx: AtomicU64,
-    /// Duplicate requests RC responders answered again.
-    pub(crate) duplicates: AtomicU64,
-}
-
 /// A device bound to a netdev.
 #[pin_data]
 pub(crate) struct RxeDev {
     pub(crate) counters: Counters,
+    /// Fault injection (tests).
+    #[pin]
+    pub(crate) faults: FaultInjector,
     /// The identification of the next IPv4 packet.
     ip_id: AtomicU16,
     pub(crate) netdev: ARef<NetDevice>,
@@ -114,6 +91,7 @@ impl RxeDev {
         Arc::pin_init(
             pin_init!(RxeDev {
                 counters: Counters::default(),
+                faults <- FaultInjector::new(),
                 ip_id: AtomicU16::new(0),
                 netdev,
                 rxe,
@@ -139,28 +117,7 @@ impl RxeDev {
 
     /// The counters as text (the item's `counters` file).
     pub(crate) fn write_counters(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
-        let c = &self.counters;
-        writeln!(out, "tx_packets {}", c.tx.load(Ordering::Relaxed))?;
-        writeln!(
-            out,
-            "loopback_packets {}",
-            c.loopback.load(Ordering::Relaxed)
-        )?;
-        writeln!(out, "rx_packets {}", c.rx.load(Ordering::Relaxed))?;
-        writeln!(out, "rx_dropped {}", c.rx_dropped.load(Ordering::Relaxed))?;
-        let more = [
-            ("tx_errors", &c.tx_errors),
-            ("retransmits", &c.retransmits),
-            ("timeouts", &c.timeouts),
-            ("rnr_naks_rx", &c.rnr_naks_rx),
-            ("rnr_naks_tx", &c.rnr_naks_tx),
-            ("seq_naks_tx", &c.seq_naks_tx),
-            ("duplicates", &c.duplicates),
-        ];
-        for (name, v) in more {
-            writeln!(out, "{} {}", name, v.load(Ordering::Relaxed))?;
-        }
-        Ok(())
+        self.counters.write(out)
     }
 
     pub(crate) fn set_device(&self, dev: ProviderDevice) {
@@ -207,6 +164,9 @@ impl RxeDev {
         self.sync_gids(&dev);
         let up = self.link_up();
         if self.active.swap(up, Ordering::AcqRel) != up {
+            if !up {
+                self.counters.inc(Counter::LinkDowned);
+            }
             dev.dispatch_event(Event {
                 kind: if up {
                     EventKind::PortActive
@@ -287,7 +247,6 @@ impl DeviceOps for RxeOps {
             max_ah: (1 << 15) - 1,
             max_mw: 0x1_0000,
             max_fast_reg_page_list_len: 512,
-            max_mcast_qp_attach: 56,
             ..DeviceAttr::default()
         })
     }
@@ -303,6 +262,14 @@ impl DeviceOps for RxeOps {
             // GSI (QP1) has no MAD users here yet.
             _ => Err(rdma::kshim::errno::eopnotsupp()),
         }
+    }
+
+    fn hw_counter_names(&self) -> &'static [&'static CStr] {
+        crate::counters::NAMES
+    }
+
+    fn hw_counter(&self, _port: u32, index: usize) -> u64 {
+        self.rd.counters.get(index)
     }
 
     fn query_port(&self, _port: u32) -> Result<PortAttr> {

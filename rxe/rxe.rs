@@ -26,6 +26,7 @@ use rdma::kshim::configfs::{Attr, Subsystem};
 use rdma::kshim::net::NetListenerRegistration;
 
 mod config;
+mod counters;
 mod device;
 mod net;
 mod transport;
@@ -37,6 +38,8 @@ mod transport;
 /// allowances.
 #[allow(dead_code, unreachable_pub)]
 mod wire {
+    #[path = "src/fault.rs"]
+    pub(crate) mod fault;
     #[path = "src/headers.rs"]
     pub(crate) mod headers;
     #[path = "src/icrc.rs"]
@@ -97,6 +100,10 @@ impl kernel::Module for RxeModule {
             Attr {
                 name: c_str!("counters"),
                 writable: false,
+            },
+            Attr {
+                name: c_str!("fault"),
+                writable: true,
             },
         ];
         let group = Arc::new(config::RxeGroup(rxe.clone()), GFP_KERNEL)?;

@@ -97,10 +97,13 @@ depmod -b "$root" "$kver"
 # The packet capture tool of the interop tests, static (no compiler in the
 # guest).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/pktcap" "$RDMA_RS_TOP/selftests/tools/pktcap.c"
-# Its comparison tool (tools/pktcmp, on our codec), static as well.
+# Its comparison tool (tools/pktcmp, on our codec) and the hostile packet
+# sender of selftests/rxe/hostile.sh (tools/pktinject), static as well.
 (cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \
-	cargo build -q --release -p pktcmp --target x86_64-unknown-linux-gnu)
-cp "$RDMA_RS_TOP/target/x86_64-unknown-linux-gnu/release/pktcmp" "$root/usr/bin/"
+	cargo build -q --release -p pktcmp -p pktinject --target x86_64-unknown-linux-gnu)
+for tool in pktcmp pktinject; do
+	cp "$RDMA_RS_TOP/target/x86_64-unknown-linux-gnu/release/$tool" "$root/usr/bin/"
+done
 
 # Selftests (scripts and the runner; the modules are in extra/ above).
 mkdir -p "$root/selftests"

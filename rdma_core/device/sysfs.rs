@@ -32,6 +32,7 @@ impl Sysfs {
             ports: dev.port_count(),
             gids: dev.gid_tbl_len(),
             pkeys: dev.pkey_tbl_len(),
+            counters: dev.ops()?.hw_counter_names(),
         };
         let source: Arc<dyn SysfsShow> = dev.clone();
         Ok(Sysfs {
@@ -109,6 +110,11 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
             dev.query_gid(port, index)?.gid_type.sysfs_name()
         )),
         id::RDMA_RS_ATTR_PKEY => w(writeln!(out, "0x{:04x}", dev.query_pkey(port, index)?)),
+        id::RDMA_RS_ATTR_HW_COUNTER => w(writeln!(
+            out,
+            "{}",
+            dev.ops()?.hw_counter(port, index as usize)
+        )),
         _ => Err(EINVAL),
     }
 }

@@ -50,6 +50,9 @@ pub(crate) struct Shape {
     pub(crate) ports: u32,
     pub(crate) gids: u32,
     pub(crate) pkeys: u32,
+    /// The names of every port's `hw_counters` files (at most 31 bytes
+    /// each; copied).
+    pub(crate) counters: &'static [&'static CStr],
 }
 
 /// One device's tree of files; removed when dropped.
@@ -76,7 +79,15 @@ impl Tree {
     pub(crate) fn add(name: &CStr, source: Arc<dyn SysfsShow>, shape: Shape) -> Result<Tree> {
         let source = KBox::new(source, GFP_KERNEL)?;
         let cookie = core::ptr::from_ref::<Arc<dyn SysfsShow>>(&source).cast::<c_void>();
-        // SAFETY: the name is NUL-terminated and copied; `cookie` is only
+        let mut names = KVec::with_capacity(shape.counters.len(), GFP_KERNEL)?;
+        for n in shape.counters {
+            if n.len() >= 32 {
+                return Err(EINVAL);
+            }
+            names.push(n.as_char_ptr(), GFP_KERNEL)?;
+        }
+        // SAFETY: the name and the counter names (`names.len()` pointers to
+        // NUL-terminated strings, alive during the call) are copied; `cookie` is only
         // handed back to `rdma_rs_sysfs_show`, which runs until the tree is
         // removed in `drop`, before `source` is freed.
         let raw = from_err_ptr(unsafe {
@@ -86,6 +97,8 @@ impl Tree {
                 shape.ports,
                 shape.gids,
                 shape.pkeys,
+                names.as_ptr(),
+                names.len() as u32,
             )
         })?;
         // INVARIANT: not an error pointer, hence a valid tree showing

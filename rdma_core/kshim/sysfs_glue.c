@@ -8,6 +8,7 @@
  *   /sys/class/rdma_rs/<dev>/ports/<N>/gids/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/gid_attrs/types/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/pkeys/<I>
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/hw_counters/<name>   (the provider's)
  *
  * Only the kobject plumbing is here. Every file's text comes from
  * rdma_rs_sysfs_show() in sysfs.rs, given the device, the file's id, its
@@ -36,11 +37,11 @@ struct rdma_rs_kobj_attr {
 	struct kobj_attribute kattr;
 	struct rdma_rs_sysfs *owner;
 	u32 id, port, index;
-	char name[12];
+	char name[32];
 };
 
 struct rdma_rs_port {
-	struct kobject *dir, *gids, *gid_attrs, *types, *pkeys;
+	struct kobject *dir, *gids, *gid_attrs, *types, *pkeys, *counters;
 	struct rdma_rs_kobj_attr *attrs; /* port files, then the tables */
 	u32 nattrs;
 };
@@ -122,19 +123,20 @@ static void del_port(struct rdma_rs_port *p)
 	kobject_put(p->types);
 	kobject_put(p->gid_attrs);
 	kobject_put(p->pkeys);
+	kobject_put(p->counters);
 	kobject_put(p->dir);
 	kfree(p->attrs);
 }
 
 static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u32 gid_len,
-		    u32 pkey_len)
+		    u32 pkey_len, const char *const *counter_names, u32 ncounters)
 {
 	char name[12];
 	u32 i;
 	int ret = -ENOMEM;
 
-	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len, sizeof(*p->attrs),
-			   GFP_KERNEL);
+	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len + ncounters,
+			   sizeof(*p->attrs), GFP_KERNEL);
 	if (!p->attrs)
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "%u", port);
@@ -166,11 +168,23 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 		if (ret)
 			return ret;
 	}
+	if (!ncounters)
+		return 0;
+	p->counters = kobject_create_and_add("hw_counters", p->dir);
+	if (!p->counters)
+		return -ENOMEM;
+	for (i = 0; i < ncounters; i++) {
+		ret = add_kobj_attr(s, p, p->counters, counter_names[i], RDMA_RS_ATTR_HW_COUNTER,
+				    port, i);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
-					u32 gid_len, u32 pkey_len)
+					u32 gid_len, u32 pkey_len, const char *const *counter_names,
+					u32 ncounters)
 {
 	struct rdma_rs_sysfs *s;
 	u32 i;
@@ -206,7 +220,8 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 n
 		goto err;
 	s->nports = nports;
 	for (i = 0; i < nports; i++) {
-		ret = add_port(s, &s->ports[i], i + 1, gid_len, pkey_len);
+		ret = add_port(s, &s->ports[i], i + 1, gid_len, pkey_len, counter_names,
+			       ncounters);
 		if (ret)
 			goto err;
 	}

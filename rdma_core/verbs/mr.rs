@@ -497,7 +497,7 @@ impl Handle<MrCore> {
         let number = index.num();
         let state = MrState {
             valid: kind != MrKind::FastReg,
-            key: 0,
+            key: crate::kshim::random::u8(),
             access,
             iova,
             length,

@@ -222,7 +222,7 @@ impl Handle<MwCore> {
                 pd: pd.clone(),
                 life: Life::new(number, pd_use),
                 mw_type,
-                state <- crate::new_spinlock_irq!(MwState { key: 0, binding: None }, "MwCore::state"),
+                state <- crate::new_spinlock_irq!(MwState { key: crate::kshim::random::u8(), binding: None }, "MwCore::state"),
             }),
             GFP_KERNEL,
         )?;

@@ -43,17 +43,35 @@ enum Slot<T> {
     Used(Arc<T>),
 }
 
+/// How many slots a table grows to before it reuses freed ones: a freed
+/// number comes back only after about this many others were handed out
+/// (less the live objects), as `xa_alloc_cyclic` does over its range.
+const REUSE_WINDOW: u32 = 1024;
+
 struct TableInner<T> {
     slots: KVec<Slot<T>>,
-    /// Indices of free slots below `slots.len()`.
-    free: KVec<u32>,
+    /// Where the search for a free slot starts: just after the last one
+    /// handed out, so numbers are given cyclically.
+    next: u32,
     /// Reserved and used slots.
     count: u32,
     /// Set when the device goes away: nothing new is reserved.
     closed: bool,
 }
 
+impl<T> TableInner<T> {
+    fn free_in(&self, from: u32, to: u32) -> Option<u32> {
+        (from..to).find(|&i| matches!(self.slots[i as usize], Slot::Free))
+    }
+}
+
 /// Objects of one kind on one device, numbered from `base`.
+///
+/// Numbers are handed out cyclically: the table grows to
+/// `min(max, REUSE_WINDOW)` slots before a freed number is reused, and then
+/// takes the first free slot after the one handed out last, so a number
+/// (a QPN, the index part of a key) does not name a new object right after
+/// its old one went.
 #[pin_data]
 pub struct Table<T> {
     #[pin]
@@ -68,7 +86,7 @@ impl<T> Table<T> {
     pub(crate) fn new(base: u32, max: u32) -> impl PinInit<Self> {
         pin_init!(Table {
             inner <- crate::new_spinlock_irq!(
-                TableInner { slots: KVec::new(), free: KVec::new(), count: 0, closed: false },
+                TableInner { slots: KVec::new(), next: 0, count: 0, closed: false },
                 "Table::inner"
             ),
             base,
@@ -95,19 +113,26 @@ impl<T> Table<T> {
         if t.count >= self.max {
             return Err(ENOMEM);
         }
-        let index = match crate::kshim::vec::pop(&mut t.free) {
+        let len = t.slots.len() as u32;
+        let window = core::cmp::min(self.max, REUSE_WINDOW);
+        let next = core::cmp::min(t.next, len);
+        let found = match t.free_in(next, len) {
+            Some(i) => Some(i),
+            None if len < window => None,
+            None => t.free_in(0, next),
+        };
+        let index = match found {
             Some(i) => i,
+            // Below the window, or every slot in use (then `count < max`
+            // allows one more).
             None => {
-                let i = t.slots.len() as u32;
-                // Keep `free` able to take every slot back without
-                // allocating, so `release` never fails.
-                t.free.reserve(1, GFP_ATOMIC)?;
                 t.slots.push(Slot::Free, GFP_ATOMIC)?;
-                i
+                len
             }
         };
         t.slots[index as usize] = Slot::Reserved;
         t.count += 1;
+        t.next = index + 1;
         Ok(self.base + index)
     }
 
@@ -131,8 +156,6 @@ impl<T> Table<T> {
             Slot::Used(obj) => Some(obj),
         };
         t.count -= 1;
-        // Room was reserved when the slot was created.
-        let _ = t.free.push(index, GFP_ATOMIC);
         obj
     }
 
@@ -165,6 +188,10 @@ impl<T> Table<T> {
         Ok(all)
     }
 }
+
+/// The first number of a QP other than the GSI QP: 2 to 15 stay unused, as
+/// in the C rxe (`RXE_MIN_QP_INDEX`).
+pub const FIRST_QPN: u32 = 16;
 
 /// Set in a [`UseCount`] once its object is destroyed.
 const DEAD: u32 = 1 << 31;
@@ -248,7 +275,7 @@ pub struct Resources {
     pub(crate) pd: Table<PdCore>,
     #[pin]
     pub(crate) cq: Table<CqCore>,
-    /// QPs other than the GSI QP, numbered from 2.
+    /// QPs other than the GSI QP, numbered from [`FIRST_QPN`].
     #[pin]
     pub(crate) qp: Table<QpCore>,
     /// The GSI QP, number 1.
@@ -271,7 +298,7 @@ impl Resources {
         pin_init!(Resources {
             pd <- Table::new(1, attr.max_pd),
             cq <- Table::new(1, attr.max_cq),
-            qp <- Table::new(2, attr.max_qp),
+            qp <- Table::new(FIRST_QPN, attr.max_qp),
             gsi <- Table::new(1, u32::from(attr.max_qp > 0)),
             srq <- Table::new(1, attr.max_srq),
             mr <- Table::new(1, core::cmp::min(attr.max_mr, MW_INDEX_BASE - 1)),
@@ -281,7 +308,8 @@ impl Resources {
     }
 
     /// A QP number for a new QP of type `qp_type`: number 1 for the one
-    /// GSI QP (a second one is "in use", `EBUSY`), from 2 for the others.
+    /// GSI QP (a second one is "in use", `EBUSY`), from [`FIRST_QPN`] for
+    /// the others.
     pub(crate) fn reserve_qpn(&self, qp_type: QpType) -> Result<Reservation<'_, QpCore>> {
         if qp_type == QpType::Gsi {
             self.gsi

@@ -6,61 +6,112 @@
 //! its destination address and to a QP by its BTH, and handed to the QP's
 //! transport: `ud.rs` for UD, `rc.rs` for RC and UC.
 
-use core::sync::atomic::Ordering;
-
 use kernel::sync::Arc;
 
 use rdma::spec::attr::Gid;
 
+use crate::counters::Counter;
 use crate::device::RxeDev;
+use crate::net::fault::Verdict;
 use crate::net::xmit::{crc, dst_gid, MAX_PAYLOAD};
 use crate::transport::rc::RcQp;
+use crate::wire::fault::Dir;
+use crate::wire::headers::{pkey_matches, DEFAULT_PKEY};
 use crate::wire::opcode::Transport;
 use crate::wire::packet::{self, Packet};
 
 /// Delivers one received frame to the device `find` gives for its
 /// destination address. Returns whether a device took it; the device
-/// counts what it delivered and dropped.
+/// counts what it delivered and dropped (a malformed packet too, when its
+/// IP header names one of our addresses).
 pub(crate) fn receive(frame: &[u8], find: impl Fn(&Gid) -> Option<Arc<RxeDev>>) -> bool {
-    let Ok(pkt) = packet::parse(frame, MAX_PAYLOAD, &crc) else {
-        return false;
-    };
-    let Some(rd) = find(&dst_gid(&pkt.headers.ip)) else {
-        return false;
-    };
-    deliver(&rd, &pkt, frame);
-    true
+    match packet::parse(frame, MAX_PAYLOAD, &crc) {
+        Ok(pkt) => {
+            let Some(rd) = find(&dst_gid(&pkt.headers.ip)) else {
+                return false;
+            };
+            deliver(&rd, &pkt, frame);
+            true
+        }
+        Err(_) => {
+            if let Some(rd) = packet::parse_ip(frame)
+                .ok()
+                .and_then(|ip| find(&dst_gid(&ip)))
+            {
+                rd.counters.drop_rx(Counter::RxDropMalformed);
+            }
+            false
+        }
+    }
 }
 
 /// Delivers a frame built here to a device of ours (the loopback path).
 pub(crate) fn receive_on(rd: &RxeDev, frame: &[u8]) {
     match packet::parse(frame, MAX_PAYLOAD, &crc) {
         Ok(pkt) => deliver(rd, &pkt, frame),
-        Err(_) => {
-            rd.counters.rx_dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        Err(_) => rd.counters.drop_rx(Counter::RxDropMalformed),
     }
 }
 
 fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
-    let ok = rd.device().is_some_and(|dev| {
-        let Some(qp) = dev.qp(pkt.dest_qpn()) else {
-            return false;
-        };
-        match pkt.opcode.transport() {
-            Transport::Ud => crate::transport::ud::deliver(&qp, pkt, frame),
-            Transport::Rc | Transport::Uc => {
-                let mut taken = false;
-                qp.provider::<RcQp>(|rc| taken = rc.receive(&qp, pkt));
-                taken
-            }
-            Transport::Rd => false,
+    let verdict = rd.faults.rx(&rd.counters, pkt.psn(), frame);
+    match &verdict {
+        Verdict::Pass => deliver_now(rd, pkt, frame),
+        Verdict::Drop => {}
+        Verdict::Dup => {
+            deliver_now(rd, pkt, frame);
+            deliver_now(rd, pkt, frame);
         }
-    });
-    let c = if ok {
-        &rd.counters.rx
-    } else {
-        &rd.counters.rx_dropped
-    };
-    c.fetch_add(1, Ordering::Relaxed);
+        Verdict::Hold(older) => {
+            if let Some(f) = older {
+                reparse_and_deliver(rd, f);
+            }
+        }
+        Verdict::Changed(f) => reparse_and_deliver(rd, f),
+    }
+    if verdict.went() {
+        if let Some(held) = rd.faults.release(Dir::Rx) {
+            reparse_and_deliver(rd, &held);
+        }
+    }
+}
+
+/// Delivers a frame fault injection held back or changed.
+fn reparse_and_deliver(rd: &RxeDev, frame: &[u8]) {
+    match packet::parse(frame, MAX_PAYLOAD, &crc) {
+        Ok(pkt) => deliver_now(rd, &pkt, frame),
+        Err(_) => rd.counters.drop_rx(Counter::RxDropMalformed),
+    }
+}
+
+fn deliver_now(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
+    match take(rd, pkt, frame) {
+        Ok(()) => rd.counters.inc(Counter::RxPackets),
+        Err(reason) => rd.counters.drop_rx(reason),
+    }
+}
+
+/// Hands a packet to its QP; the reason it was dropped otherwise.
+fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
+    let dev = rd.device().ok_or(Counter::RxDropNoQp)?;
+    let qp = dev.qp(pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
+    // One partition, the default one, as in the C rxe (whose P_Key table
+    // has that one entry): a packet of another is not for this port.
+    if !pkey_matches(pkt.headers.bth.pkey, DEFAULT_PKEY) {
+        return Err(Counter::RxDropPkey);
+    }
+    rd.counters.inc(Counter::RcvdPkts);
+    match pkt.opcode.transport() {
+        Transport::Ud => {
+            crate::transport::ud::deliver(&qp, pkt, frame)?;
+            rd.counters.inc(Counter::RdmaRecvs);
+            Ok(())
+        }
+        Transport::Rc | Transport::Uc => {
+            let mut taken = false;
+            qp.provider::<RcQp>(|rc| taken = rc.receive(&qp, pkt));
+            taken.then_some(()).ok_or(Counter::RxDropQp)
+        }
+        Transport::Rd => Err(Counter::RxDropQp),
+    }
 }

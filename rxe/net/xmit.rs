@@ -6,12 +6,13 @@
 //! loopback fast path); anything else goes to the IP stack of the netdev's
 //! namespace. Both transports (`ud.rs`, `rc.rs`) send through here.
 
-use core::sync::atomic::Ordering;
-
 use rdma::kshim::udp::RouteCache;
 use rdma::spec::attr::Gid;
 
+use crate::counters::Counter;
 use crate::device::RxeDev;
+use crate::net::fault::Verdict;
+use crate::wire::fault::Dir;
 use crate::wire::packet::{self, Headers, IpHeader, Ipv4, Ipv6};
 
 /// The largest payload of a packet: the largest IB MTU.
@@ -104,23 +105,58 @@ pub(crate) fn send(
 ) -> Result<(), SendError> {
     let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
     let frame = &out[..n];
-    let dgid = dst_gid(&headers.ip);
+    let verdict = rd.faults.tx(&rd.counters, headers.bth.psn, frame);
+    let sent = match &verdict {
+        Verdict::Pass => emit(rd, route, &headers.ip, frame),
+        // Lost on the way: the sender cannot tell.
+        Verdict::Drop => Ok(()),
+        Verdict::Dup => {
+            emit(rd, route, &headers.ip, frame).and_then(|()| emit(rd, route, &headers.ip, frame))
+        }
+        Verdict::Hold(older) => older.as_ref().map_or(Ok(()), |f| emit_held(rd, f)),
+        Verdict::Changed(f) => emit(rd, route, &headers.ip, f),
+    };
+    if verdict.went() {
+        if let Some(held) = rd.faults.release(Dir::Tx) {
+            let _ = emit_held(rd, &held);
+        }
+    }
+    sent
+}
+
+/// Sends a packet fault injection held back.
+fn emit_held(rd: &RxeDev, frame: &[u8]) -> Result<(), SendError> {
+    let ip = packet::parse_ip(frame).map_err(|_| SendError::Build)?;
+    emit(rd, None, &ip, frame)
+}
+
+/// Sends one built packet: to a device of ours by the loopback path, or
+/// to the network stack.
+fn emit(
+    rd: &RxeDev,
+    route: Option<&RouteCache>,
+    ip: &IpHeader,
+    frame: &[u8],
+) -> Result<(), SendError> {
+    let dgid = dst_gid(ip);
     if let Some(target) = rd.rxe().device_for(rd.netdev.net_id(), &dgid) {
-        rd.counters.loopback.fetch_add(1, Ordering::Relaxed);
+        rd.counters.inc(Counter::LoopbackPackets);
+        rd.counters.inc(Counter::SentPkts);
         crate::net::recv::receive_on(&target, frame);
         return Ok(());
     }
-    let sent = match headers.ip {
+    let sent = match ip {
         IpHeader::V4(_) => rdma::kshim::udp::ip4_xmit(&rd.netdev, route, frame),
         IpHeader::V6(_) => rdma::kshim::udp::ip6_xmit(&rd.netdev, route, frame),
     };
     match sent {
         Ok(()) => {
-            rd.counters.tx.fetch_add(1, Ordering::Relaxed);
+            rd.counters.inc(Counter::TxPackets);
+            rd.counters.inc(Counter::SentPkts);
             Ok(())
         }
         Err(_) => {
-            rd.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+            rd.counters.inc(Counter::SendErr);
             Err(SendError::Network)
         }
     }

@@ -13,13 +13,12 @@
 //! It works on the requester's state ([`ReqState`], `req.rs`), under the
 //! requester's lock: the two are one state machine seen from both ends.
 
-use core::sync::atomic::Ordering;
-
 use rdma::spec::opcodes::WcStatus;
 use rdma::spec::qp_state::QpState;
 use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wr::{WqeOp, MAX_SGE};
 
+use crate::counters::Counter;
 use crate::transport::rc::{Conn, RcQp};
 use crate::transport::req::{local_status, now_ns, Kind, ReqState};
 use crate::wire::headers::{NakCode, Syndrome};
@@ -73,6 +72,9 @@ impl RcQp {
         if status != WcStatus::Success {
             st.active = false;
         }
+        if e.send && status == WcStatus::Success {
+            self.rd.counters.inc(Counter::RdmaSends);
+        }
         qp.sq_complete(status, len);
         status == WcStatus::Success
     }
@@ -85,14 +87,21 @@ impl RcQp {
         st.active = false;
     }
 
-    /// Sending starts again from `una`.
+    /// Sending starts again from `una` (after an RNR wait).
     pub(super) fn restart(&self, st: &mut ReqState) {
         st.gen = st.gen.wrapping_add(1);
         st.noack = 0;
         st.probe = false;
         st.probe_sent = false;
-        self.rd.counters.retransmits.fetch_add(1, Ordering::Relaxed);
         st.send_from_una(st.head);
+    }
+
+    /// A retransmission: sending starts again from `una` after a timeout,
+    /// a sequence NAK or a missing response (`completer_retry_err`, as the
+    /// C rxe counts it).
+    pub(super) fn retry(&self, st: &mut ReqState) {
+        self.rd.counters.inc(Counter::CompleterRetryErr);
+        self.restart(st);
     }
 
     /// After a restart, an ACK may show the responder had more than was
@@ -146,7 +155,7 @@ impl RcQp {
         }
         self.complete_ready(st, qp);
         if implied_nak {
-            self.restart(st);
+            self.retry(st);
             qp.schedule();
         }
     }
@@ -181,6 +190,7 @@ impl RcQp {
         if !matches!(qp.state(), QpState::Rts | QpState::Sqd | QpState::Sqe) {
             return false;
         }
+        self.rd.counters.inc(Counter::AckDeferred);
         let psn = pkt.psn();
         let mut st = self.req.lock();
         if !st.active || psn_diff(psn, st.una) < 0 || psn_diff(psn, st.next_psn) >= 0 {
@@ -199,8 +209,9 @@ impl RcQp {
                         if !st.active {
                             return true;
                         }
-                        self.rd.counters.rnr_naks_rx.fetch_add(1, Ordering::Relaxed);
+                        self.rd.counters.inc(Counter::RcvdRnrErr);
                         if st.rnr_left == 0 {
+                            self.rd.counters.inc(Counter::RetryRnrExceededErr);
                             self.fail_head(&mut st, qp, WcStatus::RnrRetryExcErr);
                             return true;
                         }
@@ -219,7 +230,8 @@ impl RcQp {
                         }
                         let status = match code {
                             NakCode::PsnSequenceError => {
-                                self.restart(&mut st);
+                                self.rd.counters.inc(Counter::RcvdSeqErr);
+                                self.retry(&mut st);
                                 qp.schedule();
                                 return true;
                             }
@@ -301,7 +313,7 @@ impl RcQp {
             // A response is missing: ask for the rest once.
             if psn_diff(psn, st.una) > 0 && !st.gap_retry {
                 st.gap_retry = true;
-                self.restart(st);
+                self.retry(st);
                 qp.schedule();
             }
             return;

@@ -63,6 +63,9 @@ pub(crate) struct Conn {
     pub(crate) min_rnr_timer: u8,
     /// Outstanding READs/atomics as requester (at least 1).
     pub(crate) max_rd_atomic: u32,
+    /// READs and FLUSHes queued at once as responder (at least 1, at
+    /// most `resp::MAX_READS`).
+    pub(crate) max_dest_rd_atomic: u32,
 }
 
 impl Default for Conn {
@@ -78,6 +81,7 @@ impl Default for Conn {
             rnr_retry: 0,
             min_rnr_timer: 0,
             max_rd_atomic: 1,
+            max_dest_rd_atomic: 1,
         }
     }
 }
@@ -257,6 +261,10 @@ impl RcQp {
         }
         if mask.contains(AttrMask::MAX_QP_RD_ATOMIC) {
             c.max_rd_atomic = u32::from(attr.max_rd_atomic).max(1);
+        }
+        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC) {
+            c.max_dest_rd_atomic = u32::from(attr.max_dest_rd_atomic)
+                .clamp(1, crate::transport::resp::MAX_READS as u32);
         }
         *self.conn.lock() = c;
         Ok(())

@@ -12,8 +12,6 @@
 //! What comes back (ACKs, NAKs, responses) is the completer's (`comp.rs`),
 //! which shares this file's [`ReqState`] under the same lock.
 
-use core::sync::atomic::Ordering;
-
 use kernel::prelude::*;
 use kernel::time::Ktime;
 
@@ -23,6 +21,7 @@ use rdma::verbs::mr::AccessError;
 use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wr::{SendWqe, WqeOp};
 
+use crate::counters::Counter;
 use crate::net::xmit::SendError;
 use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
 use crate::wire::headers::{AtomicEth, ExtHeaders, Feth, Ieth, ImmDt, Reth};
@@ -61,6 +60,8 @@ pub(super) struct Taken {
     pub(super) len: u32,
     /// Every packet went out at least once.
     pub(super) sent: bool,
+    /// A SEND (counted in `rdma_sends` when it completes).
+    pub(super) send: bool,
     /// The result, once known before any ACK (local operations, and
     /// requests that failed locally).
     pub(super) status: Option<WcStatus>,
@@ -73,6 +74,7 @@ impl Taken {
         kind: Kind::Local,
         len: 0,
         sent: false,
+        send: false,
         status: None,
     };
 
@@ -391,8 +393,9 @@ impl RcQp {
                 st.deadline = None;
                 return true;
             }
-            self.rd.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            self.rd.counters.inc(Counter::Timeouts);
             if st.retry_left == 0 {
+                self.rd.counters.inc(Counter::RetryExceededErr);
                 self.fail_head(st, qp, WcStatus::RetryExcErr);
                 return false;
             }
@@ -400,7 +403,7 @@ impl RcQp {
             let t = conn.timeout_us.unwrap_or(0);
             st.deadline = Some(now + (t as i64) * 1000);
             qp.schedule_in(t.min(u64::from(u32::MAX)) as u32);
-            self.restart(st);
+            self.retry(st);
             st.probe = true;
         }
         true
@@ -486,6 +489,10 @@ impl RcQp {
                 kind,
                 len: w.wqe.length,
                 sent: false,
+                send: matches!(
+                    w.wqe.op,
+                    WqeOp::Send | WqeOp::SendWithImm(_) | WqeOp::SendWithInv(_)
+                ),
                 status: None,
             };
             st.tail += 1;

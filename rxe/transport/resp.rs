@@ -28,6 +28,7 @@ use rdma::verbs::qp::ProviderQp;
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::RecvWqe;
 
+use crate::counters::Counter;
 use crate::net::xmit::SMALL_ROOM;
 use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
 use crate::wire::headers::{Aeth, AtomicAckEth, ExtHeaders, NakCode, Reth, Syndrome};
@@ -36,11 +37,18 @@ use crate::wire::packet::Packet;
 use crate::wire::psn::{psn_add, psn_diff, psn_sub};
 use crate::wire::segment;
 
-/// READ and FLUSH requests queued at most (`max_dest_rd_atomic` of rxe).
-const MAX_READS: usize = 128;
+/// READ and FLUSH requests queued at most: the largest
+/// `max_dest_rd_atomic` the device advertises (`max_qp_rd_atom`). A QP
+/// takes as many as its own `max_dest_rd_atomic` (at least one).
+pub(crate) const MAX_READS: usize = 128;
 
-/// Atomic results kept for replays.
-const REPLAYS: usize = 16;
+/// Answers queued at most: every READ with an ACK or an atomic answer
+/// behind it.
+const QUEUE: usize = 2 * MAX_READS;
+
+/// Atomic results kept for replays: one for every atomic a requester can
+/// have outstanding at the most `max_dest_rd_atomic` advertised.
+const REPLAYS: usize = MAX_READS;
 
 /// READ response packets the work sends per run.
 const BUDGET: u32 = 128;
@@ -93,7 +101,8 @@ pub(crate) struct RespState {
     reads: KVec<ReadJob>,
     read_head: usize,
     read_count: usize,
-    replays: [(u32, u64, bool); REPLAYS],
+    /// (PSN, original value, valid) of the last atomics executed.
+    replays: KVec<(u32, u64, bool)>,
     replay_next: usize,
     active: bool,
 }
@@ -107,10 +116,10 @@ impl RespState {
             spare: None,
             drop_msg: false,
             nak_sent: false,
-            reads: KVec::from_elem(ReadJob::default(), MAX_READS, GFP_KERNEL)?,
+            reads: KVec::from_elem(ReadJob::default(), QUEUE, GFP_KERNEL)?,
             read_head: 0,
             read_count: 0,
-            replays: [(0, 0, false); REPLAYS],
+            replays: KVec::from_elem((0, 0, false), REPLAYS, GFP_KERNEL)?,
             replay_next: 0,
             active: false,
         })
@@ -127,16 +136,24 @@ impl RespState {
         self.nak_sent = false;
         self.read_head = 0;
         self.read_count = 0;
-        self.replays = [(0, 0, false); REPLAYS];
+        self.replays.iter_mut().for_each(|r| *r = (0, 0, false));
         self.active = false;
         (cur, spare)
     }
 
-    fn push_read(&mut self, job: ReadJob) -> bool {
-        if self.read_count >= MAX_READS {
+    /// READ and FLUSH requests queued (not yet fully answered).
+    fn reads_pending(&self) -> usize {
+        (0..self.read_count)
+            .filter(|i| self.reads[(self.read_head + i) % QUEUE].reply.is_none())
+            .count()
+    }
+
+    /// Queues a READ or FLUSH (within the QP's `limit`) or an answer.
+    fn push_read(&mut self, job: ReadJob, limit: usize) -> bool {
+        if self.read_count >= QUEUE || (job.reply.is_none() && self.reads_pending() >= limit) {
             return false;
         }
-        let at = (self.read_head + self.read_count) % MAX_READS;
+        let at = (self.read_head + self.read_count) % QUEUE;
         self.reads[at] = job;
         self.read_count += 1;
         true
@@ -148,7 +165,7 @@ impl RespState {
     /// another.
     fn queue_reply(&mut self, reply: Reply) {
         if self.read_count > 0 {
-            let last = (self.read_head + self.read_count - 1) % MAX_READS;
+            let last = (self.read_head + self.read_count - 1) % QUEUE;
             let plain = |r: &Option<Reply>| {
                 matches!(
                     r,
@@ -163,17 +180,20 @@ impl RespState {
                 return;
             }
         }
-        let _ = self.push_read(ReadJob {
-            reply: Some(reply),
-            ..ReadJob::default()
-        });
+        let _ = self.push_read(
+            ReadJob {
+                reply: Some(reply),
+                ..ReadJob::default()
+            },
+            QUEUE,
+        );
     }
 
     /// A READ asked for again from PSN `psn`: if the job that answers it
     /// is still queued, it restarts (or skips ahead) to that packet.
     fn rewind_read(&mut self, psn: u32, mtu: u32) -> bool {
         for i in 0..self.read_count {
-            let at = (self.read_head + i) % MAX_READS;
+            let at = (self.read_head + i) % QUEUE;
             let job = &mut self.reads[at];
             if job.reply.is_some() {
                 continue;
@@ -454,7 +474,7 @@ impl RcQp {
                     return Outcome::DROP;
                 }
                 st.nak_sent = true;
-                self.rd.counters.seq_naks_tx.fetch_add(1, Ordering::Relaxed);
+                self.rd.counters.inc(Counter::OutOfSeqRequest);
                 return Outcome::taken(Reply::Ack {
                     psn: st.epsn,
                     syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
@@ -465,7 +485,7 @@ impl RcQp {
             if self.uc {
                 return Outcome::DROP;
             }
-            self.rd.counters.duplicates.fetch_add(1, Ordering::Relaxed);
+            self.rd.counters.inc(Counter::DuplicateRequest);
             return self.duplicate(st, qp, conn, pkt);
         }
         st.nak_sent = false;
@@ -559,7 +579,7 @@ impl RcQp {
             st.epsn = psn_add(psn, 1);
             return Outcome::DROP;
         }
-        self.rd.counters.rnr_naks_tx.fetch_add(1, Ordering::Relaxed);
+        self.rd.counters.inc(Counter::SendRnrErr);
         Outcome::taken(Reply::Ack {
             psn,
             syndrome: Syndrome::RnrNak {
@@ -639,6 +659,7 @@ impl RcQp {
             wc.invalidate_rkey = ieth.rkey;
         }
         st.msn = psn_add(st.msn, 1);
+        self.rd.counters.inc(Counter::RdmaRecvs);
         qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
         Outcome::taken(self.ack(st, pkt))
     }
@@ -726,6 +747,7 @@ impl RcQp {
                 imm_data: pkt.headers.ext.immdt.map_or(0, |i| i.imm),
                 ..Wc::default()
             };
+            self.rd.counters.inc(Counter::RdmaRecvs);
             qp.complete_recv(wqe, wc, pkt.headers.bth.solicited);
         }
         Outcome::taken(self.ack(st, pkt))
@@ -779,7 +801,10 @@ impl RcQp {
                 reply: None,
             }
         };
-        if !st.push_read(job) {
+        // More READs at once than the QP's responder resources: the
+        // requester broke the negotiated limit (C9-147).
+        if !st.push_read(job, conn.max_dest_rd_atomic as usize) {
+            self.rd.counters.inc(Counter::RdAtomicExceeded);
             return self.fatal(st, NakCode::InvalidRdRequest, psn);
         }
         Outcome {
@@ -891,6 +916,10 @@ impl RcQp {
                         taken: true,
                     };
                 }
+                // No room now: dropped, the requester asks again.
+                if st.reads_pending() >= conn.max_dest_rd_atomic as usize {
+                    return Outcome::DROP;
+                }
                 let out = self.recv_read(st, qp, conn, pkt);
                 if out.error {
                     // A duplicate that fails the check now is dropped: the
@@ -929,7 +958,7 @@ impl RcQp {
                 self.answer(qp, &conn, reply);
                 let mut st = self.resp.lock();
                 if st.front_read().is_some_and(|f| f.reply.is_some()) {
-                    st.read_head = (st.read_head + 1) % MAX_READS;
+                    st.read_head = (st.read_head + 1) % QUEUE;
                     st.read_count -= 1;
                 }
                 continue;
@@ -987,7 +1016,7 @@ impl RcQp {
             if let Some(front) = st.front_read() {
                 if front.reply.is_none() && front.psn == job.psn && front.sent == k {
                     if k + 1 >= n {
-                        st.read_head = (st.read_head + 1) % MAX_READS;
+                        st.read_head = (st.read_head + 1) % QUEUE;
                         st.read_count -= 1;
                     } else {
                         let h = st.read_head;

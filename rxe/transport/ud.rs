@@ -20,6 +20,7 @@ use rdma::verbs::qp::{ProviderQp, QpOps};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::SendWqe;
 
+use crate::counters::Counter;
 use crate::device::RxeDev;
 use crate::net::xmit::{self, MAX_PAYLOAD, PACKET_ROOM};
 use crate::wire::headers::{Bth, Deth, ExtHeaders, ImmDt};
@@ -153,17 +154,17 @@ impl QpOps for UdQp {
 }
 
 /// Delivers a UD packet to `qp`: whether it was taken.
-pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> bool {
+pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
     if !matches!(
         pkt.opcode,
         Opcode::UdSendOnly | Opcode::UdSendOnlyWithImmediate
     ) || !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi)
         || !matches!(qp.state(), QpState::Rtr | QpState::Rts | QpState::Sqd)
     {
-        return false;
+        return Err(Counter::RxDropQp);
     }
     let Some(deth) = pkt.headers.ext.deth else {
-        return false;
+        return Err(Counter::RxDropQp);
     };
     let want_qkey = if qp.qp_type() == QpType::Gsi {
         GSI_QKEY
@@ -171,11 +172,11 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> bool {
         qp.attr().qkey
     };
     if deth.qkey != want_qkey {
-        return false;
+        return Err(Counter::RxDropQkey);
     }
     let Some(rwqe) = qp.rq_take() else {
         // No receive posted: UD drops.
-        return false;
+        return Err(Counter::RxDropQp);
     };
     let payload = pkt.payload;
     let mut wc = Wc {
@@ -199,7 +200,7 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> bool {
     if (payload.len() + GRH_LEN) as u64 > u64::from(rwqe.length) {
         wc.status = WcStatus::LocLenErr;
         qp.complete_recv(rwqe, wc, false);
-        return false;
+        return Err(Counter::RxDropQp);
     }
     // RoCE v2 over IPv4: 20 unused bytes, then the IPv4 header; over
     // IPv6 the GRH is the IPv6 header.
@@ -214,5 +215,5 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> bool {
         wc.status = WcStatus::LocProtErr;
     }
     qp.complete_recv(rwqe, wc, pkt.headers.bth.solicited);
-    ok
+    ok.then_some(()).ok_or(Counter::RxDropQp)
 }

@@ -24,14 +24,32 @@ counter() { # item name
 # The RNR and timeout cases made the counters move; packets crossed the
 # wire both ways and the loopback cases stayed off it.
 counters_moved() {
-	if ! { [ "$(counter rxa rnr_naks_rx)" -ge 1 ] && [ "$(counter rxb rnr_naks_tx)" -ge 1 ] &&
-		[ "$(counter rxa timeouts)" -ge 1 ] && [ "$(counter rxa retransmits)" -ge 1 ] &&
+	if ! { [ "$(counter rxa rcvd_rnr_err)" -ge 1 ] && [ "$(counter rxb send_rnr_err)" -ge 1 ] &&
+		[ "$(counter rxa timeouts)" -ge 1 ] && [ "$(counter rxa completer_retry_err)" -ge 1 ] &&
+		[ "$(counter rxa retry_rnr_exceeded_err)" -ge 1 ] &&
+		[ "$(counter rxa retry_exceeded_err)" -ge 1 ] &&
+		[ "$(counter rxa rdma_sends)" -ge 1 ] && [ "$(counter rxb rdma_recvs)" -ge 1 ] &&
+		[ "$(counter rxb rx_drop_qp)" -ge 1 ] &&
 		[ "$(counter rxa tx_packets)" -ge 1000 ] && [ "$(counter rxb tx_packets)" -ge 1000 ] &&
 		[ "$(counter rxa loopback_packets)" -ge 1000 ]; }; then
 		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
 		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
 		return 1
 	fi
+}
+
+# The same counters under the C rxe's names in sysfs: every name of the C
+# driver's hw_counters is there, and a quiet counter reads as in configfs.
+hw_counters() {
+	hw=/sys/class/rdma_rs/rxa/ports/1/hw_counters
+	for n in sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
+		send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err \
+		completer_retry_err send_err link_downed rdma_sends rdma_recvs; do
+		[ -r "$hw/$n" ] || { echo "no $hw/$n"; return 1; }
+	done
+	[ "$(cat "$hw/rcvd_rnr_err")" = "$(counter rxa rcvd_rnr_err)" ] &&
+		[ "$(cat "$hw/rx_drop_qp")" = "$(counter rxa rx_drop_qp)" ] &&
+		[ "$(cat "$hw/sent_pkts")" -ge "$(counter rxa tx_packets)" ]
 }
 
 teardown() {
@@ -44,6 +62,7 @@ ktap_check "setup" setup
 ktap_module rdma_rxe_rc_test
 rmmod rdma_rxe_rc_test 2>/dev/null
 ktap_check "counters_moved" counters_moved
+ktap_check "hw_counters" hw_counters
 echo "# rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"
 echo "# rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"
 ktap_check "teardown" teardown

@@ -168,6 +168,13 @@ pub struct Bth {
     pub psn: u32,
 }
 
+/// Whether two P_Keys are of one partition (IBTA 10.9.3): the same low 15
+/// bits, at least one of them a full member, and neither the invalid key
+/// (0x0000 or 0x8000).
+pub const fn pkey_matches(a: u16, b: u16) -> bool {
+    (a & 0x7fff) == (b & 0x7fff) && (a & 0x7fff) != 0 && ((a | b) & 0x8000) != 0
+}
+
 impl Bth {
     /// Length on the wire.
     pub const LEN: usize = BTH_LEN;
@@ -765,6 +772,17 @@ impl ExtHeaders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pkey_partitions() {
+        assert!(pkey_matches(0xffff, 0xffff));
+        assert!(pkey_matches(0x7fff, 0xffff));
+        assert!(pkey_matches(0xffff, 0x7fff));
+        assert!(!pkey_matches(0x7fff, 0x7fff), "two limited members");
+        assert!(!pkey_matches(0x1234, 0xffff));
+        assert!(!pkey_matches(0x8000, 0x8000), "the invalid key");
+        assert!(!pkey_matches(0x0000, 0x8000));
+    }
 
     #[test]
     fn bth_bit_layout() {

@@ -9,6 +9,7 @@
 //! with `cargo test -p rxe-wire`. Modules refer to each other only as
 //! `super::name`, so they must be compiled as siblings:
 //!
+//! - [`fault`]: fault injection decisions for tests (no dependencies);
 //! - [`opcode`]: the BTH opcode table (no dependencies);
 //! - [`psn`]: 24-bit PSN arithmetic (no dependencies);
 //! - [`headers`]: BTH and extension headers (uses `opcode`);
@@ -24,6 +25,7 @@
 
 #![cfg_attr(not(test), no_std)]
 
+pub mod fault;
 pub mod headers;
 pub mod icrc;
 pub mod opcode;

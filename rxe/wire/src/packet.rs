@@ -343,6 +343,19 @@ fn parse_ipv6(frame: &[u8]) -> Result<IpParsed, ParseError> {
     })
 }
 
+/// The IP header at the front of `frame`, whatever follows it: tells
+/// which local address a packet that [`parse`] refuses was sent to, so the
+/// drop can be counted by the device that owns the address.
+pub fn parse_ip(frame: &[u8]) -> Result<IpHeader, ParseError> {
+    let first = *frame.first().ok_or(ParseError::Truncated)?;
+    let ip = match first >> 4 {
+        4 => parse_ipv4(frame)?,
+        6 => parse_ipv6(frame)?,
+        v => return Err(ParseError::BadIpVersion(v)),
+    };
+    Ok(ip.ip)
+}
+
 /// Checks `frame` (starting at its IP header) as a RoCE v2 packet and
 /// decodes it; `max_payload` is the largest payload accepted (the path
 /// MTU), `crc` the CRC-32 primitive used for the ICRC.

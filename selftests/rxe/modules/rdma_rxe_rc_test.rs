@@ -17,10 +17,9 @@
 #![forbid(unsafe_code)]
 
 use kernel::c_str;
-use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock, Arc, SpinLock};
-use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::{self, Device};
@@ -48,7 +47,10 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
+#[path = "../../lib/verify.rs"]
+mod verify;
 use rc::{pair, End, Opts, Port};
+use verify::{expect, fill_pattern, poll, quiet, same, Rng};
 
 module! {
     type: RxeRcTest,
@@ -64,8 +66,6 @@ const MIB: usize = 1 << 20;
 const BUF: usize = 2 * MIB + 4096;
 /// The first send PSN: 16 below the 24-bit wrap.
 const PSN: u32 = 0xff_fff0;
-/// How long a completion may take (ms): a TCG guest is slow.
-const WAIT_MS: u32 = 20_000;
 
 /// Every end of this test: a buffer for the largest message at an
 /// unaligned offset, and send PSNs that cross the 24-bit wrap.
@@ -74,118 +74,6 @@ const OPTS: Opts = Opts {
     psn: PSN,
     ..rc::RC
 };
-
-fn poll(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
-    let mut got = KVec::new();
-    let mut wcs: [Wc; 16] = Default::default();
-    let start = Ktime::ktime_get();
-    while got.len() < n {
-        let want = (n - got.len()).min(wcs.len());
-        let k = cq.poll(&mut wcs[..want]);
-        for wc in wcs.iter_mut().take(k) {
-            got.push(core::mem::take(wc), GFP_KERNEL)?;
-        }
-        if k == 0 {
-            if ktime_ms_delta(Ktime::ktime_get(), start) > i64::from(WAIT_MS) {
-                pr_err!("polled {} of {} completions\n", got.len(), n);
-                return Err(EAGAIN);
-            }
-            testing::msleep(1);
-        }
-    }
-    Ok(got)
-}
-
-/// Polls one completion and checks it.
-fn expect(cq: &CqCore, wr_id: u64, status: WcStatus, opcode: Option<WcOpcode>) -> Result<Wc> {
-    let wc = rdma::kshim::vec::pop(&mut poll(cq, 1)?).ok_or(EAGAIN)?;
-    if wc.wr_id != wr_id || wc.status != status || opcode.is_some_and(|o| o != wc.opcode) {
-        testing::msleep(100);
-        let mut rest: [Wc; 8] = Default::default();
-        let n = cq.poll(&mut rest);
-        for w in &rest[..n] {
-            pr_err!(
-                "  then: wr_id {} status {:?} opcode {:?}\n",
-                w.wr_id,
-                w.status,
-                w.opcode
-            );
-        }
-        pr_err!(
-            "completion: wr_id {} status {:?} opcode {:?}, wanted {} {:?} {:?}\n",
-            wc.wr_id,
-            wc.status,
-            wc.opcode,
-            wr_id,
-            status,
-            opcode
-        );
-        return Err(EINVAL);
-    }
-    Ok(wc)
-}
-
-/// No completion arrives within `ms`.
-fn quiet(cq: &CqCore, ms: u32) -> Result {
-    testing::msleep(ms);
-    let mut wcs: [Wc; 1] = Default::default();
-    check(cq.poll(&mut wcs) == 0, "no completion")
-}
-
-/// xorshift32.
-struct Rng(u32);
-
-impl Rng {
-    fn next(&mut self) -> u32 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: u32) -> u32 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-}
-
-fn fill_pattern(buf: &Buffer, off: usize, len: usize, seed: u32) -> Result {
-    let mut rng = Rng(seed | 1);
-    let mut chunk = [0u8; 512];
-    let mut done = 0;
-    while done < len {
-        let n = chunk.len().min(len - done);
-        for b in chunk[..n].iter_mut() {
-            *b = rng.next() as u8;
-        }
-        buf.write(off + done, &chunk[..n])?;
-        done += n;
-    }
-    Ok(())
-}
-
-/// Compares `len` bytes of two buffers.
-fn same(a: &Buffer, a_off: usize, b: &Buffer, b_off: usize, len: usize) -> Result<bool> {
-    let mut x = [0u8; 512];
-    let mut y = [0u8; 512];
-    let mut done = 0;
-    while done < len {
-        let n = x.len().min(len - done);
-        a.read(a_off + done, &mut x[..n])?;
-        b.read(b_off + done, &mut y[..n])?;
-        if x[..n] != y[..n] {
-            pr_err!("bytes differ at offset {}\n", done);
-            return Ok(false);
-        }
-        done += n;
-    }
-    Ok(true)
-}
 
 /// Up to three SGEs covering `len` bytes from `off` of `e`'s buffer.
 fn split(e: &End, off: usize, len: usize, rng: &mut Rng) -> Result<KVec<Sge>> {
@@ -1250,6 +1138,62 @@ fn memory_keys(a: Port<'_>, b: Port<'_>) -> Result {
     Ok(())
 }
 
+/// Numbers are not reused at once: an rkey whose MR was deregistered does
+/// not name the MR registered next (the remote access fails and the new
+/// MR's memory is untouched), every registration gets its own key byte,
+/// and QP numbers start at 16 and do not come back right after a QP went.
+fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    check(x.qp.qpn() >= 16 && y.qp.qpn() >= 16, "QPNs from 16")?;
+    let rw = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let old = Buffer::new(4096)?;
+    let fresh = Buffer::new(4096)?;
+    // Registrations and deregistrations: no index comes back, and the key
+    // bytes differ (equal 16 times in a row with chance 256^-15).
+    let mut keys = KVec::new();
+    for _ in 0..16 {
+        let mr = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
+        keys.push(mr.rkey(), GFP_KERNEL)?;
+        mr.dereg();
+    }
+    for (i, k) in keys.iter().enumerate() {
+        check(
+            keys[i + 1..].iter().all(|o| o >> 8 != k >> 8),
+            "an MR index reused at once",
+        )?;
+    }
+    check(
+        keys.iter().any(|k| (k & 0xff) != (keys[0] & 0xff)),
+        "key bytes vary",
+    )?;
+    let stale = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
+    let stale_key = stale.rkey();
+    stale.dereg();
+    fill_pattern(&fresh, 0, 4096, 9)?;
+    let mr = Mr::reg_buffer(y.pd.core(), &fresh, 0, 4096, rw)?;
+    check(mr.rkey() != stale_key, "a new key for the new MR")?;
+    fill_pattern(&x.buf, 0, 64, 10)?;
+    let w = SendOp::Write {
+        remote_addr: mr.iova(),
+        rkey: stale_key,
+    };
+    remote_failure(&x, &y, w, 64)?;
+    let copy = Buffer::new(4096)?;
+    fill_pattern(&copy, 0, 4096, 9)?;
+    check(
+        same(&fresh, 0, &copy, 0, 4096)?,
+        "the new MR's memory untouched",
+    )?;
+    // A QP destroyed and another created: a new number.
+    let qpn = x.qp.qpn();
+    let (x2, _y2) = {
+        drop(x);
+        pair(a, b, &OPTS)?
+    };
+    check(x2.qp.qpn() != qpn, "a QPN reused at once")?;
+    Ok(())
+}
+
 /// The same data path over IPv6 addresses.
 fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
@@ -1294,6 +1238,7 @@ const CASES: &[FnCase<Ports>] = &[
     case!("flush", |p| flush(p.a, p.b)),
     case!("destroy_under_traffic", |p| destroy_under_traffic(p.a, p.b)),
     case!("ipv6", |p| ipv6(p.a6, p.b6)),
+    case!("stale_keys_and_qpns", |p| stale_keys_and_qpns(p.a, p.b)),
     case!("memory_keys", |p| memory_keys(p.a, p.b)),
     case!("zero_length_without_key", |p| zero_length_without_key(
         p.a, p.b

@@ -1,0 +1,96 @@
+#!/bin/sh
+# Recovery from loss, reordering, duplication and corruption, with our
+# devices' fault injection (their configfs `fault` file): rxa (10.78.3.1)
+# and rxb (10.78.3.2), each in its own namespace on one end of a veth pair.
+#
+# First the deterministic cases of modules/rdma_rxe_fault_test.rs: one
+# chosen packet of each case is lost, held back or doubled (one-time
+# faults armed on the PSNs the cases use), and the counters must show the
+# recovery each needed. Then the soak of modules/rdma_rxe_soak_test.rs
+# under random faults on both devices at once.
+. ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
+. ../lib/rxe.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+
+setup() {
+	modprobe rdma_rs_rxe && netns_add fla flb && netns_veth fla fa flb fb &&
+		netns_addr fla fa 10.78.3.1/24 && netns_addr flb fb 10.78.3.2/24 &&
+		rxe_bind fla fa rxa && rxe_bind flb fb rxb
+}
+
+counter() { # item name
+	sed -n "s/^$2 //p" "$cfs/$1/counters"
+}
+
+show_counters() {
+	echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
+	echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+}
+
+# The fault language: what is refused, and what reads back.
+fault_spec() {
+	! echo "tx_drop=101" > "$cfs/rxa/fault" 2>/dev/null &&
+		! echo "tx_fly=1" > "$cfs/rxa/fault" 2>/dev/null &&
+		! echo "rx_drop=60 rx_dup=50" > "$cfs/rxa/fault" 2>/dev/null &&
+		! echo "hit=tx_drop@psn=0x1000000" > "$cfs/rxa/fault" 2>/dev/null &&
+		echo "seed=9 tx_drop=1.5 hit=rx_dup@nth=4" > "$cfs/rxa/fault" &&
+		[ "$(head -1 "$cfs/rxa/fault")" = "seed=9 tx_drop=1.5000 hit=rx_dup@nth=4" ] &&
+		echo off > "$cfs/rxa/fault" && [ "$(head -1 "$cfs/rxa/fault")" = off ] &&
+		mkdir "$cfs/idle" && ! echo "tx_drop=1" > "$cfs/idle/fault" 2>/dev/null &&
+		rmdir "$cfs/idle"
+}
+
+# The one-time faults of rdma_rxe_fault_test's cases (see its table).
+arm() {
+	echo "hit=rx_drop@psn=0x100003 hit=tx_drop@psn=0x500000" \
+		"hit=rx_reorder@psn=0x600001 hit=rx_dup@psn=0x700002" > "$cfs/rxb/fault" &&
+		echo "hit=rx_drop@psn=0x200000 hit=rx_drop@psn=0x300001" \
+			"hit=rx_drop@psn=0x400002" > "$cfs/rxa/fault"
+}
+
+# Every armed fault fired, each counted once, and the recovery shows:
+# sequence NAKs sent and received for the lost and the reordered request,
+# duplicates answered (READs asked again, the replayed atomic, the doubled
+# and the go-back-N copies), a timeout for the lost atomic ACK, RNR NAKs
+# waited out and RNR and transport retries exhausted.
+recovered() {
+	if ! { grep -qx "hits_pending 0" "$cfs/rxa/fault" &&
+		grep -qx "hits_pending 0" "$cfs/rxb/fault" &&
+		[ "$(counter rxa fault_rx_drop)" = 3 ] && [ "$(counter rxb fault_rx_drop)" = 1 ] &&
+		[ "$(counter rxb fault_tx_drop)" = 1 ] && [ "$(counter rxb fault_rx_reorder)" = 1 ] &&
+		[ "$(counter rxb fault_rx_dup)" = 1 ] &&
+		[ "$(counter rxa rcvd_seq_err)" -ge 2 ] && [ "$(counter rxb out_of_seq_request)" -ge 2 ] &&
+		[ "$(counter rxb duplicate_request)" -ge 4 ] &&
+		[ "$(counter rxa completer_retry_err)" -ge 3 ] && [ "$(counter rxa timeouts)" -ge 1 ] &&
+		[ "$(counter rxa rcvd_rnr_err)" -ge 2 ] &&
+		[ "$(counter rxa retry_rnr_exceeded_err)" = 1 ] &&
+		[ "$(counter rxa retry_exceeded_err)" = 1 ]; }; then
+		cat "$cfs/rxa/fault" "$cfs/rxb/fault"
+		show_counters
+		return 1
+	fi
+}
+
+disarm() {
+	echo off > "$cfs/rxa/fault" && echo off > "$cfs/rxb/fault"
+}
+
+teardown() {
+	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
+		ip netns del fla && ip netns del flb && rmmod rdma_rs_rxe && rmmod rdma_core
+}
+
+ktap_plan
+ktap_check "setup" setup
+ktap_check "fault_spec" fault_spec
+ktap_check "arm" arm
+ktap_module rdma_rxe_fault_test
+rmmod rdma_rxe_fault_test 2>/dev/null
+ktap_check "recovered" recovered
+echo "# $(show_counters | tr '\n' ' ')"
+ktap_check "disarm" disarm
+ktap_check "teardown" teardown
+ktap_finish
