@@ -17,8 +17,9 @@
 //! enabled item (`ENODEV` otherwise), `EINVAL` for a spec it cannot read,
 //! reset when the device is disabled.
 //!
-//! Errors: an unknown netdev is `ENODEV`; a VLAN device `EOPNOTSUPP`; a
-//! loopback or non-Ethernet device `EINVAL`; a netdev another item has
+//! A VLAN netdev is bound like any other Ethernet device (its packets go
+//! out tagged through the VLAN device, as with the C rxe). Errors: an
+//! unknown netdev is `ENODEV`; a loopback or non-Ethernet device `EINVAL`; a netdev another item has
 //! claimed `EBUSY`; changing the netdev of an enabled item `EBUSY`; enabling
 //! without a netdev `EINVAL`; anything but `0` or `1` in `enable` `EINVAL`;
 //! a device name already registered `EEXIST`. The device name is the item's
@@ -37,7 +38,6 @@ use kernel::types::ARef;
 use rdma::device::driver::Driver;
 use rdma::device::DeviceDesc;
 use rdma::kshim::configfs::{Group, Item};
-use rdma::kshim::errno::eopnotsupp;
 use rdma::kshim::net::{NetDevice, NetEvent, NetListener};
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::sysfs::Page;
@@ -58,9 +58,12 @@ pub(crate) struct Rxe {
     /// Devices bound to a netdev, for the netdev listener (atomic context).
     #[pin]
     bound: SpinLockIrq<KVec<Arc<RxeDev>>>,
-    /// Netdevs claimed by an item: (item id, netdev address).
+    /// Netdevs named by an item: (item id, netdev). The claim holds the
+    /// item's reference to its netdev; the netdev listener drops it when
+    /// the netdev is unregistered, so an item that names a netdev never
+    /// keeps it from going.
     #[pin]
-    claims: SpinLockIrq<KVec<(usize, usize)>>,
+    claims: SpinLockIrq<KVec<(usize, ARef<NetDevice>)>>,
     /// The UDP sockets, one per namespace in use.
     #[pin]
     pub(crate) sockets: Sockets,
@@ -125,20 +128,28 @@ impl Rxe {
     }
 
     /// Claims `netdev` for item `id`: `EBUSY` if another item has it.
-    fn claim(&self, id: usize, netdev: &NetDevice) -> Result {
-        let key = core::ptr::from_ref(netdev) as usize;
+    fn claim(&self, id: usize, netdev: ARef<NetDevice>) -> Result {
         let mut c = self.claims.lock();
-        if c.iter().any(|&(i, n)| n == key && i != id) {
+        if c.iter().any(|(i, n)| n.same(&netdev) && *i != id) {
             return Err(EBUSY);
         }
         c.reserve(1, GFP_ATOMIC)?;
-        rdma::kshim::vec::remove_first(&mut c, |&(i, _)| i == id);
-        let _ = c.push((id, key), GFP_ATOMIC);
+        let old = rdma::kshim::vec::remove_first(&mut c, |(i, _)| *i == id);
+        let _ = c.push((id, netdev), GFP_ATOMIC);
+        drop(c);
+        drop(old);
         Ok(())
     }
 
+    /// The netdev item `id` names, if it still exists.
+    fn claimed(&self, id: usize) -> Option<ARef<NetDevice>> {
+        let c = self.claims.lock();
+        c.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone())
+    }
+
     fn unclaim(&self, id: usize) {
-        rdma::kshim::vec::remove_first(&mut self.claims.lock(), |&(i, _)| i == id);
+        let old = rdma::kshim::vec::remove_first(&mut self.claims.lock(), |(i, _)| *i == id);
+        drop(old);
     }
 
     /// Registers a device for `item` on `netdev`.
@@ -197,7 +208,6 @@ impl Rxe {
             let mut st = item.state.lock();
             if st.rd.as_ref().is_some_and(|r| Arc::ptr_eq(r, rd)) {
                 st.rd = None;
-                st.netdev = None;
                 self.unclaim(item.id);
             }
         }
@@ -213,6 +223,13 @@ impl Rxe {
 
 impl NetListener for Rxe {
     fn event(&self, dev: &NetDevice, event: NetEvent) {
+        if event == NetEvent::Unregister {
+            // Items that only name it let go at once (a bound device lets
+            // go from its work, below).
+            let gone =
+                rdma::kshim::vec::remove_first(&mut self.claims.lock(), |(_, n)| n.same(dev));
+            drop(gone);
+        }
         let bound = self.bound.lock();
         for rd in bound.iter().filter(|rd| rd.netdev.same(dev)) {
             match event {
@@ -224,7 +241,6 @@ impl NetListener for Rxe {
 }
 
 struct ItemState {
-    netdev: Option<ARef<NetDevice>>,
     rd: Option<Arc<RxeDev>>,
 }
 
@@ -263,7 +279,7 @@ impl Item for RxeItem {
         use core::fmt::Write;
         let st = self.state.lock();
         let r = match attr {
-            ATTR_NETDEV => match &st.netdev {
+            ATTR_NETDEV => match &self.rxe.claimed(self.id) {
                 Some(n) => writeln!(out, "{}", n.name().to_str().unwrap_or("?")),
                 None => Ok(()),
             },
@@ -292,7 +308,7 @@ impl Item for RxeItem {
                 if text.is_empty() || text.len() >= 16 {
                     return Err(EINVAL);
                 }
-                let mut st = self.state.lock();
+                let st = self.state.lock();
                 if st.rd.is_some() {
                     return Err(EBUSY);
                 }
@@ -300,15 +316,10 @@ impl Item for RxeItem {
                 name[..text.len()].copy_from_slice(text);
                 let name = CStr::from_bytes_with_nul(&name[..=text.len()]).map_err(|_| EINVAL)?;
                 let netdev = NetDevice::get_by_name_in_current_ns(name)?;
-                if netdev.is_vlan() {
-                    return Err(eopnotsupp());
-                }
                 if netdev.is_loopback() || !netdev.is_ether() {
                     return Err(EINVAL);
                 }
-                self.rxe.claim(self.id, &netdev)?;
-                st.netdev = Some(netdev);
-                Ok(())
+                self.rxe.claim(self.id, netdev)
             }
             ATTR_ENABLE => {
                 let on = match text {
@@ -323,7 +334,7 @@ impl Item for RxeItem {
                         Ok(())
                     }
                     (true, None) => {
-                        let netdev = st.netdev.clone().ok_or(EINVAL)?;
+                        let netdev = self.rxe.claimed(self.id).ok_or(EINVAL)?;
                         st.rd = Some(self.rxe.enable(&self.name, &netdev)?);
                         Ok(())
                     }
@@ -364,7 +375,7 @@ impl Group for RxeGroup {
                 rxe: self.0.clone(),
                 id: self.0.next_item.fetch_add(1, Ordering::Relaxed),
                 name: owned,
-                state <- new_mutex!(ItemState { netdev: None, rd: None }, "RxeItem::state"),
+                state <- new_mutex!(ItemState { rd: None }, "RxeItem::state"),
             }),
             GFP_KERNEL,
         )?;
@@ -385,7 +396,6 @@ impl Group for RxeGroup {
         let Some(it) = mine else { return };
         let rd = {
             let mut st = it.state.lock();
-            st.netdev = None;
             st.rd.take()
         };
         self.0.unclaim(it.id);

@@ -155,8 +155,9 @@ pub fn dma_read(addr: u64, out: &mut [u8]) -> Result {
 
 /// Replaces the 8 bytes at device address `addr` (8-byte aligned, in a
 /// live [`Buffer`]; `EINVAL` otherwise) by `f` of their value, and returns
-/// the old value. The caller serialises atomics. Any context.
-pub fn dma_atomic(addr: u64, f: impl FnOnce(u64) -> u64) -> Result<u64> {
+/// the old value, atomically with respect to every other atomic on those
+/// bytes (whichever MR, QP or device it comes through). Any context.
+pub fn dma_atomic(addr: u64, f: impl Fn(u64) -> u64) -> Result<u64> {
     if addr % 8 != 0 {
         return Err(EINVAL);
     }
@@ -168,19 +169,31 @@ pub fn dma_atomic(addr: u64, f: impl FnOnce(u64) -> u64) -> Result<u64> {
     })
 }
 
-/// Reads the `u64` at `p`, writes `f` of it back, returns the old value.
+/// Replaces the `u64` at `p` by `f` of it in one atomic step (a
+/// compare-and-exchange loop, `f` called again if another CPU changed the
+/// value meanwhile), and returns the old value. Atomic as an HCA's atomics
+/// are: with respect to other atomics, not to plain copies.
 ///
 /// # Safety
 ///
 /// `p` must be valid for reads and writes of 8 bytes and 8-byte aligned.
-unsafe fn rmw_u64(p: *mut u8, f: impl FnOnce(u64) -> u64) -> u64 {
-    // Volatile: the device's memory, which another CPU may copy to or from
-    // at the same time (as a peer's WRITE may race a local access in C).
-    // SAFETY: the caller's guarantee.
-    let old = unsafe { ptr::read_volatile(p.cast::<u64>()) };
-    // SAFETY: the caller's guarantee.
-    unsafe { ptr::write_volatile(p.cast::<u64>(), f(old)) };
-    old
+unsafe fn rmw_u64(p: *mut u8, f: impl Fn(u64) -> u64) -> u64 {
+    // SAFETY: the caller's guarantee: valid and aligned for a `u64`. Every
+    // atomic access to these bytes goes through here; plain copies (a
+    // peer's WRITE) may race it, as they race a device's atomics.
+    let word = unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast::<u64>()) };
+    let mut old = word.load(core::sync::atomic::Ordering::Relaxed);
+    loop {
+        match word.compare_exchange_weak(
+            old,
+            f(old),
+            core::sync::atomic::Ordering::AcqRel,
+            core::sync::atomic::Ordering::Relaxed,
+        ) {
+            Ok(v) => return v,
+            Err(now) => old = now,
+        }
+    }
 }
 
 impl Buffer {
@@ -284,8 +297,9 @@ impl Buffer {
 
     /// Replaces the 8 bytes at device address `addr` (8-byte aligned,
     /// inside the buffer; `EINVAL` otherwise) by `f` of their value, and
-    /// returns the old value. The caller serialises atomics.
-    pub fn atomic_at(&self, addr: u64, f: impl FnOnce(u64) -> u64) -> Result<u64> {
+    /// returns the old value, atomically with respect to every other
+    /// atomic on those bytes (`f` may run more than once). Any context.
+    pub fn atomic_at(&self, addr: u64, f: impl Fn(u64) -> u64) -> Result<u64> {
         if addr % 8 != 0 {
             return Err(EINVAL);
         }

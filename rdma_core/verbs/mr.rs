@@ -388,15 +388,16 @@ impl MrCore {
         })
     }
 
-    /// Runs `f` on the 8 bytes at `iova` for an atomic operation, under
-    /// the MR's state lock so atomics on one region are serialised.
+    /// Runs `f` on the 8 bytes at `iova` for an atomic operation, atomic
+    /// with respect to every other atomic on those bytes (`f` may run more
+    /// than once if one races it).
     /// `iova` must be 8-byte aligned (`Bounds` otherwise).
     pub(crate) fn atomic(
         &self,
         key: u32,
         pd: &PdCore,
         iova: u64,
-        f: impl FnOnce(u64) -> u64,
+        f: impl Fn(u64) -> u64,
     ) -> core::result::Result<u64, AccessError> {
         self.atomic_with(key, pd, iova, Access::REMOTE_ATOMIC, f)
     }
@@ -407,7 +408,7 @@ impl MrCore {
         key: u32,
         pd: &PdCore,
         iova: u64,
-        f: impl FnOnce(u64) -> u64,
+        f: impl Fn(u64) -> u64,
     ) -> core::result::Result<u64, AccessError> {
         self.atomic_with(key, pd, iova, Access::NONE, f)
     }
@@ -418,7 +419,7 @@ impl MrCore {
         pd: &PdCore,
         iova: u64,
         need: Access,
-        f: impl FnOnce(u64) -> u64,
+        f: impl Fn(u64) -> u64,
     ) -> core::result::Result<u64, AccessError> {
         if iova % 8 != 0 {
             return Err(AccessError::Bounds);
@@ -436,8 +437,8 @@ impl MrCore {
         let Some((buf, addr)) = target else {
             return Err(AccessError::Bounds);
         };
-        // Atomics on one region are serialised by its state lock.
-        let _serialise = self.state.lock();
+        // Atomic in itself (see `Buffer::atomic_at`): atomics through other
+        // regions on the same bytes are serialised with this one.
         match buf {
             Some(b) => b.atomic_at(addr, f),
             None => mem::dma_atomic(addr, f),

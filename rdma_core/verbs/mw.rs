@@ -323,7 +323,7 @@ impl Device {
         rkey: u32,
         qp: &QpCore,
         iova: u64,
-        f: impl FnOnce(u64) -> u64,
+        f: impl Fn(u64) -> u64,
     ) -> core::result::Result<u64, AccessError> {
         let (mr, key, need) = resolve(self, rkey, qp, iova, 8, Access::REMOTE_ATOMIC)?;
         if need == Access::NONE {

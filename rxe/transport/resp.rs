@@ -711,7 +711,13 @@ impl RcQp {
         let wqe = if last && info.has_immediate() {
             match st.take_wqe(qp) {
                 Some(w) => Some(w),
-                None => return self.rnr(st, conn, psn),
+                None => {
+                    // The retry of a one-packet message starts it anew.
+                    if info.position.is_first() {
+                        st.cur = Cur::None;
+                    }
+                    return self.rnr(st, conn, psn);
+                }
             }
         } else {
             None
@@ -773,6 +779,10 @@ impl RcQp {
             }
             if p & 2 != 0 {
                 need = need | Access::FLUSH_PERSISTENT;
+            }
+            // The QP must grant the flush too, as with the C rxe.
+            if !conn.access.contains(need) {
+                return self.fatal(st, NakCode::InvalidRequest, psn);
             }
             let len = if feth.selectivity() == 1 { 0 } else { reth.len };
             if qp

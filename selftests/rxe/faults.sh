@@ -78,6 +78,54 @@ disarm() {
 	echo off > "$cfs/rxa/fault" && echo off > "$cfs/rxb/fault"
 }
 
+# The sum of a counter over both devices.
+both() {
+	echo $(($(counter rxa "$1") + $(counter rxb "$1")))
+}
+
+# Runs rdma_rxe_soak_test under the faults SPEC on both devices (each its
+# own seed); NAME's summary goes to $tmpd/NAME. Then every counter named
+# in MOVED (over both devices) must have grown.
+soak() { # NAME "SPEC" "MOVED..."
+	_name=$1 _spec=$2 _moved=$3
+	echo "seed=11 $_spec" > "$cfs/rxa/fault" && echo "seed=22 $_spec" > "$cfs/rxb/fault" ||
+		return 1
+	for c in $_moved; do eval "_before_$c=$(both "$c")"; done
+	dmesg -c > /dev/null
+	if modprobe rdma_rxe_soak_test; then _ok=1; else _ok=0; fi
+	rmmod rdma_rxe_soak_test 2>/dev/null
+	echo off > "$cfs/rxa/fault" && echo off > "$cfs/rxb/fault"
+	dmesg | sed -n 's/^.*: ktap: /    /p; s/^.*rdma_rxe_soak_test: \(soak\|ud\): /# \1: /p' \
+		> "$tmpd/$_name"
+	cat "$tmpd/$_name"
+	[ "$_ok" = 1 ] || return 1
+	for c in $_moved; do
+		eval "_b=\$_before_$c"
+		# shellcheck disable=SC2154 # set by the eval above
+		[ "$(both "$c")" -gt "$_b" ] || { echo "$c did not grow"; show_counters; return 1; }
+	done
+	echo "# $_name: $(grep -h '^#' "$tmpd/$_name" | tr '\n' ' ')" > "$tmpd/$_name.summary"
+}
+
+tmpd=$(mktemp -d) || exit 1
+cleanup_add rm -rf "$tmpd"
+
+# Loss (every retransmission path), then everything else a network does.
+loss="completer_retry_err rcvd_seq_err out_of_seq_request rcvd_rnr_err fault_tx_drop"
+mixed="fault_tx_dup fault_tx_reorder fault_tx_corrupt fault_rx_drop fault_rx_dup"
+mixed="$mixed fault_rx_reorder fault_rx_corrupt rx_drop_malformed completer_retry_err"
+soak_1() { soak loss_1 "tx_drop=1" "$loss"; }
+soak_5() { soak loss_5 "tx_drop=5" "$loss"; }
+soak_20() { soak loss_20 "tx_drop=20" "$loss"; }
+soak_mixed() {
+	soak mixed "tx_dup=2 tx_reorder=2 tx_corrupt=1 rx_drop=1 rx_dup=1 rx_reorder=2 rx_corrupt=1" \
+		"$mixed"
+}
+# Over all of them: duplicates were answered as duplicates.
+soak_duplicates() {
+	[ "$(both duplicate_request)" -gt 0 ] || { show_counters; return 1; }
+}
+
 teardown() {
 	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del fla && ip netns del flb && rmmod rdma_rs_rxe && rmmod rdma_core
@@ -92,5 +140,11 @@ rmmod rdma_rxe_fault_test 2>/dev/null
 ktap_check "recovered" recovered
 echo "# $(show_counters | tr '\n' ' ')"
 ktap_check "disarm" disarm
+ktap_check "soak_loss_1" soak_1
+ktap_check "soak_loss_5" soak_5
+ktap_check "soak_loss_20" soak_20
+ktap_check "soak_mixed" soak_mixed
+ktap_check "soak_duplicates" soak_duplicates
+cat "$tmpd"/*.summary 2>/dev/null
 ktap_check "teardown" teardown
 ktap_finish

@@ -29,10 +29,10 @@ teardown() {
 }
 
 # Every opcode must be sent by both stacks, with the same shapes, but for
-# ATOMIC_WRITE: a kernel ULP cannot post one to the kernel's rdma_rxe in
-# 6.12 (it takes no remote address), so only ours sends it.
+# ATOMIC_WRITE and FLUSH: a kernel ULP cannot post either to the kernel's
+# rdma_rxe in 6.12 (it takes no remote address), so only ours sends them.
 compare() {
-	pktcmp "$tmpd/theirs.hex" "$tmpd/ours.hex" RC_ATOMIC_WRITE > "$tmpd/pktcmp.out"
+	pktcmp "$tmpd/theirs.hex" "$tmpd/ours.hex" RC_ATOMIC_WRITE RC_FLUSH > "$tmpd/pktcmp.out"
 }
 
 ktap_plan

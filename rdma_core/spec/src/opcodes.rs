@@ -414,9 +414,16 @@ impl Access {
         self.0 & needs_local == 0 || self.contains(Self::LOCAL_WRITE)
     }
 
-    /// The rights a QP may grant its peers (`qp_access_flags`).
-    pub const QP_REMOTE: Self =
-        Self(Self::REMOTE_WRITE.0 | Self::REMOTE_READ.0 | Self::REMOTE_ATOMIC.0);
+    /// The rights a QP may grant its peers (`qp_access_flags`): RDMA
+    /// write, read, atomics, and the FLUSH types (which the responder
+    /// checks on the QP as well as on the MR, as the C rxe does).
+    pub const QP_REMOTE: Self = Self(
+        Self::REMOTE_WRITE.0
+            | Self::REMOTE_READ.0
+            | Self::REMOTE_ATOMIC.0
+            | Self::FLUSH_GLOBAL.0
+            | Self::FLUSH_PERSISTENT.0,
+    );
 }
 
 flag_set! {

@@ -225,7 +225,7 @@ impl ProviderQp {
         &self,
         rkey: u32,
         addr: u64,
-        f: impl FnOnce(u64) -> u64,
+        f: impl Fn(u64) -> u64,
     ) -> Result<u64, AccessError> {
         self.0.device().remote_atomic(rkey, &self.0, addr, f)
     }

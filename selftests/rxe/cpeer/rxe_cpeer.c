@@ -204,7 +204,7 @@ static int register_buffer(struct rxe_cpeer *p)
 		.mr = p->mr,
 		.key = p->mr->rkey,
 		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
-			  IB_ACCESS_REMOTE_ATOMIC,
+			  IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_FLUSH_GLOBAL,
 	};
 	struct ib_wc wc;
 	int err;
@@ -265,7 +265,7 @@ int rxe_cpeer_connect(struct rxe_cpeer *p, u32 remote_qpn, const u8 *remote_gid,
 		return err;
 	}
 	attr.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
-			       IB_ACCESS_REMOTE_ATOMIC;
+			       IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_FLUSH_GLOBAL;
 	err = ib_modify_qp(p->qp, &attr,
 			   IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 	if (err)
@@ -346,7 +346,22 @@ int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *w)
 		u.atomic.compare_add = w->compare_add;
 		u.atomic.swap = w->swap;
 		break;
+	case RXE_CPEER_SEND_INV:
+		wr = &u.rdma.wr;
+		wr->opcode = IB_WR_SEND_WITH_INV;
+		wr->ex.invalidate_rkey = w->imm;
+		break;
+	case RXE_CPEER_LOCAL_INV:
+		wr = &u.rdma.wr;
+		wr->opcode = IB_WR_LOCAL_INV;
+		wr->ex.invalidate_rkey = w->imm;
+		wr->wr_id = w->wr_id;
+		wr->num_sge = 0;
+		wr->send_flags = w->signaled ? IB_SEND_SIGNALED : 0;
+		return ib_post_send(p->qp, wr, NULL);
 	case RXE_CPEER_ATOMIC_WRITE:
+	case RXE_CPEER_FLUSH:
+	case RXE_CPEER_READ_INV:
 		return -EOPNOTSUPP;
 	default:
 		return -EINVAL;
@@ -355,7 +370,8 @@ int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *w)
 	wr->sg_list = &sge;
 	wr->num_sge = 1;
 	wr->send_flags = w->signaled ? IB_SEND_SIGNALED : 0;
-	wr->ex.imm_data = cpu_to_be32(w->imm);
+	if (w->op == RXE_CPEER_SEND_IMM || w->op == RXE_CPEER_WRITE_IMM)
+		wr->ex.imm_data = cpu_to_be32(w->imm);
 	return ib_post_send(p->qp, wr, NULL);
 }
 EXPORT_SYMBOL_GPL(rxe_cpeer_post_send);
@@ -390,8 +406,15 @@ int rxe_cpeer_poll(struct rxe_cpeer *p, u32 recv, struct rxe_cpeer_wc *out, u32 
 		out[i].status = wc[i].status;
 		out[i].opcode = wc[i].opcode;
 		out[i].byte_len = wc[i].byte_len;
-		out[i].with_imm = !!(wc[i].wc_flags & IB_WC_WITH_IMM);
-		out[i].imm = be32_to_cpu(wc[i].ex.imm_data);
+		out[i].flags = 0;
+		out[i].imm = 0;
+		if (wc[i].wc_flags & IB_WC_WITH_IMM) {
+			out[i].flags |= RXE_CPEER_WC_IMM;
+			out[i].imm = be32_to_cpu(wc[i].ex.imm_data);
+		} else if (wc[i].wc_flags & IB_WC_WITH_INVALIDATE) {
+			out[i].flags |= RXE_CPEER_WC_INV;
+			out[i].imm = wc[i].ex.invalidate_rkey;
+		}
 		out[i].src_qp = wc[i].src_qp;
 	}
 	return got;

@@ -10,7 +10,7 @@
  * An endpoint is a PD, a send CQ and a receive CQ (polled directly), one RC
  * or UD QP and one physically contiguous buffer. Local SGEs use the PD's
  * local DMA lkey; an RC endpoint also fast-registers the buffer (REG_MR) for
- * remote read, write and atomics. Offsets name places in the buffer.
+ * remote read, write, atomics and global flush (the QP grants the same). Offsets name places in the buffer.
  */
 #ifndef RXE_CPEER_H
 #define RXE_CPEER_H
@@ -39,7 +39,24 @@ enum rxe_cpeer_op {
 	 * init_send_wr), so only the other stack sends it.
 	 */
 	RXE_CPEER_ATOMIC_WRITE = 7,
+	/* SEND with invalidate of the peer's key `imm`. */
+	RXE_CPEER_SEND_INV = 8,
+	/*
+	 * RDMA READ, then the local key `imm` invalidated. Refused
+	 * (-EOPNOTSUPP): the kernel's rxe in 6.12 has no request opcode for
+	 * IB_WR_RDMA_READ_WITH_INV (rxe_req.c, next_opcode_rc), so only the
+	 * other stack sends it.
+	 */
+	RXE_CPEER_READ_INV = 9,
+	/* LOCAL_INV of the local key `imm`; no data, no peer. */
+	RXE_CPEER_LOCAL_INV = 10,
+	/* Refused (-EOPNOTSUPP), as ATOMIC_WRITE and for the same reason. */
+	RXE_CPEER_FLUSH = 11,
 };
+
+/* struct rxe_cpeer_wc flags. */
+#define RXE_CPEER_WC_IMM 1	/* imm holds immediate data */
+#define RXE_CPEER_WC_INV 2	/* imm holds the key the peer invalidated */
 
 /* What the peer needs to know of this endpoint. */
 struct rxe_cpeer_info {
@@ -56,7 +73,7 @@ struct rxe_cpeer_wr {
 	__u32 op;	/* enum rxe_cpeer_op */
 	__u32 offset;	/* local buffer offset */
 	__u32 length;
-	__u32 imm;	/* host order */
+	__u32 imm;	/* host order; the key invalidated, for the _INV ops */
 	__u32 rkey;
 	__u32 signaled;
 };
@@ -66,8 +83,8 @@ struct rxe_cpeer_wc {
 	__u32 status;	/* enum ib_wc_status */
 	__u32 opcode;	/* enum ib_wc_opcode */
 	__u32 byte_len;
-	__u32 imm;	/* host order, valid if with_imm */
-	__u32 with_imm;
+	__u32 imm;	/* host order, valid with a flag */
+	__u32 flags;	/* RXE_CPEER_WC_* */
 	__u32 src_qp;
 };
 
@@ -93,7 +110,7 @@ static_assert(offsetof(struct rxe_cpeer_wc, status) == 8);
 static_assert(offsetof(struct rxe_cpeer_wc, opcode) == 12);
 static_assert(offsetof(struct rxe_cpeer_wc, byte_len) == 16);
 static_assert(offsetof(struct rxe_cpeer_wc, imm) == 20);
-static_assert(offsetof(struct rxe_cpeer_wc, with_imm) == 24);
+static_assert(offsetof(struct rxe_cpeer_wc, flags) == 24);
 static_assert(offsetof(struct rxe_cpeer_wc, src_qp) == 28);
 
 struct rxe_cpeer;

@@ -39,7 +39,22 @@ pub(crate) enum Op {
     /// ATOMIC_WRITE of the 8 bytes at `offset` (ours only: the C peer
     /// refuses it, see rxe_cpeer.h).
     AtomicWrite = 7,
+    /// SEND with invalidate of the peer's key `imm`.
+    SendInv = 8,
+    /// RDMA READ, then the local key `imm` invalidated (ours only: the C
+    /// peer refuses it, see rxe_cpeer.h).
+    ReadInv = 9,
+    /// LOCAL_INV of the local key `imm`.
+    LocalInv = 10,
+    /// FLUSH (global) of `length` bytes at the peer's address (ours only:
+    /// the C peer refuses it, as ATOMIC_WRITE).
+    Flush = 11,
 }
+
+/// `Completion::flags`: `imm` holds immediate data.
+pub(crate) const WC_IMM: u32 = 1;
+/// `Completion::flags`: `imm` holds the key the peer invalidated.
+pub(crate) const WC_INV: u32 = 2;
 
 /// A send work request (`struct rxe_cpeer_wr`).
 #[derive(Clone, Copy, Debug)]
@@ -59,7 +74,7 @@ pub(crate) struct Wr {
     pub(crate) offset: u32,
     /// How many bytes.
     pub(crate) length: u32,
-    /// Immediate data.
+    /// Immediate data; the key invalidated, for the `*Inv` operations.
     pub(crate) imm: u32,
     /// The peer's rkey (RDMA, atomics).
     pub(crate) rkey: u32,
@@ -79,10 +94,10 @@ pub(crate) struct Completion {
     pub(crate) opcode: u32,
     /// Bytes received or read.
     pub(crate) byte_len: u32,
-    /// Immediate data, valid if `with_imm`.
+    /// Immediate data or the invalidated key, as `flags` says.
     pub(crate) imm: u32,
-    /// Nonzero if the message carried immediate data.
-    pub(crate) with_imm: u32,
+    /// [`WC_IMM`] or [`WC_INV`], or 0.
+    pub(crate) flags: u32,
     /// The sending QP (UD receives).
     pub(crate) src_qp: u32,
 }
@@ -120,7 +135,7 @@ const _: () = {
     assert!(offset_of!(Completion, opcode) == 12);
     assert!(offset_of!(Completion, byte_len) == 16);
     assert!(offset_of!(Completion, imm) == 20);
-    assert!(offset_of!(Completion, with_imm) == 24);
+    assert!(offset_of!(Completion, flags) == 24);
     assert!(offset_of!(Completion, src_qp) == 28);
     assert!(size_of::<CInfo>() == 16);
     assert!(offset_of!(CInfo, addr) == 0);

@@ -12,19 +12,23 @@
 //! buffer registered for local access (and, on RC, remote read, write and
 //! atomics). Work requests name places in the buffer by offset.
 
+use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
+use rdma::kshim::mem::Buffer;
 use rdma::spec::attr::{Gid, Mtu};
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags};
 use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::ah::Ah;
+use rdma::verbs::mr::{BufSlice, Mr};
 use rdma::verbs::qp::QpCap;
 use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
+use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
 
 use crate::cpeer_sys::CPeer;
-pub(crate) use crate::cpeer_sys::{Completion, Op, Wr};
+pub(crate) use crate::cpeer_sys::{Completion, Op, Wr, WC_IMM, WC_INV};
 use crate::rc::{self, End, Opts, Port, Remote};
 
 /// The Q_Key both stacks' UD endpoints use (rxe_cpeer's `QKEY`).
@@ -73,6 +77,10 @@ pub(crate) mod wc_op {
     pub(crate) const CMP_SWAP: u32 = 3;
     /// Fetch and add.
     pub(crate) const FETCH_ADD: u32 = 4;
+    /// LOCAL_INV.
+    pub(crate) const LOCAL_INV: u32 = 6;
+    /// FLUSH.
+    pub(crate) const FLUSH: u32 = 8;
     /// ATOMIC_WRITE.
     pub(crate) const ATOMIC_WRITE: u32 = 9;
     /// A receive.
@@ -116,6 +124,9 @@ pub(crate) trait Endpoint {
 
 /// An endpoint on our stack. Fields in destruction order.
 pub(crate) struct Ours {
+    /// A fast-registered MR over a page of its own (the invalidation
+    /// cases), once [`Ours::fast_reg`] made it.
+    inv: Option<(Mr, Arc<Buffer>)>,
     /// The address handle of a UD peer.
     ah: Option<Ah>,
     end: End,
@@ -150,10 +161,49 @@ impl Ours {
             ..rc::RC
         };
         Ok(Ours {
+            inv: None,
             ah: None,
             end: End::new(Port { name, gid }, &o)?,
             remote_qpn: 0,
         })
+    }
+
+    /// Fast-registers a page of its own under a new key (REG_MR on the
+    /// connected QP) for remote read and write; returns its address and
+    /// key.
+    pub(crate) fn fast_reg(&mut self) -> Result<(u64, u32)> {
+        let buf = Buffer::new(4096)?;
+        let mr = Mr::alloc_fast_reg(self.end.pd.core(), 1)?;
+        let page = [BufSlice {
+            buf: &buf,
+            offset: 0,
+            len: 4096,
+        }];
+        if mr.map_mr_sg(&page, 4096)? != 1 {
+            return Err(EINVAL);
+        }
+        let key = (mr.lkey() & !0xff) | (mr.lkey().wrapping_add(1) & 0xff);
+        let reg = SendOp::RegMr {
+            mr: mr.core(),
+            key,
+            access: Access(Access::LOCAL_WRITE.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0),
+        };
+        self.end
+            .qp
+            .post_send(&[SendWr::new(0xfa57, reg, &[])])
+            .map_err(|(_, e)| e)?;
+        let c = wait(self, false, 5000)?;
+        if c.wr_id != 0xfa57 || c.status != 0 {
+            return Err(EINVAL);
+        }
+        let addr = mr.iova();
+        self.inv = Some((mr, buf));
+        Ok((addr, key))
+    }
+
+    /// Whether the MR of [`Ours::fast_reg`] is still valid.
+    pub(crate) fn fast_reg_valid(&self) -> bool {
+        self.inv.as_ref().is_some_and(|(mr, _)| mr.is_valid())
     }
 
     fn ud(&self) -> bool {
@@ -167,8 +217,18 @@ fn completion(wc: &Wc) -> Completion {
         status: wc.status as u32,
         opcode: wc.opcode as u32,
         byte_len: wc.byte_len,
-        imm: wc.imm_data,
-        with_imm: wc.wc_flags.contains(WcFlags::WITH_IMM) as u32,
+        imm: if wc.wc_flags.contains(WcFlags::WITH_INVALIDATE) {
+            wc.invalidate_rkey
+        } else {
+            wc.imm_data
+        },
+        flags: if wc.wc_flags.contains(WcFlags::WITH_IMM) {
+            WC_IMM
+        } else if wc.wc_flags.contains(WcFlags::WITH_INVALIDATE) {
+            WC_INV
+        } else {
+            0
+        },
         src_qp: wc.src_qp,
     }
 }
@@ -226,9 +286,27 @@ impl Endpoint for Ours {
                 add: wr.compare_add,
             },
             Op::AtomicWrite => SendOp::AtomicWrite { remote_addr, rkey },
+            Op::SendInv => SendOp::SendWithInv(wr.imm),
+            Op::ReadInv => SendOp::ReadWithInv {
+                remote_addr,
+                rkey,
+                invalidate: wr.imm,
+            },
+            Op::LocalInv => SendOp::LocalInv(wr.imm),
+            Op::Flush => SendOp::Flush {
+                remote_addr,
+                rkey,
+                length: u64::from(wr.length),
+                flush: FlushType {
+                    global: true,
+                    persistent: false,
+                },
+                whole_mr: false,
+            },
         };
+        let no_data = matches!(wr.op, Op::LocalInv | Op::Flush);
         let sg = [self.end.sge(wr.offset as usize, wr.length as usize)?];
-        let mut swr = SendWr::new(wr.wr_id, op, &sg);
+        let mut swr = SendWr::new(wr.wr_id, op, if no_data { &[] } else { &sg });
         if wr.signaled == 0 {
             swr.flags = SendFlags::NONE;
         }

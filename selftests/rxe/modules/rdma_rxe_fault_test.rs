@@ -19,6 +19,8 @@
 //! | reordered_request | 0x600000   | rxb holds request 0x600001   |
 //! | duplicate_request | 0x700000   | rxb gets request 0x700002 twice |
 //!
+//! (The other cases use 0x800000 to 0xb00000 and no fault.)
+//!
 //! Each case checks the data byte for byte and the completions; the script
 //! then checks that every armed fault fired and that the counters of both
 //! devices show the recovery (sequence NAKs, duplicates, retries). The
@@ -248,6 +250,41 @@ fn rnr_forever(a: Port<'_>, b: Port<'_>) -> Result {
     check(same(&x.buf, 0, &y.buf, 0, 2000)?, "SEND data after RNR")
 }
 
+/// RDMA WRITE with immediate, one packet and several, with the receive
+/// posted late: RNR NAKs, then the retried request completes (the
+/// responder starts the one-packet message anew, and keeps the place of
+/// the longer one).
+fn rnr_write_with_imm(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &opts(0xb0_0000))?;
+    for (i, len) in [823usize, 5000].into_iter().enumerate() {
+        let wr_id = i as u64;
+        fill_pattern(&x.buf, 0, len, 9 + i as u32)?;
+        let sg = [x.sge(0, len)?];
+        let w = SendOp::WriteWithImm {
+            remote_addr: y.buf.addr(0),
+            rkey: y.mr.rkey(),
+            imm: 0x1234 + i as u32,
+        };
+        x.qp.post_send(&[SendWr::new(wr_id, w, &sg)])
+            .map_err(|(_, e)| e)?;
+        quiet(&x.cq, 100)?;
+        recv(&y, 10 + wr_id, 512 * 1024, 16)?;
+        expect(&x.cq, wr_id, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+        let wc = expect(
+            &y.cq,
+            10 + wr_id,
+            WcStatus::Success,
+            Some(WcOpcode::RecvRdmaWithImm),
+        )?;
+        check(
+            wc.imm_data == 0x1234 + i as u32 && wc.byte_len as usize == len,
+            "immediate and length",
+        )?;
+        check(same(&x.buf, 0, &y.buf, 0, len)?, "written once")?;
+    }
+    Ok(())
+}
+
 /// `rnr_retry` 0: the first RNR NAK fails the SEND.
 fn rnr_none(a: Port<'_>, b: Port<'_>) -> Result {
     let o = Opts {
@@ -296,6 +333,7 @@ const CASES: &[FnCase<Ports>] = &[
     case!("duplicate_request", |p| duplicate_request(p.a, p.b)),
     case!("rnr_retry_7_waits", |p| rnr_forever(p.a, p.b)),
     case!("rnr_retry_0_fails", |p| rnr_none(p.a, p.b)),
+    case!("rnr_write_with_imm", |p| rnr_write_with_imm(p.a, p.b)),
     case!("retry_exhausted", |p| retry_exhausted(p.a, p.b)),
 ];
 

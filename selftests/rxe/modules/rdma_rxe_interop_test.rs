@@ -33,7 +33,7 @@ mod rc;
 mod peer;
 // The C test peer's binding: the one module with `unsafe`.
 mod cpeer_sys;
-use peer::{wait, wc_op, Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
+use peer::{wait, wc_op, Completion, Endpoint, Info, Op, Ours, Theirs, Wr, WC_IMM, WC_INV};
 
 module! {
     type: RxeInteropTest,
@@ -190,7 +190,7 @@ fn rc_transfer(
             check(c.byte_len as usize == len, "receive length")?;
         }
         let with_imm = op != Op::Send;
-        check((c.with_imm != 0) == with_imm, "immediate flag")?;
+        check((c.flags == WC_IMM) == with_imm, "immediate flag")?;
         if with_imm {
             check(c.imm == imm, "immediate data")?;
         }
@@ -273,11 +273,131 @@ fn ud_send(req: &dyn Endpoint, resp: &dyn Endpoint, imm: bool, len: usize, seed:
         "UD receive length counts the GRH",
     )?;
     check(c.src_qp == req.info().qpn, "source QP")?;
-    check((c.with_imm != 0) == imm, "immediate flag")?;
+    check((c.flags == WC_IMM) == imm, "immediate flag")?;
     if imm {
         check(c.imm == wr.imm, "immediate data")?;
     }
     holds_pattern(resp, TARGET + GRH, len, seed)
+}
+
+/// `enum ib_wc_status`: a remote access error.
+const REM_ACCESS_ERR: u32 = 10;
+
+/// A WRITE of 64 bytes from `req` to (`addr`, `rkey`): its status.
+fn write_status(req: &dyn Endpoint, addr: u64, rkey: u32, wr_id: u64) -> Result<u32> {
+    let mut wr = Wr::new(wr_id, Op::Write, 0, 64);
+    wr.remote_addr = addr;
+    wr.rkey = rkey;
+    req.post_send(&wr)?;
+    let c = wait(req, false, MS)?;
+    check(c.wr_id == wr_id, "the WRITE's completion")?;
+    Ok(c.status)
+}
+
+/// The invalidations, each on a fresh RC pair (the QP of a failed access
+/// goes to the error state): SEND with invalidate of the responder's key,
+/// READ with invalidate of the requester's own key (ours only: the kernel's
+/// rxe of 6.12 cannot send it), and LOCAL_INV, each followed by an access
+/// under the dead key that must fail. `ours_req`: our endpoint is the
+/// requester.
+fn rc_invalidate(what: Inval, ours_req: bool) -> Result {
+    let mut p = pair(false)?;
+    // The key to kill, on the side that owns it, and its address.
+    let owner_ours = match what {
+        Inval::Send => !ours_req,
+        Inval::Read | Inval::Local => ours_req,
+    };
+    let (addr, key) = if owner_ours {
+        p.ours.fast_reg()?
+    } else {
+        let i = p.theirs.info();
+        (i.addr, i.rkey)
+    };
+    let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if ours_req {
+        (&p.ours, &p.theirs)
+    } else {
+        (&p.theirs, &p.ours)
+    };
+    // The other side (the one that does not own the key).
+    let other: &dyn Endpoint = if owner_ours { &p.theirs } else { &p.ours };
+    check(
+        write_status(other, addr, key, 60)? == 0,
+        "the key works before",
+    )?;
+    match what {
+        Inval::Send => {
+            fill_pattern(req, 0, 300, 61)?;
+            fill(resp, TARGET, 512, FILLER)?;
+            resp.post_recv(62, TARGET as u32, 512)?;
+            let mut wr = Wr::new(63, Op::SendInv, 0, 300);
+            wr.imm = key;
+            req.post_send(&wr)?;
+            expect(
+                &wait(req, false, MS)?,
+                63,
+                wc_op::SEND,
+                "SEND with invalidate",
+            )?;
+            let c = wait(resp, true, MS)?;
+            expect(&c, 62, wc_op::RECV, "receive of SEND with invalidate")?;
+            check(
+                c.flags == WC_INV && c.imm == key,
+                "invalidated key in the completion",
+            )?;
+            holds_pattern(resp, TARGET, 300, 61)?;
+        }
+        Inval::Read => {
+            // The size of a READ both stacks make (rc_read_3072), so the
+            // packets' shapes are ones both stacks sent.
+            fill_pattern(resp, 0, 3072, 64)?;
+            fill(req, TARGET, 3072 + 64, FILLER)?;
+            let mut wr = Wr::new(65, Op::ReadInv, TARGET as u32, 3072).to(&resp.info(), 0);
+            wr.imm = key;
+            req.post_send(&wr)?;
+            expect(
+                &wait(req, false, MS)?,
+                65,
+                wc_op::READ,
+                "READ with invalidate",
+            )?;
+            holds_pattern(req, TARGET, 3072, 64)?;
+        }
+        Inval::Local => {
+            let mut wr = Wr::new(66, Op::LocalInv, 0, 0);
+            wr.imm = key;
+            req.post_send(&wr)?;
+            expect(&wait(req, false, MS)?, 66, wc_op::LOCAL_INV, "LOCAL_INV")?;
+        }
+    }
+    if owner_ours {
+        check(!p.ours.fast_reg_valid(), "our MR invalid")?;
+    }
+    check(
+        write_status(other, addr, key, 67)? == REM_ACCESS_ERR,
+        "an access under the dead key fails",
+    )
+}
+
+/// FLUSH (global) of a range just written, ours to theirs (the kernel's
+/// rxe takes no remote address for a kernel ULP's FLUSH in 6.12). The
+/// WRITE is one byte, a shape both stacks send (rc_write_1).
+fn rc_flush(req: &dyn Endpoint, resp: &dyn Endpoint) -> Result {
+    let peer = resp.info();
+    fill_pattern(req, 0, 1, 70)?;
+    fill(resp, TARGET, 65, FILLER)?;
+    req.post_send(&Wr::new(71, Op::Write, 0, 1).to(&peer, TARGET as u64))?;
+    req.post_send(&Wr::new(72, Op::Flush, 0, 4096).to(&peer, TARGET as u64))?;
+    expect(&wait(req, false, MS)?, 71, wc_op::WRITE, "WRITE")?;
+    expect(&wait(req, false, MS)?, 72, wc_op::FLUSH, "FLUSH")?;
+    holds_pattern(resp, TARGET, 1, 70)
+}
+
+/// Which invalidation [`rc_invalidate`] runs.
+#[derive(Clone, Copy)]
+enum Inval {
+    Send,
+    Read,
+    Local,
 }
 
 struct Pair<A, B> {
@@ -331,6 +451,10 @@ enum What {
     AtomicWrite,
     /// `UD_CASES[i]`.
     Ud(usize),
+    /// An invalidation, on a fresh pair.
+    Invalidate(Inval),
+    /// FLUSH (ours to theirs only).
+    Flush,
 }
 
 /// One case of the table: what, and which way (`DIRECTIONS[dir]`).
@@ -360,6 +484,9 @@ impl Case<Pairs> for Step {
 
     fn run(&self, pairs: &mut Pairs) -> Result {
         let d = self.dir;
+        if let What::Invalidate(i) = self.what {
+            return rc_invalidate(i, d == 1);
+        }
         let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
         // The requester, then the responder.
         let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if d == 0 {
@@ -374,6 +501,8 @@ impl Case<Pairs> for Step {
             }
             What::Atomics => rc_atomics(req, resp),
             What::AtomicWrite => rc_atomic_write(req, resp),
+            What::Flush => rc_flush(req, resp),
+            What::Invalidate(_) => Ok(()),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -397,6 +526,19 @@ fn cases() -> Result<KVec<Step>> {
     // RESPONSE ONLY, which our requester takes as its acknowledgement.
     v.push(
         Step::new("rc_atomic_write", What::AtomicWrite, 1)?,
+        GFP_KERNEL,
+    )?;
+    v.push(Step::new("rc_flush", What::Flush, 1)?, GFP_KERNEL)?;
+    for dir in 0..DIRECTIONS.len() {
+        for (name, i) in [
+            ("rc_send_with_inv", Inval::Send),
+            ("rc_local_inv", Inval::Local),
+        ] {
+            v.push(Step::new(name, What::Invalidate(i), dir)?, GFP_KERNEL)?;
+        }
+    }
+    v.push(
+        Step::new("rc_read_with_inv", What::Invalidate(Inval::Read), 1)?,
         GFP_KERNEL,
     )?;
     for dir in 0..DIRECTIONS.len() {

@@ -39,7 +39,7 @@ use rdma::verbs::qp::{Qp, QpInitAttr};
 use rdma::verbs::srq::{Srq, SrqAttr};
 use rdma::verbs::wc::CqeDone;
 use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
+use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -1194,6 +1194,94 @@ fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
     Ok(())
 }
 
+/// FLUSH on rxe: a range and the whole MR with the global type complete;
+/// a persistent flush on an MR without that right, and any flush on a QP
+/// that does not grant it, fail at the responder.
+fn flush_ops(a: Port<'_>, b: Port<'_>) -> Result {
+    let flushable = Access(rc::ALL_ACCESS.0 | Access::FLUSH_GLOBAL.0);
+    // The QP grants both flush types, the MR only the global one.
+    let o = Opts {
+        access: Access(flushable.0 | Access::FLUSH_PERSISTENT.0),
+        mr_access: flushable,
+        ..OPTS
+    };
+    let global = FlushType {
+        global: true,
+        persistent: false,
+    };
+    let (x, y) = pair(a, b, &o)?;
+    for (i, whole_mr) in [false, true].into_iter().enumerate() {
+        let f = SendOp::Flush {
+            remote_addr: y.buf.addr(4096),
+            rkey: y.mr.rkey(),
+            length: 8192,
+            flush: global,
+            whole_mr,
+        };
+        x.qp.post_send(&[SendWr::new(i as u64, f, &[])])
+            .map_err(|(_, e)| e)?;
+        expect(&x.cq, i as u64, WcStatus::Success, Some(WcOpcode::Flush))?;
+    }
+    // Data written before a FLUSH is there when it completes.
+    fill_pattern(&x.buf, 0, 3000, 77)?;
+    let sg = [x.sge(0, 3000)?];
+    let w = SendOp::Write {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+    };
+    let f = SendOp::Flush {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+        length: 3000,
+        flush: global,
+        whole_mr: false,
+    };
+    x.qp.post_send(&[SendWr::new(5, w, &sg), SendWr::new(6, f, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 5, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    expect(&x.cq, 6, WcStatus::Success, Some(WcOpcode::Flush))?;
+    check(
+        same(&x.buf, 0, &y.buf, 0, 3000)?,
+        "written before the flush",
+    )?;
+    let persistent = SendOp::Flush {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+        length: 64,
+        flush: FlushType {
+            global: false,
+            persistent: true,
+        },
+        whole_mr: false,
+    };
+    let sg8 = [x.sge(0, 8)?];
+    x.qp.post_send(&[
+        SendWr::new(3, persistent, &[]),
+        SendWr::new(4, SendOp::Send, &sg8),
+    ])
+    .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::RemAccessErr, None)?;
+    expect(&x.cq, 4, WcStatus::WrFlushErr, None)?;
+    let no_right = Opts {
+        mr_access: flushable,
+        ..OPTS
+    };
+    let (x, y) = pair(a, b, &no_right)?;
+    let f = SendOp::Flush {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+        length: 64,
+        flush: global,
+        whole_mr: false,
+    };
+    let sg = [x.sge(0, 8)?];
+    x.qp.post_send(&[SendWr::new(7, f, &[]), SendWr::new(8, SendOp::Send, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 7, WcStatus::RemInvReqErr, None)?;
+    expect(&x.cq, 8, WcStatus::WrFlushErr, None)?;
+    Ok(())
+}
+
 /// The same data path over IPv6 addresses.
 fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
@@ -1236,6 +1324,8 @@ const CASES: &[FnCase<Ports>] = &[
     case!("rnr_retry", |p| rnr(p.a, p.b)),
     case!("ack_timeout_retransmit", |p| timeouts(p.a, p.b)),
     case!("flush", |p| flush(p.a, p.b)),
+    case!("flush_op_veth", |p| flush_ops(p.a, p.b)),
+    case!("flush_op_loopback", |p| flush_ops(p.b, p.b)),
     case!("destroy_under_traffic", |p| destroy_under_traffic(p.a, p.b)),
     case!("ipv6", |p| ipv6(p.a6, p.b6)),
     case!("stale_keys_and_qpns", |p| stale_keys_and_qpns(p.a, p.b)),

@@ -178,8 +178,13 @@ pub struct Params {
     pub rkey: u32,
     /// RETH virtual address.
     pub va: u64,
-    /// Payload length, and the RETH DMA length.
+    /// Payload length, and the RETH DMA length unless `dma_len` says.
     pub len: usize,
+    /// The RETH DMA length, when not `len` (a READ request asks for more
+    /// than a datagram holds).
+    pub dma_len: Option<u32>,
+    /// Added to the PSN from one packet to the next (not `random`).
+    pub psn_step: u32,
 }
 
 impl Default for Params {
@@ -192,6 +197,8 @@ impl Default for Params {
             rkey: 0,
             va: 0,
             len: 64,
+            dma_len: None,
+            psn_step: 0,
         }
     }
 }
@@ -516,7 +523,7 @@ fn ext_bytes(op: Opcode, p: &Params, buf: &mut [u8; MAX_HEADER_LEN]) -> Result<u
                 ext.reth = Some(Reth {
                     va: p.va,
                     rkey: p.rkey,
-                    len: p.len as u32,
+                    len: p.dma_len.unwrap_or(p.len as u32),
                 })
             }
             ExtHeader::Aeth => {
@@ -775,7 +782,12 @@ impl Injector {
         let (kind, params, variant) = if self.kind == Kind::Random {
             self.pick()
         } else {
-            (self.kind, self.params, index)
+            let step = (index as u32).wrapping_mul(self.params.psn_step);
+            let params = Params {
+                psn: self.params.psn.wrapping_add(step) & MASK24,
+                ..self.params
+            };
+            (self.kind, params, index)
         };
         let len = craft(
             &self.flow,
@@ -844,13 +856,15 @@ impl Injector {
 /// The usage text.
 pub const USAGE: &str = "\
 usage: pktinject --src IP --dst IP --kind KIND [--qpn N] [--psn N] [--pkey N]
-                 [--qkey N] [--rkey N] [--va N] [--len N] [--count N]
-                 [--seed N] [--sport N]
+                 [--qkey N] [--rkey N] [--va N] [--len N] [--dma-len N]
+                 [--count N] [--psn-step N] [--seed N] [--sport N]
 
 Sends --count hostile RoCE v2 packets of KIND from --src (UDP port --sport,
 0 for any) to --dst port 4791, one datagram each. Numbers are decimal or
 0x-hex; defaults: qpn 0x11, psn 0, pkey 0xffff (0x1234 for bad-pkey), qkey 0,
-rkey 0, va 0, len 64, count 1, seed 1.
+rkey 0, va 0, len 64, count 1, seed 1. --dma-len sets the RETH length apart
+from the payload's (default --len); --psn-step is added to the PSN from one
+packet to the next (default 0; not for random).
 
 kinds:
   bad-icrc        RC SEND ONLY, --len bytes, wrong ICRC
@@ -970,6 +984,8 @@ where
             "--rkey" => p.rkey = number(opt, v, u32::MAX.into())? as u32,
             "--va" => p.va = number(opt, v, u64::MAX)?,
             "--len" => p.len = number(opt, v, 0xffff)? as usize,
+            "--dma-len" => p.dma_len = Some(number(opt, v, u32::MAX.into())? as u32),
+            "--psn-step" => p.psn_step = number(opt, v, MASK24.into())? as u32,
             "--count" => count = number(opt, v, u64::MAX)?,
             "--seed" => seed = number(opt, v, u64::MAX)?,
             "--sport" => sport = number(opt, v, 0xffff)? as u16,
@@ -1027,7 +1043,52 @@ mod tests {
             rkey: 0xdead_beef,
             va: 0x0123_4567_89ab_cdef,
             len: 64,
+            dma_len: None,
+            psn_step: 0,
         }
+    }
+
+    #[test]
+    fn dma_len_and_psn_step() {
+        let flow = Flow::new(
+            "10.0.0.1".parse().unwrap(),
+            "10.0.0.2".parse().unwrap(),
+            49152,
+        )
+        .unwrap();
+        let p = Params {
+            dma_len: Some(1 << 20),
+            psn_step: 1024,
+            psn: 0xff_fc00,
+            ..params()
+        };
+        let mut inj = Injector::new(flow, Kind::BadRead, p, 1);
+        let mut got = std::vec::Vec::new();
+        for i in 0..3 {
+            let c = inj.next(i).unwrap();
+            let frame = inj.datagram(&c).to_vec();
+            let pkt = parse(&frame, usize::MAX, &crc32_le).unwrap();
+            got.push((pkt.psn(), pkt.headers.ext.reth.unwrap().len));
+        }
+        assert_eq!(got, [(0xff_fc00, 1 << 20), (0, 1 << 20), (0x400, 1 << 20)]);
+        let o = match parse_args([
+            "--src",
+            "::1",
+            "--dst",
+            "::1",
+            "--kind",
+            "bad-read",
+            "--dma-len",
+            "0x100000",
+            "--psn-step",
+            "7",
+        ])
+        .unwrap()
+        {
+            Command::Run(o) => o,
+            Command::Help => panic!(),
+        };
+        assert_eq!((o.params.dma_len, o.params.psn_step), (Some(1 << 20), 7));
     }
 
     fn one(flow: Flow, kind: Kind, p: Params, variant: u64) -> Vec<u8> {

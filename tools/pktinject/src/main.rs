@@ -11,10 +11,9 @@
 //! The packets are made by the library part (`src/lib.rs`, see the usage
 //! text for the kinds); this file sends each one as one datagram from an
 //! ordinary UDP socket bound to `--src`, unconnected, with `sendto` to
-//! `--dst` port 4791. Over IPv4 the socket keeps Linux's default path MTU
-//! discovery (`IP_PMTUDISC_WANT`): a datagram that fits the path leaves
-//! with DF set and, from an unconnected socket, identification 0, which is
-//! what the ICRC was computed with; the source port is read back from the bound socket.
+//! `--dst` port 4791. Over IPv4 the socket has `IP_PMTUDISC_DO`, so Linux
+//! sends with DF set and identification 0, which is what the ICRC was
+//! computed with; the source port is read back from the bound socket.
 //! Prints `pktinject: sent N KIND`. Exit status 0: all sent; 1: a socket
 //! or send error; 2: bad usage. Built static into the test guest and used
 //! by selftests/rxe/hostile.sh.
@@ -69,6 +68,18 @@ fn run(o: &Options) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&format!("bind {}: {e}", SocketAddr::new(o.src, o.sport))),
     };
+    // DF on every IPv4 datagram and no local fragmentation: then Linux
+    // gives an unconnected socket's datagrams identification 0, which the
+    // ICRC was computed with (with the default, `IP_PMTUDISC_WANT`, the
+    // identification would be random).
+    if o.src.is_ipv4() {
+        if let Err(e) = rustix::net::sockopt::set_ip_mtu_discover(
+            &sock,
+            rustix::net::sockopt::Ipv4PathMtuDiscovery::DO,
+        ) {
+            return fail(&format!("IP_MTU_DISCOVER: {e}"));
+        }
+    }
     let sport = match sock.local_addr() {
         Ok(a) => a.port(),
         Err(e) => return fail(&format!("getsockname: {e}")),

@@ -1,0 +1,151 @@
+#!/bin/sh
+# Hostile input from the wire: packets made by pktinject (tools/pktinject)
+# from rxa's namespace at our device rxb (10.78.3.2, fd00:7b::2), first on
+# an idle device, then while rdma_rxe_soak_test runs RC and UD traffic
+# between rxa (10.78.3.1) and rxb. Malformed packets (bad ICRC, truncated,
+# too short, unknown opcodes, bad pad, too long) are dropped and counted
+# as malformed before any QP sees them; well-formed but wrong ones (bad
+# P_Key, wrong QPN, a UD header at an RC QP, WRITEs and READs with keys
+# and addresses nobody gave out, at PSNs far from the connection's) are
+# dropped or answered without harm, each counted by its reason; the
+# traffic under attack completes with every byte checked; nothing splats.
+. ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
+. ../lib/rxe.sh
+
+cfs=/sys/kernel/config/rdma_rs_rxe
+malformed="bad-icrc truncated short unknown-opcode bad-pad too-long"
+
+# MTU 9000, so that a too-long packet (over 4096 bytes of payload) leaves
+# whole, with DF, over IPv4 too.
+setup() {
+	modprobe rdma_rs_rxe && netns_add hoa hob && netns_veth hoa ha hob hb &&
+		ip -n hoa link set ha mtu 9000 && ip -n hob link set hb mtu 9000 &&
+		netns_addr hoa ha 10.78.3.1/24 fd00:7b::1/64 &&
+		netns_addr hob hb 10.78.3.2/24 fd00:7b::2/64 &&
+		rxe_bind hoa ha rxa && rxe_bind hob hb rxb
+}
+
+counter() { # item name
+	sed -n "s/^$2 //p" "$cfs/$1/counters"
+}
+
+inject() { # SRC DST KIND COUNT [ARGS...]
+	_src=$1 _dst=$2 _kind=$3 _count=$4
+	shift 4
+	ip netns exec hoa pktinject --src "$_src" --dst "$_dst" --kind "$_kind" \
+		--count "$_count" "$@" > /dev/null
+}
+
+# Every malformed kind, over IPv4 and IPv6, at an idle device: each packet
+# counted once as malformed, none taken by a QP.
+idle_malformed() {
+	m0=$(counter rxb rx_drop_malformed) d0=$(counter rxb rx_dropped)
+	n=0
+	for k in $malformed; do
+		inject 10.78.3.1 10.78.3.2 "$k" 50 && inject fd00:7b::1 fd00:7b::2 "$k" 50 || return 1
+		n=$((n + 100))
+	done
+	sleep 1
+	m=$(($(counter rxb rx_drop_malformed) - m0)) d=$(($(counter rxb rx_dropped) - d0))
+	if ! { [ "$m" = "$n" ] && [ "$d" = "$n" ] && [ "$(counter rxb rx_packets)" = 0 ]; }; then
+		echo "malformed $m, dropped $d of $n"
+		tr '\n' ' ' < "$cfs/rxb/counters"
+		return 1
+	fi
+}
+
+# The attack while the soak runs, at its QPs on rxb (it names their QPNs);
+# the soak's PSNs start at 0xffff00, far from 0x400000. The soak runs 8 s:
+# the attacks on its QPs come first.
+under_traffic() {
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_soak_test > "$tmpd/soak.err" 2>&1 &
+	soak=$!
+	# Until its RC pairs exist: it names the responders' first and last QPN.
+	qpns=
+	for _ in $(seq 300); do
+		qpns=$(dmesg | sed -n 's/.*soak: responder QPNs //p' | tail -1)
+		[ -n "$qpns" ] && break
+		sleep 0.1
+	done
+	[ -n "$qpns" ] || { wait "$soak"; cat "$tmpd/soak.err"; return 1; }
+	echo "# responder QPNs: $qpns"
+	first=${qpns% *} last=${qpns#* }
+	p0=$(counter rxb rx_drop_pkey) q0=$(counter rxb rx_drop_no_qp)
+	m0=$(counter rxb rx_drop_malformed) r0=$(counter rxb rx_drop_qp)
+	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
+	p=$(($(counter rxb rx_drop_pkey) - p0))
+	inject 10.78.3.1 10.78.3.2 wrong-qpn 200 --qpn 0x7f0000 || return 1
+	for qpn in "$first" "$last"; do
+		for k in $malformed; do
+			inject 10.78.3.1 10.78.3.2 "$k" 20 --qpn "$qpn" || return 1
+		done
+		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$qpn" --qkey 0x600d &&
+			inject 10.78.3.1 10.78.3.2 bad-rkey-write 20 --qpn "$qpn" --psn 0x400000 &&
+			inject 10.78.3.1 10.78.3.2 oob-write 20 --qpn "$qpn" --psn 0x400000 \
+				--va 0xffffffffffff0000 --len 4096 &&
+			inject 10.78.3.1 10.78.3.2 bad-read 20 --qpn "$qpn" --psn 0x400000 \
+				--len 0xfff0 || return 1
+	done
+	r=$(($(counter rxb rx_drop_qp) - r0))
+	inject 10.78.3.1 10.78.3.2 random 5000 --qpn 0x7f0001 --seed 7 &&
+		inject fd00:7b::1 fd00:7b::2 random 5000 --qpn 0x7f0002 --seed 8 || return 1
+	sleep 1
+	q=$(($(counter rxb rx_drop_no_qp) - q0))
+	m=$(($(counter rxb rx_drop_malformed) - m0))
+	wait "$soak" || { cat "$tmpd/soak.err"; dmesg | tail -30; return 1; }
+	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_soak_test: \(soak\|ud\): /# \1: /p'
+	echo "# pkey $p no_qp $q malformed $m qp $r"
+	# The P_Key drops are exact (nothing else has a wrong P_Key); the rest
+	# at least what was aimed at them.
+	if ! { [ "$p" = 200 ] && [ "$q" -ge 200 ] && [ "$m" -ge $((2 * 6 * 20)) ] &&
+		[ "$r" -ge $((2 * 20)) ]; }; then
+		tr '\n' ' ' < "$cfs/rxb/counters"
+		return 1
+	fi
+}
+
+# Two forged 1 MiB READs, back to back from rxa's address, at a responder
+# that takes one at a time (rdma_rxe_resources_test says where): the first
+# is queued, the second NAKed as beyond max_dest_rd_atomic and counted once.
+read_limit() {
+	e0=$(counter rxb rd_atomic_exceeded)
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_resources_test > "$tmpd/res.err" 2>&1 &
+	mod=$!
+	where=
+	for _ in $(seq 300); do
+		where=$(dmesg | sed -n 's/.*resources: //p' | tail -1)
+		[ -n "$where" ] && break
+		sleep 0.1
+	done
+	[ -n "$where" ] || { wait "$mod"; cat "$tmpd/res.err"; return 1; }
+	# shellcheck disable=SC2086 # "qpn Q psn P rkey K va V", split on purpose
+	set -- $where
+	inject 10.78.3.1 10.78.3.2 bad-read 2 --qpn "$2" --psn "$4" --psn-step 1024 \
+		--rkey "$6" --va "$8" --len 0 --dma-len 0x100000 || return 1
+	wait "$mod" || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+	dmesg | sed -n 's/^.*: ktap: /# /p'
+	[ "$(counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
+		{ tr '\n' ' ' < "$cfs/rxb/counters"; return 1; }
+}
+
+teardown() {
+	rmmod rdma_rxe_soak_test 2>/dev/null
+	rmmod rdma_rxe_resources_test 2>/dev/null
+	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
+		ip netns del hoa && ip netns del hob && rmmod rdma_rs_rxe && rmmod rdma_core
+}
+
+tmpd=$(mktemp -d) || exit 1
+cleanup_add rm -rf "$tmpd"
+
+ktap_plan
+ktap_check "setup" setup
+ktap_check "idle_malformed" idle_malformed
+ktap_check "under_traffic" under_traffic
+ktap_check "read_limit" read_limit
+ktap_check "teardown" teardown
+ktap_finish
