@@ -140,8 +140,13 @@ pub struct DeviceAttr {
     pub max_mw: u32,
     /// Largest page list of a fast-registration MR.
     pub max_fast_reg_page_list_len: u32,
-    /// Largest number of multicast groups a QP joins.
+    /// Largest number of QPs attached to one multicast group (0: the
+    /// device has no multicast).
     pub max_mcast_qp_attach: u32,
+    /// Largest number of multicast groups.
+    pub max_mcast_grp: u32,
+    /// Largest number of QP attachments to multicast groups in all.
+    pub max_total_mcast_qp_attach: u32,
 }
 
 /// What a provider says about a device when it registers it.

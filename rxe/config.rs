@@ -197,8 +197,20 @@ impl Rxe {
         rdma::kshim::vec::remove_first(&mut self.bound.lock(), |b| Arc::ptr_eq(b, rd));
         if let Some(dev) = rd.take_device() {
             self.driver.unregister_device(&dev);
+            // Its QPs left their groups as they went; whatever is left goes.
+            rd.mcast.leave_all(&rd.netdev);
             self.sockets.put(&rd.netdev);
         }
+    }
+
+    /// The bound device of namespace `net` on the netdev of index
+    /// `ifindex` (where a multicast datagram came in). Any context.
+    pub(crate) fn device_on(&self, net: usize, ifindex: i32) -> Option<Arc<RxeDev>> {
+        let bound = self.bound.lock();
+        bound
+            .iter()
+            .find(|rd| rd.netdev.net_id() == net && rd.netdev.ifindex() == ifindex)
+            .cloned()
     }
 
     /// The netdev of `rd` is being unregistered (from its work item).

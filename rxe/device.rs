@@ -29,6 +29,7 @@ use rdma::verbs::qp::{QpInfo, QpOps};
 
 use crate::config::Rxe;
 use crate::counters::{Counter, Counters};
+use crate::mcast::Groups;
 use crate::net::fault::FaultInjector;
 
 /// GID table entries of the port.
@@ -50,6 +51,9 @@ pub(crate) struct RxeDev {
     /// Fault injection (tests).
     #[pin]
     pub(crate) faults: FaultInjector,
+    /// Multicast groups and their QPs.
+    #[pin]
+    pub(crate) mcast: Groups,
     /// The identification of the next IPv4 packet.
     ip_id: AtomicU16,
     pub(crate) netdev: ARef<NetDevice>,
@@ -92,6 +96,7 @@ impl RxeDev {
             pin_init!(RxeDev {
                 counters: Counters::default(),
                 faults <- FaultInjector::new(),
+                mcast <- Groups::new(),
                 ip_id: AtomicU16::new(0),
                 netdev,
                 rxe,
@@ -247,6 +252,9 @@ impl DeviceOps for RxeOps {
             max_ah: (1 << 15) - 1,
             max_mw: 0x1_0000,
             max_fast_reg_page_list_len: 512,
+            max_mcast_grp: crate::mcast::MAX_GROUPS as u32,
+            max_mcast_qp_attach: crate::mcast::MAX_QPS_PER_GROUP as u32,
+            max_total_mcast_qp_attach: crate::mcast::MAX_ATTACHED as u32,
             ..DeviceAttr::default()
         })
     }

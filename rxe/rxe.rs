@@ -28,6 +28,7 @@ use rdma::kshim::net::NetListenerRegistration;
 mod config;
 mod counters;
 mod device;
+mod mcast;
 mod net;
 mod transport;
 

@@ -11,6 +11,7 @@
 use core::ptr::NonNull;
 
 use kernel::error::code::ENODEV;
+use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -125,6 +126,19 @@ impl NetDevice {
     pub fn has_carrier(&self) -> bool {
         // SAFETY: by the type invariant the device is live.
         unsafe { bindings::rdma_rs_netdev_carrier(self.0.get()) }
+    }
+
+    /// Joins (`join`) or leaves the IP multicast group whose address is
+    /// `gid` (an IPv4-mapped GID is an IPv4 group, any other an IPv6 one)
+    /// on this device: the host then takes the group's datagrams in. Joins
+    /// are counted, as the IP stack counts them. Process context (may
+    /// sleep).
+    pub fn multicast(&self, gid: &[u8; 16], join: bool) -> Result {
+        // SAFETY: by the type invariant the device is live; `gid` is 16
+        // readable bytes for the duration of the call, which copies them;
+        // the C side takes RTNL itself and may sleep, which the caller's
+        // context allows (documented above).
+        to_result(unsafe { bindings::rdma_rs_netdev_mc(self.0.get(), gid.as_ptr(), join) })
     }
 
     /// Whether it is a VLAN device.

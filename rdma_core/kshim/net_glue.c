@@ -6,6 +6,7 @@
  */
 #include <linux/if_arp.h>
 #include <linux/if_vlan.h>
+#include <linux/igmp.h>
 #include <linux/inetdevice.h>
 #include <linux/netdevice.h>
 #include <linux/nsproxy.h>
@@ -34,6 +35,32 @@ bool rdma_rs_netdev_running(const struct net_device *dev)
 bool rdma_rs_netdev_carrier(const struct net_device *dev)
 {
 	return netif_carrier_ok(dev);
+}
+
+/*
+ * Joins (or leaves) the IP multicast group of a 16-byte GID on the device:
+ * an IPv4-mapped GID is an IPv4 group (IGMP, under RTNL), any other an
+ * IPv6 one (MLD). Process context.
+ */
+int rdma_rs_netdev_mc(struct net_device *dev, const u8 *gid, bool join)
+{
+	struct in6_addr a;
+	struct in_device *in_dev;
+	int err = 0;
+
+	memcpy(&a, gid, sizeof(a));
+	if (!ipv6_addr_v4mapped(&a))
+		return join ? ipv6_dev_mc_inc(dev, &a) : ipv6_dev_mc_dec(dev, &a);
+	rtnl_lock();
+	in_dev = __in_dev_get_rtnl(dev);
+	if (!in_dev)
+		err = -ENODEV;
+	else if (join)
+		ip_mc_inc_group(in_dev, a.s6_addr32[3]);
+	else
+		ip_mc_dec_group(in_dev, a.s6_addr32[3]);
+	rtnl_unlock();
+	return err;
 }
 
 bool rdma_rs_netdev_is_vlan(const struct net_device *dev)

@@ -14,6 +14,7 @@ struct in6_addr;
 struct net_device *rdma_rs_dev_get_by_name_current(const char *name);
 bool rdma_rs_netdev_running(const struct net_device *dev);
 bool rdma_rs_netdev_carrier(const struct net_device *dev);
+int rdma_rs_netdev_mc(struct net_device *dev, const u8 *gid, bool join);
 bool rdma_rs_netdev_is_vlan(const struct net_device *dev);
 bool rdma_rs_netdev_is_loopback(const struct net_device *dev);
 bool rdma_rs_netdev_is_ether(const struct net_device *dev);

@@ -8,10 +8,12 @@
 
 use kernel::sync::Arc;
 
+use rdma::device::ProviderDevice;
 use rdma::spec::attr::Gid;
 
 use crate::counters::Counter;
 use crate::device::RxeDev;
+use crate::mcast::{MAX_QPS_PER_GROUP, MULTICAST_QPN};
 use crate::net::fault::Verdict;
 use crate::net::xmit::{crc, dst_gid, MAX_PAYLOAD};
 use crate::transport::rc::RcQp;
@@ -92,14 +94,46 @@ fn deliver_now(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
 }
 
 /// Hands a packet to its QP; the reason it was dropped otherwise.
+/// Hands a multicast datagram to every QP of the device attached to its
+/// destination group, a copy each; dropped if none took it.
+fn take_multicast(
+    rd: &RxeDev,
+    dev: &ProviderDevice,
+    pkt: &Packet<'_>,
+    frame: &[u8],
+) -> Result<(), Counter> {
+    let mut qpns = [0u32; MAX_QPS_PER_GROUP];
+    let n = rd.mcast.members(&dst_gid(&pkt.headers.ip), &mut qpns);
+    if n == 0 {
+        return Err(Counter::RxDropNoQp);
+    }
+    rd.counters.inc(Counter::RcvdPkts);
+    let mut taken = 0;
+    for qpn in &qpns[..n] {
+        let Some(qp) = dev.qp(*qpn) else { continue };
+        if crate::transport::ud::deliver(&qp, pkt, frame).is_ok() {
+            rd.counters.inc(Counter::RdmaRecvs);
+            taken += 1;
+        }
+    }
+    if taken > 0 {
+        Ok(())
+    } else {
+        Err(Counter::RxDropQp)
+    }
+}
+
 fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
     let dev = rd.device().ok_or(Counter::RxDropNoQp)?;
-    let qp = dev.qp(pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
     // One partition, the default one, as in the C rxe (whose P_Key table
     // has that one entry): a packet of another is not for this port.
     if !pkey_matches(pkt.headers.bth.pkey, DEFAULT_PKEY) {
         return Err(Counter::RxDropPkey);
     }
+    if pkt.dest_qpn() == MULTICAST_QPN {
+        return take_multicast(rd, &dev, pkt, frame);
+    }
+    let qp = dev.qp(pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
     rd.counters.inc(Counter::RcvdPkts);
     match pkt.opcode.transport() {
         Transport::Ud => {

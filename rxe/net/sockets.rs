@@ -103,7 +103,15 @@ struct Receiver {
 impl UdpHandler for Receiver {
     fn recv(&self, skb: SkBuff) {
         let net = self.net;
-        if !crate::net::recv::receive(skb.l3(), |gid: &Gid| self.rxe.device_for(net, gid)) {
+        let ifindex = skb.ifindex();
+        let find = |gid: &Gid| {
+            if gid.is_multicast() {
+                self.rxe.device_on(net, ifindex)
+            } else {
+                self.rxe.device_for(net, gid)
+            }
+        };
+        if !crate::net::recv::receive(skb.l3(), find) {
             self.rxe.count_unclaimed();
         }
     }

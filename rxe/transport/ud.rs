@@ -14,9 +14,10 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{QpState, QpType};
-use rdma::verbs::qp::{ProviderQp, QpOps};
+use rdma::verbs::qp::{ProviderQp, QpCore, QpOps};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::SendWqe;
 
@@ -143,6 +144,18 @@ impl UdQp {
 }
 
 impl QpOps for UdQp {
+    fn mcast(&self, qp: &ProviderQp, gid: &Gid, attach: bool) -> Result {
+        if attach {
+            self.rd.mcast.attach(&self.rd.netdev, gid, qp.qpn())
+        } else {
+            self.rd.mcast.detach(&self.rd.netdev, gid, qp.qpn())
+        }
+    }
+
+    fn destroy(&self, qp: &QpCore) {
+        self.rd.mcast.detach_all(&self.rd.netdev, qp.qpn());
+    }
+
     fn run(&self, qp: &ProviderQp) {
         let mut buf = self.buf.lock();
         let mut wqe = SendWqe::default();

@@ -19,7 +19,16 @@ setup() {
 	modprobe rdma_rxe && modprobe rdma_rs_rxe && netns_add iopx &&
 		netns_veth - iv0 iopx iv1 &&
 		netns_addr - iv0 10.82.0.1/24 && netns_addr iopx iv1 10.82.0.2/24 &&
-		c_rxe_add cxi iv0 && rxe_bind iopx iv1 rxi
+		c_rxe_add cxi iv0 && rxe_bind iopx iv1 rxi &&
+		mcast_member
+}
+
+# The kernel's rxe only opens its MAC filter when a QP attaches to a group:
+# its host joins the IPv4 group our multicast case sends to (ours joins its
+# own groups when its QPs attach).
+mcast_member() {
+	ip addr add 239.1.2.4/32 dev iv0 autojoin || return 1
+	cleanup_add ip addr del 239.1.2.4/32 dev iv0
 }
 
 teardown() {

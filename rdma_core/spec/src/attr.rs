@@ -275,6 +275,16 @@ impl Gid {
         ]
     }
 
+    /// Whether the GID is a multicast address: an IPv6 multicast address
+    /// (first byte 0xff), or an IPv4-mapped one whose IPv4 address is
+    /// multicast (224.0.0.0/4), as `rdma_is_multicast_addr` decides.
+    pub fn is_multicast(&self) -> bool {
+        match self.to_ipv4() {
+            Some(v4) => v4[0] & 0xf0 == 0xe0,
+            None => self.0[0] == 0xff,
+        }
+    }
+
     /// Whether this is the empty (all-zero) GID.
     pub fn is_zero(&self) -> bool {
         self.0.iter().all(|b| *b == 0)
@@ -297,6 +307,19 @@ mod tests {
     extern crate std;
     use super::*;
     use std::string::String;
+
+    #[test]
+    fn multicast_gids() {
+        assert!(Gid::from_ipv4([239, 1, 2, 3]).is_multicast());
+        assert!(Gid::from_ipv4([224, 0, 0, 1]).is_multicast());
+        assert!(!Gid::from_ipv4([10, 0, 0, 1]).is_multicast());
+        let mut v6 = [0u8; 16];
+        v6[0] = 0xff;
+        v6[1] = 0x0e;
+        assert!(Gid(v6).is_multicast());
+        v6[0] = 0xfe;
+        assert!(!Gid(v6).is_multicast());
+    }
 
     #[test]
     fn mtu_bytes_and_back() {

@@ -213,10 +213,11 @@ impl QpCore {
     }
 
     /// Joins a multicast group (`ib_attach_mcast`): UD QPs only, a
-    /// multicast GID (first byte 0xff). May sleep.
+    /// multicast GID (IPv6 multicast, or IPv4-mapped multicast as RoCE v2
+    /// uses for IPv4 groups). May sleep.
     pub fn attach_mcast(self: &Arc<Self>, gid: &Gid) -> Result {
         crate::kshim::verb::might_sleep();
-        if self.qp_type != QpType::Ud || gid.0[0] != 0xff {
+        if self.qp_type != QpType::Ud || !gid.is_multicast() {
             return Err(EINVAL);
         }
         let ops = self.ops.access().ok_or(ENODEV)?;

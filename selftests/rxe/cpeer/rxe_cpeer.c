@@ -299,6 +299,15 @@ int rxe_cpeer_connect(struct rxe_cpeer *p, u32 remote_qpn, const u8 *remote_gid,
 }
 EXPORT_SYMBOL_GPL(rxe_cpeer_connect);
 
+int rxe_cpeer_attach_mcast(struct rxe_cpeer *p, const u8 *gid, u32 attach)
+{
+	union ib_gid g;
+
+	memcpy(g.raw, gid, sizeof(g.raw));
+	return attach ? ib_attach_mcast(p->qp, &g, 0) : ib_detach_mcast(p->qp, &g, 0);
+}
+EXPORT_SYMBOL_GPL(rxe_cpeer_attach_mcast);
+
 int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *w)
 {
 	struct ib_sge sge = {

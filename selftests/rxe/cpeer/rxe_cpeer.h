@@ -123,6 +123,12 @@ u8 *rxe_cpeer_buf(struct rxe_cpeer *p);
 int rxe_cpeer_post_send(struct rxe_cpeer *p, const struct rxe_cpeer_wr *wr);
 int rxe_cpeer_post_recv(struct rxe_cpeer *p, u64 wr_id, u32 offset, u32 length);
 int rxe_cpeer_poll(struct rxe_cpeer *p, u32 recv, struct rxe_cpeer_wc *wc, u32 n);
+/*
+ * A UD endpoint joins (`attach` nonzero) or leaves the multicast group
+ * `gid` (ib_attach_mcast). The kernel's rxe only opens its MAC filter: the
+ * host must join the IP group itself (`ip addr add ... autojoin`).
+ */
+int rxe_cpeer_attach_mcast(struct rxe_cpeer *p, const u8 *gid, u32 attach);
 void rxe_cpeer_destroy(struct rxe_cpeer *p);
 
 #endif

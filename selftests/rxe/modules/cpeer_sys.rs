@@ -171,6 +171,7 @@ extern "C" {
     fn rxe_cpeer_post_send(p: *mut RawCPeer, wr: *const Wr) -> i32;
     fn rxe_cpeer_post_recv(p: *mut RawCPeer, wr_id: u64, offset: u32, length: u32) -> i32;
     fn rxe_cpeer_poll(p: *mut RawCPeer, recv: u32, wc: *mut Completion, n: u32) -> i32;
+    fn rxe_cpeer_attach_mcast(p: *mut RawCPeer, gid: *const u8, attach: u32) -> i32;
     fn rxe_cpeer_destroy(p: *mut RawCPeer);
 }
 
@@ -247,6 +248,13 @@ impl CPeer {
         errno(unsafe {
             rxe_cpeer_connect(self.p.as_ptr(), qpn, gid.0.as_ptr(), sq_psn, rq_psn, mtu)
         })
+    }
+
+    /// Joins (or leaves) the multicast group `gid` (a UD endpoint).
+    pub(crate) fn attach_mcast(&self, gid: &Gid, attach: bool) -> Result {
+        // SAFETY: `p` is live (type invariant); the GID is 16 readable
+        // bytes, copied by the C side.
+        errno(unsafe { rxe_cpeer_attach_mcast(self.p.as_ptr(), gid.0.as_ptr(), u32::from(attach)) })
     }
 
     /// Posts one send work request.

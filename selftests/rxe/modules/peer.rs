@@ -120,6 +120,8 @@ pub(crate) trait Endpoint {
     fn write(&self, offset: usize, data: &[u8]) -> Result;
     /// Copies out of the buffer at `offset`.
     fn read(&self, offset: usize, out: &mut [u8]) -> Result;
+    /// A UD endpoint joins (or leaves) the multicast group `gid`.
+    fn attach_mcast(&self, gid: &Gid, attach: bool) -> Result;
 }
 
 /// An endpoint on our stack. Fields in destruction order.
@@ -354,6 +356,14 @@ impl Endpoint for Ours {
     fn read(&self, offset: usize, out: &mut [u8]) -> Result {
         self.end.buf.read(offset, out)
     }
+
+    fn attach_mcast(&self, gid: &Gid, attach: bool) -> Result {
+        if attach {
+            self.end.qp.attach_mcast(gid)
+        } else {
+            self.end.qp.detach_mcast(gid)
+        }
+    }
 }
 
 /// An endpoint on the kernel's own verbs (`rxe_cpeer`).
@@ -406,6 +416,10 @@ impl Endpoint for Theirs {
 
     fn read(&self, offset: usize, out: &mut [u8]) -> Result {
         self.c.read(offset, out)
+    }
+
+    fn attach_mcast(&self, gid: &Gid, attach: bool) -> Result {
+        self.c.attach_mcast(gid, attach)
     }
 }
 

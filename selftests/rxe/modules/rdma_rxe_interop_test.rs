@@ -392,6 +392,45 @@ fn rc_flush(req: &dyn Endpoint, resp: &dyn Endpoint) -> Result {
     holds_pattern(resp, TARGET, 1, 70)
 }
 
+/// The multicast QPN.
+const MCAST_QPN: u32 = 0xff_ffff;
+
+/// A UD SEND of 500 bytes to an IPv4 multicast group that only the other
+/// stack's endpoint is attached to, on a fresh UD pair (each "connected"
+/// to the group: its address handle and QPN 0xFFFFFF). The kernel's rxe
+/// only opens its MAC filter when attached; `interop.sh` makes its host a
+/// member of 239.1.2.4 (ours joins 239.1.2.5 itself, on attach).
+fn ud_multicast(ours_send: bool) -> Result {
+    let group = Gid::from_ipv4([239, 1, 2, if ours_send { 4 } else { 5 }]);
+    let mut ours = Ours::new(c_str!("rxi"), ours_gid(), true, LEN, 16)?;
+    let mut theirs = Theirs::new(c_str!("cxi"), their_gid(), true, LEN, 16)?;
+    let to_group = Info {
+        qpn: MCAST_QPN,
+        gid: group,
+        ..Info::default()
+    };
+    ours.connect(&to_group, PSN_OURS, 0, Mtu::Mtu1024)?;
+    theirs.connect(&to_group, PSN_THEIRS, 0, Mtu::Mtu1024)?;
+    let (req, resp): (&dyn Endpoint, &dyn Endpoint) = if ours_send {
+        (&ours, &theirs)
+    } else {
+        (&theirs, &ours)
+    };
+    resp.attach_mcast(&group, true)?;
+    let seed = if ours_send { 81 } else { 82 };
+    fill_pattern(req, 0, 500, seed)?;
+    fill(resp, TARGET, GRH + 500 + 64, FILLER)?;
+    resp.post_recv(92, TARGET as u32, (GRH + 500 + 64) as u32)?;
+    req.post_send(&Wr::new(93, Op::Send, 0, 500))?;
+    expect(&wait(req, false, MS)?, 93, wc_op::SEND, "multicast sender")?;
+    let c = wait(resp, true, MS)?;
+    expect(&c, 92, wc_op::RECV, "multicast receiver")?;
+    check(c.byte_len as usize == GRH + 500, "length with the GRH")?;
+    check(c.src_qp == req.info().qpn, "the sender's QPN")?;
+    holds_pattern(resp, TARGET + GRH, 500, seed)?;
+    resp.attach_mcast(&group, false)
+}
+
 /// Which invalidation [`rc_invalidate`] runs.
 #[derive(Clone, Copy)]
 enum Inval {
@@ -455,6 +494,8 @@ enum What {
     Invalidate(Inval),
     /// FLUSH (ours to theirs only).
     Flush,
+    /// UD multicast, on a fresh pair.
+    Multicast,
 }
 
 /// One case of the table: what, and which way (`DIRECTIONS[dir]`).
@@ -484,8 +525,10 @@ impl Case<Pairs> for Step {
 
     fn run(&self, pairs: &mut Pairs) -> Result {
         let d = self.dir;
-        if let What::Invalidate(i) = self.what {
-            return rc_invalidate(i, d == 1);
+        match self.what {
+            What::Invalidate(i) => return rc_invalidate(i, d == 1),
+            What::Multicast => return ud_multicast(d == 1),
+            _ => {}
         }
         let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
         // The requester, then the responder.
@@ -502,7 +545,7 @@ impl Case<Pairs> for Step {
             What::Atomics => rc_atomics(req, resp),
             What::AtomicWrite => rc_atomic_write(req, resp),
             What::Flush => rc_flush(req, resp),
-            What::Invalidate(_) => Ok(()),
+            What::Invalidate(_) | What::Multicast => Ok(()),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -545,6 +588,7 @@ fn cases() -> Result<KVec<Step>> {
         for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;
         }
+        v.push(Step::new("ud_multicast", What::Multicast, dir)?, GFP_KERNEL)?;
     }
     Ok(v)
 }
