@@ -91,6 +91,7 @@ soak() { # NAME "SPEC" "MOVED..."
 	echo "seed=11 $_spec" > "$cfs/rxa/fault" && echo "seed=22 $_spec" > "$cfs/rxb/fault" ||
 		return 1
 	for c in $_moved; do eval "_before_$c=$(both "$c")"; done
+	_t0=$(both timeouts) _r0=$(both completer_retry_err)
 	dmesg -c > /dev/null
 	if modprobe rdma_rxe_soak_test; then _ok=1; else _ok=0; fi
 	rmmod rdma_rxe_soak_test 2>/dev/null
@@ -104,7 +105,9 @@ soak() { # NAME "SPEC" "MOVED..."
 		# shellcheck disable=SC2154 # set by the eval above
 		[ "$(both "$c")" -gt "$_b" ] || { echo "$c did not grow"; show_counters; return 1; }
 	done
-	echo "# $_name: $(grep -h '^#' "$tmpd/$_name" | tr '\n' ' ')" > "$tmpd/$_name.summary"
+	echo "# $_name: $(grep -h '^#' "$tmpd/$_name" | tr '\n' ' ')" \
+		"timeouts $(($(both timeouts) - _t0)) retries $(($(both completer_retry_err) - _r0))" \
+		> "$tmpd/$_name.summary"
 }
 
 tmpd=$(mktemp -d) || exit 1
