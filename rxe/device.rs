@@ -261,13 +261,14 @@ impl DeviceOps for RxeOps {
 
     fn create_qp(&self, qp: &QpInfo) -> Result<Arc<dyn QpOps>> {
         match qp.qp_type {
-            QpType::Ud => Ok(crate::transport::ud::UdQp::new(self.rd.clone())?),
+            // GSI (QP1) is a UD QP with the GSI Q_Key forced on send and
+            // required on receive (`transport/ud.rs`).
+            QpType::Ud | QpType::Gsi => Ok(crate::transport::ud::UdQp::new(self.rd.clone())?),
             QpType::Rc | QpType::Uc => Ok(crate::transport::rc::RcQp::new(
                 self.rd.clone(),
                 qp.qp_type == QpType::Uc,
                 qp.cap.max_send_wr,
             )?),
-            // GSI (QP1) has no MAD users here yet.
             _ => Err(rdma::kshim::errno::eopnotsupp()),
         }
     }

@@ -120,7 +120,10 @@ pub(crate) struct ReqState {
     pub(super) gap_retry: bool,
     /// After a timeout: send one packet (asking for an ACK) and wait for
     /// its answer before sending more, so recovery does not add to the
-    /// congestion that may have caused the loss.
+    /// congestion that may have caused the loss. After a second timeout in
+    /// a row the probe goes twice: a lost probe or answer then costs a
+    /// retry with probability p² rather than p, which keeps 7 retries
+    /// ample at 20 % loss each way.
     pub(super) probe: bool,
     pub(super) probe_sent: bool,
     /// In RTS with a connection.
@@ -234,6 +237,9 @@ struct Step {
     kind: Kind,
     ack_req: bool,
     gen: u32,
+    /// Sent twice: the probe after a second timeout in a row (see
+    /// `ReqState::probe`).
+    twice: bool,
 }
 
 enum Next {
@@ -324,7 +330,10 @@ impl RcQp {
                     }
                 }
                 Next::Packet(step) => {
-                    let res = self.send_request(qp, &conn, w, &step);
+                    let mut res = self.send_request(qp, &conn, w, &step);
+                    if step.twice && res.is_ok() {
+                        res = self.send_request(qp, &conn, w, &step);
+                    }
                     let mut st = self.req.lock();
                     if !st.active
                         || st.gen != step.gen
@@ -443,10 +452,16 @@ impl RcQp {
                 let last = e.kind != Kind::Plain || pkt + 1 >= e.npkts;
                 let ack_req = !self.uc && (last || st.noack + 1 >= ACK_EVERY || st.probe);
                 st.noack = if ack_req { 0 } else { st.noack + 1 };
+                // A probe lost, or its answer lost, after the first
+                // timeout: from the second one in a row on, the probe goes
+                // twice, so that a lossy path does not run out of retries
+                // on single packets (the copy is a duplicate, answered).
+                let twice = st.probe && st.retry_left + 1 < conn.retry_cnt;
                 if st.probe {
                     st.probe_sent = true;
                 }
                 return Some(Next::Packet(Step {
+                    twice,
                     seq,
                     pkt,
                     psn: psn_add(e.first_psn, pkt),

@@ -8,6 +8,8 @@
 //! host-tested codec and sent through `xmit.rs`. A received UD packet
 //! (from `recv.rs`, softirq or loopback) is checked against the QP's state
 //! and Q_Key, and its GRH and payload scattered into the next receive WQE.
+//! QP1 (GSI) is a UD QP whose sends carry the GSI Q_Key (0x80010000)
+//! whatever the work request says, and whose receives require it.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -126,7 +128,13 @@ impl UdQp {
             },
             ext: ExtHeaders {
                 deth: Some(Deth {
-                    qkey: dest.remote_qkey,
+                    // QP1 always sends with the GSI Q_Key (IBTA 13.5.1), as
+                    // the C rxe does, whatever the work request says.
+                    qkey: if qp.qp_type() == QpType::Gsi {
+                        GSI_QKEY
+                    } else {
+                        dest.remote_qkey
+                    },
                     resv8: 0,
                     src_qpn: qp.qpn(),
                 }),

@@ -289,6 +289,92 @@ fn devices_listed(names: &[&CStr]) -> Result {
     Ok(())
 }
 
+/// QP1 (GSI) on each device: the QP number is 1, one per device; a
+/// 256-byte MAD goes from one QP1 to the other with the GSI Q_Key whatever
+/// the work request says (here 0), arrives behind its 40-byte network
+/// header with the sender's QPN 1; and a datagram to QP1 with another Q_Key
+/// (from a UD QP) is dropped.
+fn gsi(a: &End, b: &End) -> Result {
+    let o = Opts {
+        qp_type: QpType::Gsi,
+        qkey: 0x8001_0000,
+        ..OPTS
+    };
+    let (g1, g2) = (
+        End::new(
+            Port {
+                name: c_str!("rxa"),
+                gid: a.gid,
+            },
+            &o,
+        )?,
+        End::new(
+            Port {
+                name: c_str!("rxb"),
+                gid: b.gid,
+            },
+            &o,
+        )?,
+    );
+    g1.ready()?;
+    g2.ready()?;
+    check(g1.qp.qpn() == 1 && g2.qp.qpn() == 1, "QP1")?;
+    check(
+        End::new(
+            Port {
+                name: c_str!("rxb"),
+                gid: b.gid,
+            },
+            &o,
+        )
+        .is_err(),
+        "one GSI QP per device",
+    )?;
+    post_recvs(&g2, 2)?;
+    let mut mad = [0u8; 256];
+    pattern(77, &mut mad);
+    mad[0] = 1; // base version
+    g1.buf.write(0, &mad)?;
+    let ah = g1.ah(g2.gid)?;
+    let sg = [g1.buf.sge(0, 256, g1.mr.lkey())?];
+    let mut wr = SendWr::new(500, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: 1,
+        remote_qkey: 0,
+    });
+    g1.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    let c = poll(&g1.cq, 1, 2000)?;
+    check(c[0].status == WcStatus::Success, "MAD sent")?;
+    let r = poll(&g2.cq, 1, 2000)?;
+    let wc = &r[0];
+    check(
+        wc.status == WcStatus::Success && wc.byte_len == 256 + 40 && wc.src_qp == 1,
+        "MAD received from QP1 behind the network header",
+    )?;
+    check(wc.wc_flags.contains(WcFlags::GRH), "GRH flag")?;
+    let mut got = [0u8; 256];
+    g2.buf.read(40, &mut got)?;
+    check(got == mad, "MAD intact")?;
+    // A UD QP's datagram to QP1 under its own Q_Key: dropped.
+    let sg = [a.buf.sge(0, 64, a.mr.lkey())?];
+    let ah = a.ah(g2.gid)?;
+    let mut wr = SendWr::new(501, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: 1,
+        remote_qkey: QKEY,
+    });
+    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    poll(&a.cq, 1, 2000)?;
+    testing::msleep(200);
+    let mut none: [Wc; 1] = Default::default();
+    check(
+        g2.cq.poll(&mut none) == 0,
+        "wrong Q_Key not delivered to QP1",
+    )
+}
+
 /// The two sides of one address family (IPv6 or not), shared by its cases.
 struct Sides(Fixture<bool, (End, End)>);
 
@@ -330,6 +416,8 @@ const CASES: &[FnCase<Sides>] = &[
     case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
     case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
     case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
+    case!("gsi_qp1", |s| s.with(V4, gsi)),
+    case!("gsi_qp1_ipv6", |s| s.with(V6, gsi)),
 ];
 
 struct RxeUdTest;
