@@ -74,6 +74,10 @@ pub mod prelude {
 pub mod spec {
     #[path = "src/attr.rs"]
     pub mod attr;
+    #[path = "src/cm_msg.rs"]
+    pub mod cm_msg;
+    #[path = "src/mad.rs"]
+    pub mod mad;
     #[path = "src/opcodes.rs"]
     pub mod opcodes;
     #[path = "src/qp_state.rs"]

@@ -124,6 +124,11 @@ impl UdQp {
                 pkey: 0xffff,
                 dest_qpn: dest.remote_qpn,
                 psn,
+                // The C rxe asks for an ACK on the last packet of every
+                // QP type but UD and UC, so on QP1's datagrams too; the
+                // bit means nothing to a UD receiver, but the packets
+                // match the C stack's byte for byte.
+                ack_req: qp.qp_type() == QpType::Gsi,
                 ..Bth::default()
             },
             ext: ExtHeaders {

@@ -4,7 +4,8 @@
 # and our rxi on iv1 (10.82.0.2) in namespace iopx, the two ends of a veth
 # pair. modules/rdma_rxe_interop_test.rs runs RC and UD traffic both ways
 # between an endpoint of ours and one on the kernel's verbs (the C module
-# rxe_cpeer). Meanwhile pktcap records what each side receives, that is
+# rxe_cpeer), and a CM REQ from our QP1 that the kernel's CM (ib_cm)
+# rejects from its QP1. Meanwhile pktcap records what each side receives, that is
 # what the other sent, and pktcmp checks every packet of both with our
 # codec (ICRC included; each must build again to the same bytes) and
 # compares the header shapes the two stacks used for the same operations.
@@ -16,7 +17,7 @@
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rxe && modprobe rdma_rs_rxe && netns_add iopx &&
+	modprobe rdma_rxe && modprobe ib_cm && modprobe rdma_rs_rxe && netns_add iopx &&
 		netns_veth - iv0 iopx iv1 &&
 		netns_addr - iv0 10.82.0.1/24 && netns_addr iopx iv1 10.82.0.2/24 &&
 		c_rxe_add cxi iv0 && rxe_bind iopx iv1 rxi &&
@@ -34,7 +35,8 @@ mcast_member() {
 teardown() {
 	rmmod rdma_rxe_interop_test 2>/dev/null
 	rmmod rxe_cpeer && echo 0 > "$cfs/rxi/enable" && rmdir "$cfs/rxi" && rdma link delete cxi &&
-		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core
+		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core &&
+		{ rmmod ib_cm 2>/dev/null || true; }
 }
 
 # Every opcode must be sent by both stacks, with the same shapes, but for

@@ -14,11 +14,18 @@
 //! - [`opcodes`]: work request and completion opcodes, statuses and flags.
 //! - [`attr`]: device and port attribute types (node type, link layer,
 //!   port state, speeds and widths).
+//! - [`mad`]: the management datagram (MAD) common header and the 256-byte
+//!   MAD, with the management classes, methods and CM attribute IDs.
+//! - [`cm_msg`]: the connection manager messages (REQ, MRA, REJ, REP, RTU,
+//!   DREQ, DREP), each field at the bit position IBA volume 1 chapter 12
+//!   gives it, and the rdma_cm IP header carried in a REQ's private data.
 //!
-//! Room beside them for the MAD and CM codecs and state machines.
+//! Room beside them for the CM state machines.
 
 #![no_std]
 
 pub mod attr;
+pub mod cm_msg;
+pub mod mad;
 pub mod opcodes;
 pub mod qp_state;

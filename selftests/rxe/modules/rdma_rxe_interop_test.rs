@@ -28,6 +28,8 @@ use ktap::{check, Case, Fixture};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
+#[path = "../../lib/verify.rs"]
+mod verify;
 
 #[allow(dead_code)]
 mod peer;
@@ -431,6 +433,128 @@ fn ud_multicast(ours_send: bool) -> Result {
     resp.attach_mcast(&group, false)
 }
 
+/// QP1 both ways with the kernel's stack: our GSI QP sends a CM REQ (built
+/// with `rdma::spec::cm_msg`) for a service nobody listens on to the C
+/// stack's QP1; its CM (`ib_cm`, loaded by `interop.sh`) answers from its
+/// QP1 with a REJ, reason INVALID_SERVICE_ID, to the address the REQ came
+/// from; our QP1 receives it behind the network header and it decodes to a
+/// REJ of our REQ.
+fn gsi_cm_rej() -> Result {
+    use rdma::spec::cm_msg::{
+        tcp_service_id, Bytes, CmMessage, CmaHeader, MsgResponse, RejReason, Req, ReqPath,
+        TRANSPORT_RC,
+    };
+    let o = rc::Opts {
+        qp_type: rdma::spec::qp_state::QpType::Gsi,
+        mr_access: rdma::spec::opcodes::Access::LOCAL_WRITE,
+        buf_len: 4 * 4096,
+        qkey: 0x8001_0000,
+        sq_sig_all: true,
+        recv_cqe: Some(8),
+        ..rc::RC
+    };
+    let g = rc::End::new(
+        rc::Port {
+            name: c_str!("rxi"),
+            gid: ours_gid(),
+        },
+        &o,
+    )?;
+    g.ready()?;
+    let rs = [g.buf.sge(4096, 4096, g.mr.lkey())?];
+    g.qp.post_recv(&[rdma::verbs::wr::RecvWr {
+        wr_id: 7,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    let mut pd = [0u8; 92];
+    CmaHeader::ipv4(4242, [10, 82, 0, 2], [10, 82, 0, 1])
+        .write(&mut pd)
+        .map_err(|_| EINVAL)?;
+    let req = Req {
+        local_comm_id: 0x5eed_c0de,
+        service_id: tcp_service_id(4242),
+        local_ca_guid: 0x0200_00ff_fe00_0002,
+        local_qpn: 0x99,
+        responder_resources: 1,
+        initiator_depth: 1,
+        remote_cm_response_timeout: 20,
+        transport_service_type: TRANSPORT_RC,
+        starting_psn: 0x1234,
+        local_cm_response_timeout: 20,
+        retry_count: 7,
+        partition_key: 0xffff,
+        path_mtu: 3,
+        rnr_retry_count: 7,
+        max_cm_retries: 15,
+        primary_path: ReqPath {
+            local_lid: 0xffff,
+            remote_lid: 0xffff,
+            local_gid: ours_gid(),
+            remote_gid: their_gid(),
+            packet_rate: 0,
+            hop_limit: 64,
+            local_ack_timeout: 18,
+            ..ReqPath::default()
+        },
+        private_data: Bytes::from_slice(&pd).map_err(|_| EINVAL)?,
+        ..Req::default()
+    };
+    let mut mad = [0u8; 256];
+    CmMessage::Req(req)
+        .write_mad(0x77, 0, &mut mad)
+        .map_err(|_| EINVAL)?;
+    g.buf.write(0, &mad)?;
+    let ah = g.ah(their_gid())?;
+    let sg = [g.buf.sge(0, 256, g.mr.lkey())?];
+    let mut wr = rdma::verbs::wr::SendWr::new(8, rdma::verbs::wr::SendOp::Send, &sg);
+    wr.ud = Some(rdma::verbs::wr::UdDest {
+        ah: ah.core(),
+        remote_qpn: 1,
+        remote_qkey: 0x8001_0000,
+    });
+    g.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    let sent = verify::poll(&g.cq, 1)?;
+    check(
+        sent[0].status == rdma::spec::opcodes::WcStatus::Success,
+        "the REQ sent",
+    )?;
+    let got = verify::poll(g.recv_cq(), 1)?;
+    let wc = &got[0];
+    check(
+        wc.status == rdma::spec::opcodes::WcStatus::Success && wc.src_qp == 1,
+        "a MAD from the C stack's QP1",
+    )?;
+    check(
+        wc.byte_len as usize == GRH + 256,
+        "one MAD behind the network header",
+    )?;
+    let mut back = [0u8; 256];
+    g.buf.read(4096 + GRH, &mut back)?;
+    let (hdr, msg) = CmMessage::parse_mad(&back).map_err(|_| EINVAL)?;
+    let CmMessage::Rej(rej) = msg else {
+        pr_err!("the C stack answered {:?}\n", hdr);
+        return Err(EINVAL);
+    };
+    pr_info!(
+        "gsi: REJ from the C stack: reason {} to comm ID {:#x}, tid {:#x}\n",
+        rej.reason,
+        rej.remote_comm_id,
+        hdr.tid
+    );
+    check(hdr.tid == 0x77, "the REQ's transaction ID")?;
+    check(rej.remote_comm_id == 0x5eed_c0de, "a REJ of our REQ")?;
+    check(
+        rej.reason_code() == Some(RejReason::InvalidServiceId),
+        "INVALID_SERVICE_ID",
+    )?;
+    check(
+        MsgResponse::from_raw(rej.message_rejected) == Some(MsgResponse::Req),
+        "the REQ rejected",
+    )
+}
+
 /// Which invalidation [`rc_invalidate`] runs.
 #[derive(Clone, Copy)]
 enum Inval {
@@ -496,6 +620,8 @@ enum What {
     Flush,
     /// UD multicast, on a fresh pair.
     Multicast,
+    /// QP1: a CM REQ to the C stack, its REJ back.
+    Gsi,
 }
 
 /// One case of the table: what, and which way (`DIRECTIONS[dir]`).
@@ -528,6 +654,7 @@ impl Case<Pairs> for Step {
         match self.what {
             What::Invalidate(i) => return rc_invalidate(i, d == 1),
             What::Multicast => return ud_multicast(d == 1),
+            What::Gsi => return gsi_cm_rej(),
             _ => {}
         }
         let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
@@ -545,7 +672,7 @@ impl Case<Pairs> for Step {
             What::Atomics => rc_atomics(req, resp),
             What::AtomicWrite => rc_atomic_write(req, resp),
             What::Flush => rc_flush(req, resp),
-            What::Invalidate(_) | What::Multicast => Ok(()),
+            What::Invalidate(_) | What::Multicast | What::Gsi => Ok(()),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -584,6 +711,7 @@ fn cases() -> Result<KVec<Step>> {
         Step::new("rc_read_with_inv", What::Invalidate(Inval::Read), 1)?,
         GFP_KERNEL,
     )?;
+    v.push(Step::new("gsi_cm_req_rej", What::Gsi, 1)?, GFP_KERNEL)?;
     for dir in 0..DIRECTIONS.len() {
         for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;

@@ -14,7 +14,14 @@
 //! header checksum and the ICRC before parsing", so that mutations reach
 //! the checks behind them; the other seven bits times 64 are the payload
 //! limit. A violated property panics.
+//!
+//! The same bytes, and the payload of every packet the parser accepts (a
+//! QP1 datagram's payload is a MAD), also go through the MAD and CM
+//! message codecs of `rdma-spec`: no panic, and a CM message that parses
+//! writes back to a MAD that parses to the same message.
 
+use rdma_spec::cm_msg::{CmMessage, CmaHeader};
+use rdma_spec::mad::{Mad, MadHeader};
 use rxe_wire::headers::{Bth, ExtHeaders};
 use rxe_wire::icrc::{self, crc32_le};
 use rxe_wire::opcode::{HeaderSet, Opcode};
@@ -45,6 +52,25 @@ pub fn repair(f: &mut [u8]) {
     }
 }
 
+/// Runs bytes through the MAD and CM codecs; panics if a message that
+/// parses does not write back to one that parses the same.
+pub fn check_mad(bytes: &[u8]) {
+    let _ = MadHeader::parse(bytes);
+    let _ = Mad::parse(bytes);
+    let _ = CmaHeader::parse(bytes);
+    if let Ok((hdr, msg)) = CmMessage::parse_mad(bytes) {
+        let mut out = [0u8; 256];
+        msg.write_mad(hdr.tid, hdr.attr_mod, &mut out)
+            .expect("writes back");
+        let (hdr2, again) = CmMessage::parse_mad(&out).expect("reparses");
+        assert_eq!(again, msg);
+        assert_eq!(
+            (hdr2.tid, hdr2.attr_mod, hdr2.attr_id),
+            (hdr.tid, hdr.attr_mod, hdr.attr_id)
+        );
+    }
+}
+
 /// Runs one input through the codec; panics if a property is violated.
 /// Returns whether the parser accepted the frame.
 pub fn check(data: &[u8]) -> bool {
@@ -59,6 +85,7 @@ pub fn check(data: &[u8]) -> bool {
     }
     let frame = &owned[..];
 
+    check_mad(frame);
     let _ = icrc::compute(&crc32_le, frame);
     let _ = icrc::verify(&crc32_le, frame);
     if let Ok(bth) = Bth::parse(frame) {
@@ -79,6 +106,7 @@ pub fn check(data: &[u8]) -> bool {
     let Ok(pkt) = parse(frame, max, &crc32_le) else {
         return false;
     };
+    check_mad(pkt.payload);
     {
         let mut out = vec![0u8; pkt.len];
         let n = build(&pkt.headers, pkt.payload, &crc32_le, &mut out).expect("rebuilds");
