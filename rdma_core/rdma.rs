@@ -78,6 +78,8 @@ pub mod spec {
     pub mod cm_msg;
     #[path = "src/mad.rs"]
     pub mod mad;
+    #[path = "src/mad_send.rs"]
+    pub mod mad_send;
     #[path = "src/opcodes.rs"]
     pub mod opcodes;
     #[path = "src/qp_state.rs"]

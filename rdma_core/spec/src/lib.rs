@@ -19,6 +19,8 @@
 //! - [`cm_msg`]: the connection manager messages (REQ, MRA, REJ, REP, RTU,
 //!   DREQ, DREP), each field at the bit position IBA volume 1 chapter 12
 //!   gives it, and the rdma_cm IP header carried in a REQ's private data.
+//! - [`mad_send`]: a MAD agent's requests waiting for responses: timeouts,
+//!   retries, response matching by transaction ID, transaction IDs.
 //!
 //! Room beside them for the CM state machines.
 
@@ -27,5 +29,6 @@
 pub mod attr;
 pub mod cm_msg;
 pub mod mad;
+pub mod mad_send;
 pub mod opcodes;
 pub mod qp_state;
