@@ -76,6 +76,8 @@ pub mod spec {
     pub mod attr;
     #[path = "src/cm_msg.rs"]
     pub mod cm_msg;
+    #[path = "src/cm_state.rs"]
+    pub mod cm_state;
     #[path = "src/mad.rs"]
     pub mod mad;
     #[path = "src/mad_send.rs"]

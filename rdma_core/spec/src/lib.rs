@@ -21,13 +21,14 @@
 //!   gives it, and the rdma_cm IP header carried in a REQ's private data.
 //! - [`mad_send`]: a MAD agent's requests waiting for responses: timeouts,
 //!   retries, response matching by transaction ID, transaction IDs.
-//!
-//! Room beside them for the CM state machines.
+//! - [`cm_state`]: the connection manager's per-connection state machine
+//!   (REQ/REP/RTU, MRA, REJ, DREQ/DREP, retries, timewait), sans-IO.
 
 #![no_std]
 
 pub mod attr;
 pub mod cm_msg;
+pub mod cm_state;
 pub mod mad;
 pub mod mad_send;
 pub mod opcodes;
