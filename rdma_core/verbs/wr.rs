@@ -514,7 +514,7 @@ impl<T: Default> Ring<T> {
         if self.count >= self.limit {
             return Err(ENOMEM);
         }
-        let at = (self.head + self.count) % self.slots.len();
+        let at = (self.head + self.count) % self.slots.len().max(1);
         Ok(&mut self.slots[at])
     }
 
@@ -524,7 +524,7 @@ impl<T: Default> Ring<T> {
 
     /// The `i`-th entry from the head.
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
-        (i < self.count).then(|| &self.slots[(self.head + i) % self.slots.len()])
+        (i < self.count).then(|| &self.slots[(self.head + i) % self.slots.len().max(1)])
     }
 
     /// Takes the oldest entry out.
@@ -533,7 +533,7 @@ impl<T: Default> Ring<T> {
             return None;
         }
         let item = core::mem::take(&mut self.slots[self.head]);
-        self.head = (self.head + 1) % self.slots.len();
+        self.head = (self.head + 1) % self.slots.len().max(1);
         self.count -= 1;
         Some(item)
     }

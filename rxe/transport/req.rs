@@ -203,14 +203,20 @@ impl ReqState {
         }
     }
 
+    /// The ring position of WQE `seq`. (`max(1)` keeps the division
+    /// free of a divide-by-zero panic path, which objtool of 6.12 cannot
+    /// follow; the ring is never empty.)
+    fn index(&self, seq: u64) -> usize {
+        (seq % self.slots.len().max(1) as u64) as usize
+    }
+
     pub(super) fn slot(&mut self, seq: u64) -> &mut Taken {
-        let n = self.slots.len() as u64;
-        &mut self.slots[(seq % n) as usize]
+        let i = self.index(seq);
+        &mut self.slots[i]
     }
 
     pub(super) fn get(&self, seq: u64) -> Taken {
-        let n = self.slots.len() as u64;
-        self.slots[(seq % n) as usize]
+        self.slots[self.index(seq)]
     }
 
     /// The oldest WQE still waiting for a READ or atomic response.

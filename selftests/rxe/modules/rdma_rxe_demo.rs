@@ -101,7 +101,10 @@ fn same(a: &Buffer, b: &Buffer) -> Result<bool> {
 }
 
 fn summary(what: &str, us: i64, verified: bool) {
-    // Bytes per millisecond is KB/s (10^3 bytes per second).
+    // Bytes per millisecond is KB/s (10^3 bytes per second). At least 1 us:
+    // no division by zero (nor its panic path, which objtool of 6.12
+    // cannot follow).
+    let us = us.max(1);
     let rate = LEN as i64 * 1000 / us;
     pr_info!(
         "rxe demo: {} {} bytes in {} packets: {}.{:03} ms, {} KB/s, data {}\n",
