@@ -138,7 +138,8 @@ impl NetDevice {
         // readable bytes for the duration of the call, which copies them;
         // the C side takes RTNL itself and may sleep, which the caller's
         // context allows (documented above).
-        to_result(unsafe { bindings::rdma_rs_netdev_mc(self.0.get(), gid.as_ptr(), join) })
+        let ret = unsafe { bindings::rdma_rs_netdev_mc(self.0.get(), gid.as_ptr(), join) };
+        to_result(ret)
     }
 
     /// Whether it is a VLAN device.

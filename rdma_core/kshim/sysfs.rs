@@ -90,7 +90,7 @@ impl Tree {
         // NUL-terminated strings, alive during the call) are copied; `cookie` is only
         // handed back to `rdma_rs_sysfs_show`, which runs until the tree is
         // removed in `drop`, before `source` is freed.
-        let raw = from_err_ptr(unsafe {
+        let raw = unsafe {
             bindings::rdma_rs_sysfs_add(
                 name.as_char_ptr(),
                 cookie,
@@ -100,7 +100,8 @@ impl Tree {
                 names.as_ptr(),
                 names.len() as u32,
             )
-        })?;
+        };
+        let raw = from_err_ptr(raw)?;
         // INVARIANT: not an error pointer, hence a valid tree showing
         // `source`.
         let raw = NonNull::new(raw).ok_or(EINVAL)?;

@@ -101,6 +101,9 @@ pub(crate) struct RespState {
     reads: KVec<ReadJob>,
     read_head: usize,
     read_count: usize,
+    /// How many of the queued jobs are READ or FLUSH requests (the rest are
+    /// answers), for the `max_dest_rd_atomic` limit.
+    reads_queued: usize,
     /// (PSN, original value, valid) of the last atomics executed.
     replays: KVec<(u32, u64, bool)>,
     replay_next: usize,
@@ -119,6 +122,7 @@ impl RespState {
             reads: KVec::from_elem(ReadJob::default(), QUEUE, GFP_KERNEL)?,
             read_head: 0,
             read_count: 0,
+            reads_queued: 0,
             replays: KVec::from_elem((0, 0, false), REPLAYS, GFP_KERNEL)?,
             replay_next: 0,
             active: false,
@@ -136,6 +140,7 @@ impl RespState {
         self.nak_sent = false;
         self.read_head = 0;
         self.read_count = 0;
+        self.reads_queued = 0;
         self.replays.iter_mut().for_each(|r| *r = (0, 0, false));
         self.active = false;
         (cur, spare)
@@ -143,20 +148,29 @@ impl RespState {
 
     /// READ and FLUSH requests queued (not yet fully answered).
     fn reads_pending(&self) -> usize {
-        (0..self.read_count)
-            .filter(|i| self.reads[(self.read_head + i) % QUEUE].reply.is_none())
-            .count()
+        self.reads_queued
     }
 
     /// Queues a READ or FLUSH (within the QP's `limit`) or an answer.
     fn push_read(&mut self, job: ReadJob, limit: usize) -> bool {
-        if self.read_count >= QUEUE || (job.reply.is_none() && self.reads_pending() >= limit) {
+        let is_read = job.reply.is_none();
+        if self.read_count >= QUEUE || (is_read && self.reads_queued >= limit) {
             return false;
         }
         let at = (self.read_head + self.read_count) % QUEUE;
         self.reads[at] = job;
         self.read_count += 1;
+        self.reads_queued += usize::from(is_read);
         true
+    }
+
+    /// Takes the front job off the queue (answered in full).
+    fn pop_front(&mut self) {
+        if let Some(front) = self.front_read() {
+            self.reads_queued -= usize::from(front.reply.is_none());
+            self.read_head = (self.read_head + 1) % QUEUE;
+            self.read_count -= 1;
+        }
     }
 
     /// Queues an answer behind the READ responses. A plain ACK replaces
@@ -674,28 +688,28 @@ impl RcQp {
         let psn = pkt.psn();
         let info = pkt.info();
         let data = pkt.payload;
-        if info.position.is_first() {
+        // Where the packet goes. A first packet starts the message, which
+        // is recorded only once the packet is taken: a one-packet WRITE
+        // with immediate may meet an RNR first, and its retry starts it
+        // again.
+        let (va, rkey, resid, total) = if info.position.is_first() {
             let Some(reth) = pkt.headers.ext.reth else {
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             };
             if !reth_allowed(qp, conn, &reth, Access::REMOTE_WRITE) {
                 return self.fatal(st, NakCode::RemoteAccessError, psn);
             }
-            st.cur = Cur::Write {
-                va: reth.va,
-                rkey: reth.rkey,
-                resid: reth.len,
-                total: reth.len,
-            };
-        }
-        let Cur::Write {
-            va,
-            rkey,
-            resid,
-            total,
-        } = st.cur
-        else {
-            return Outcome::DROP;
+            (reth.va, reth.rkey, reth.len, reth.len)
+        } else {
+            match st.cur {
+                Cur::Write {
+                    va,
+                    rkey,
+                    resid,
+                    total,
+                } => (va, rkey, resid, total),
+                _ => return Outcome::DROP,
+            }
         };
         let last = info.position.is_last();
         let fits = if last {
@@ -711,13 +725,7 @@ impl RcQp {
         let wqe = if last && info.has_immediate() {
             match st.take_wqe(qp) {
                 Some(w) => Some(w),
-                None => {
-                    // The retry of a one-packet message starts it anew.
-                    if info.position.is_first() {
-                        st.cur = Cur::None;
-                    }
-                    return self.rnr(st, conn, psn);
-                }
+                None => return self.rnr(st, conn, psn),
             }
         } else {
             None
@@ -968,8 +976,7 @@ impl RcQp {
                 self.answer(qp, &conn, reply);
                 let mut st = self.resp.lock();
                 if st.front_read().is_some_and(|f| f.reply.is_some()) {
-                    st.read_head = (st.read_head + 1) % QUEUE;
-                    st.read_count -= 1;
+                    st.pop_front();
                 }
                 continue;
             }
@@ -1026,8 +1033,7 @@ impl RcQp {
             if let Some(front) = st.front_read() {
                 if front.reply.is_none() && front.psn == job.psn && front.sent == k {
                     if k + 1 >= n {
-                        st.read_head = (st.read_head + 1) % QUEUE;
-                        st.read_count -= 1;
+                        st.pop_front();
                     } else {
                         let h = st.read_head;
                         st.reads[h].sent += 1;

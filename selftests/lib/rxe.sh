@@ -11,6 +11,8 @@
 #       the namespace, as `ip netns exec` gives it a fresh /sys.
 #   rxe_item_remove ITEM...
 #       disables and removes the items that exist, quietly (the cleanup).
+#   rxe_counter ITEM NAME
+#       prints counter NAME of our device ITEM (its configfs counters file).
 #   c_rxe_add NAME NETDEV
 #       makes a device NAME of the kernel's rdma_rxe on NETDEV (`rdma link
 #       add`, initial namespace); at exit it is deleted.
@@ -57,4 +59,8 @@ roce_v2_gid_index() {
 		esac
 	done
 	return 1
+}
+
+rxe_counter() {
+	sed -n "s/^$2 //p" "$rxe_cfs/$1/counters"
 }

@@ -23,14 +23,10 @@ setup() {
 		c_rxe_add crx0 cv0 && rxe_bind capx cv1 rxc
 }
 
-counter() { # name
-	sed -n "s/^$1 //p" "$cfs/rxc/counters"
-}
-
 # One C-side exchange: $1 is the pingpong tool; captures to $2.
 exchange() {
 	i0=$(roce_v2_gid_index crx0 0a4f:0001) || { ls -l /sys/class/infiniband/crx0/ports/1/gids/; return 1; }
-	before=$(counter rx_dropped)
+	before=$(rxe_counter rxc rx_dropped)
 	ip netns exec capx pktcap cv1 1 20 > "$2" &
 	cap=$!
 	cleanup_add kill "$cap"
@@ -48,7 +44,7 @@ exchange() {
 	[ "$(wc -l < "$2")" -ge 1 ] || { cat "$tmpd/pp.log"; return 1; }
 	# Parsed by our codec (a bad ICRC would not reach the device) and
 	# counted as taken by no QP.
-	[ "$(counter rx_dropped)" -gt "$before" ] || { cat "$cfs/rxc/counters"; return 1; }
+	[ "$(rxe_counter rxc rx_dropped)" -gt "$before" ] || { cat "$cfs/rxc/counters"; return 1; }
 }
 
 ud_send() {

@@ -21,10 +21,6 @@ setup() {
 		rxe_bind fla fa rxa && rxe_bind flb fb rxb
 }
 
-counter() { # item name
-	sed -n "s/^$2 //p" "$cfs/$1/counters"
-}
-
 show_counters() {
 	echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
 	echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
@@ -59,15 +55,15 @@ arm() {
 recovered() {
 	if ! { grep -qx "hits_pending 0" "$cfs/rxa/fault" &&
 		grep -qx "hits_pending 0" "$cfs/rxb/fault" &&
-		[ "$(counter rxa fault_rx_drop)" = 3 ] && [ "$(counter rxb fault_rx_drop)" = 1 ] &&
-		[ "$(counter rxb fault_tx_drop)" = 1 ] && [ "$(counter rxb fault_rx_reorder)" = 1 ] &&
-		[ "$(counter rxb fault_rx_dup)" = 1 ] &&
-		[ "$(counter rxa rcvd_seq_err)" -ge 2 ] && [ "$(counter rxb out_of_seq_request)" -ge 2 ] &&
-		[ "$(counter rxb duplicate_request)" -ge 4 ] &&
-		[ "$(counter rxa completer_retry_err)" -ge 3 ] && [ "$(counter rxa timeouts)" -ge 1 ] &&
-		[ "$(counter rxa rcvd_rnr_err)" -ge 2 ] &&
-		[ "$(counter rxa retry_rnr_exceeded_err)" = 1 ] &&
-		[ "$(counter rxa retry_exceeded_err)" = 1 ]; }; then
+		[ "$(rxe_counter rxa fault_rx_drop)" = 3 ] && [ "$(rxe_counter rxb fault_rx_drop)" = 1 ] &&
+		[ "$(rxe_counter rxb fault_tx_drop)" = 1 ] && [ "$(rxe_counter rxb fault_rx_reorder)" = 1 ] &&
+		[ "$(rxe_counter rxb fault_rx_dup)" = 1 ] &&
+		[ "$(rxe_counter rxa rcvd_seq_err)" -ge 2 ] && [ "$(rxe_counter rxb out_of_seq_request)" -ge 2 ] &&
+		[ "$(rxe_counter rxb duplicate_request)" -ge 4 ] &&
+		[ "$(rxe_counter rxa completer_retry_err)" -ge 3 ] && [ "$(rxe_counter rxa timeouts)" -ge 1 ] &&
+		[ "$(rxe_counter rxa rcvd_rnr_err)" -ge 2 ] &&
+		[ "$(rxe_counter rxa retry_rnr_exceeded_err)" = 1 ] &&
+		[ "$(rxe_counter rxa retry_exceeded_err)" = 1 ]; }; then
 		cat "$cfs/rxa/fault" "$cfs/rxb/fault"
 		show_counters
 		return 1
@@ -80,7 +76,7 @@ disarm() {
 
 # The sum of a counter over both devices.
 both() {
-	echo $(($(counter rxa "$1") + $(counter rxb "$1")))
+	echo $(($(rxe_counter rxa "$1") + $(rxe_counter rxb "$1")))
 }
 
 # Runs rdma_rxe_soak_test under the faults SPEC on both devices (each its

@@ -27,10 +27,6 @@ setup() {
 		rxe_bind hoa ha rxa && rxe_bind hob hb rxb
 }
 
-counter() { # item name
-	sed -n "s/^$2 //p" "$cfs/$1/counters"
-}
-
 inject() { # SRC DST KIND COUNT [ARGS...]
 	_src=$1 _dst=$2 _kind=$3 _count=$4
 	shift 4
@@ -41,15 +37,15 @@ inject() { # SRC DST KIND COUNT [ARGS...]
 # Every malformed kind, over IPv4 and IPv6, at an idle device: each packet
 # counted once as malformed, none taken by a QP.
 idle_malformed() {
-	m0=$(counter rxb rx_drop_malformed) d0=$(counter rxb rx_dropped)
+	m0=$(rxe_counter rxb rx_drop_malformed) d0=$(rxe_counter rxb rx_dropped)
 	n=0
 	for k in $malformed; do
 		inject 10.78.3.1 10.78.3.2 "$k" 50 && inject fd00:7b::1 fd00:7b::2 "$k" 50 || return 1
 		n=$((n + 100))
 	done
 	sleep 1
-	m=$(($(counter rxb rx_drop_malformed) - m0)) d=$(($(counter rxb rx_dropped) - d0))
-	if ! { [ "$m" = "$n" ] && [ "$d" = "$n" ] && [ "$(counter rxb rx_packets)" = 0 ]; }; then
+	m=$(($(rxe_counter rxb rx_drop_malformed) - m0)) d=$(($(rxe_counter rxb rx_dropped) - d0))
+	if ! { [ "$m" = "$n" ] && [ "$d" = "$n" ] && [ "$(rxe_counter rxb rx_packets)" = 0 ]; }; then
 		echo "malformed $m, dropped $d of $n"
 		tr '\n' ' ' < "$cfs/rxb/counters"
 		return 1
@@ -73,10 +69,10 @@ under_traffic() {
 	[ -n "$qpns" ] || { wait "$soak"; cat "$tmpd/soak.err"; return 1; }
 	echo "# responder QPNs: $qpns"
 	first=${qpns% *} last=${qpns#* }
-	p0=$(counter rxb rx_drop_pkey) q0=$(counter rxb rx_drop_no_qp)
-	m0=$(counter rxb rx_drop_malformed) r0=$(counter rxb rx_drop_qp)
+	p0=$(rxe_counter rxb rx_drop_pkey) q0=$(rxe_counter rxb rx_drop_no_qp)
+	m0=$(rxe_counter rxb rx_drop_malformed) r0=$(rxe_counter rxb rx_drop_qp)
 	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
-	p=$(($(counter rxb rx_drop_pkey) - p0))
+	p=$(($(rxe_counter rxb rx_drop_pkey) - p0))
 	inject 10.78.3.1 10.78.3.2 wrong-qpn 200 --qpn 0x7f0000 || return 1
 	for qpn in "$first" "$last"; do
 		for k in $malformed; do
@@ -89,12 +85,12 @@ under_traffic() {
 			inject 10.78.3.1 10.78.3.2 bad-read 20 --qpn "$qpn" --psn 0x400000 \
 				--len 0xfff0 || return 1
 	done
-	r=$(($(counter rxb rx_drop_qp) - r0))
+	r=$(($(rxe_counter rxb rx_drop_qp) - r0))
 	inject 10.78.3.1 10.78.3.2 random 5000 --qpn 0x7f0001 --seed 7 &&
 		inject fd00:7b::1 fd00:7b::2 random 5000 --qpn 0x7f0002 --seed 8 || return 1
 	sleep 1
-	q=$(($(counter rxb rx_drop_no_qp) - q0))
-	m=$(($(counter rxb rx_drop_malformed) - m0))
+	q=$(($(rxe_counter rxb rx_drop_no_qp) - q0))
+	m=$(($(rxe_counter rxb rx_drop_malformed) - m0))
 	wait "$soak" || { cat "$tmpd/soak.err"; dmesg | tail -30; return 1; }
 	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_soak_test: \(soak\|ud\): /# \1: /p'
 	echo "# pkey $p no_qp $q malformed $m qp $r"
@@ -111,7 +107,7 @@ under_traffic() {
 # that takes one at a time (rdma_rxe_resources_test says where): the first
 # is queued, the second NAKed as beyond max_dest_rd_atomic and counted once.
 read_limit() {
-	e0=$(counter rxb rd_atomic_exceeded)
+	e0=$(rxe_counter rxb rd_atomic_exceeded)
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_resources_test > "$tmpd/res.err" 2>&1 &
 	mod=$!
@@ -128,7 +124,7 @@ read_limit() {
 		--rkey "$6" --va "$8" --len 0 --dma-len 0x100000 || return 1
 	wait "$mod" || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
 	dmesg | sed -n 's/^.*: ktap: /# /p'
-	[ "$(counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
+	[ "$(rxe_counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
 		{ tr '\n' ' ' < "$cfs/rxb/counters"; return 1; }
 }
 

@@ -17,21 +17,17 @@ setup() {
 		rxe_bind rca ra rxa && rxe_bind rcb rb rxb
 }
 
-counter() { # item name
-	sed -n "s/^$2 //p" "$cfs/$1/counters"
-}
-
 # The RNR and timeout cases made the counters move; packets crossed the
 # wire both ways and the loopback cases stayed off it.
 counters_moved() {
-	if ! { [ "$(counter rxa rcvd_rnr_err)" -ge 1 ] && [ "$(counter rxb send_rnr_err)" -ge 1 ] &&
-		[ "$(counter rxa timeouts)" -ge 1 ] && [ "$(counter rxa completer_retry_err)" -ge 1 ] &&
-		[ "$(counter rxa retry_rnr_exceeded_err)" -ge 1 ] &&
-		[ "$(counter rxa retry_exceeded_err)" -ge 1 ] &&
-		[ "$(counter rxa rdma_sends)" -ge 1 ] && [ "$(counter rxb rdma_recvs)" -ge 1 ] &&
-		[ "$(counter rxb rx_drop_qp)" -ge 1 ] &&
-		[ "$(counter rxa tx_packets)" -ge 1000 ] && [ "$(counter rxb tx_packets)" -ge 1000 ] &&
-		[ "$(counter rxa loopback_packets)" -ge 1000 ]; }; then
+	if ! { [ "$(rxe_counter rxa rcvd_rnr_err)" -ge 1 ] && [ "$(rxe_counter rxb send_rnr_err)" -ge 1 ] &&
+		[ "$(rxe_counter rxa timeouts)" -ge 1 ] && [ "$(rxe_counter rxa completer_retry_err)" -ge 1 ] &&
+		[ "$(rxe_counter rxa retry_rnr_exceeded_err)" -ge 1 ] &&
+		[ "$(rxe_counter rxa retry_exceeded_err)" -ge 1 ] &&
+		[ "$(rxe_counter rxa rdma_sends)" -ge 1 ] && [ "$(rxe_counter rxb rdma_recvs)" -ge 1 ] &&
+		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] &&
+		[ "$(rxe_counter rxa tx_packets)" -ge 1000 ] && [ "$(rxe_counter rxb tx_packets)" -ge 1000 ] &&
+		[ "$(rxe_counter rxa loopback_packets)" -ge 1000 ]; }; then
 		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
 		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
 		return 1
@@ -47,9 +43,9 @@ hw_counters() {
 		completer_retry_err send_err link_downed rdma_sends rdma_recvs; do
 		[ -r "$hw/$n" ] || { echo "no $hw/$n"; return 1; }
 	done
-	[ "$(cat "$hw/rcvd_rnr_err")" = "$(counter rxa rcvd_rnr_err)" ] &&
-		[ "$(cat "$hw/rx_drop_qp")" = "$(counter rxa rx_drop_qp)" ] &&
-		[ "$(cat "$hw/sent_pkts")" -ge "$(counter rxa tx_packets)" ]
+	[ "$(cat "$hw/rcvd_rnr_err")" = "$(rxe_counter rxa rcvd_rnr_err)" ] &&
+		[ "$(cat "$hw/rx_drop_qp")" = "$(rxe_counter rxa rx_drop_qp)" ] &&
+		[ "$(cat "$hw/sent_pkts")" -ge "$(rxe_counter rxa tx_packets)" ]
 }
 
 teardown() {

@@ -17,15 +17,11 @@ setup() {
 		rxe_bind uda ua rxa && rxe_bind udb ub rxb
 }
 
-counter() { # item name
-	sed -n "s/^$2 //p" "$cfs/$1/counters"
-}
-
 counters_add_up() {
 	# rxa sent 7 + 1 (the last with a wrong Q_Key, which rxb dropped); rxb
 	# received those 7 and 1 from itself by the loopback path.
-	if ! { [ "$(counter rxb loopback_packets)" = 1 ] && [ "$(counter rxa tx_packets)" -ge 8 ] &&
-		[ "$(counter rxb rx_packets)" -ge 8 ] && [ "$(counter rxb rx_dropped)" -ge 1 ]; }; then
+	if ! { [ "$(rxe_counter rxb loopback_packets)" = 1 ] && [ "$(rxe_counter rxa tx_packets)" -ge 8 ] &&
+		[ "$(rxe_counter rxb rx_packets)" -ge 8 ] && [ "$(rxe_counter rxb rx_dropped)" -ge 1 ]; }; then
 		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
 		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
 		return 1

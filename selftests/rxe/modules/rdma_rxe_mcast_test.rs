@@ -20,7 +20,6 @@ use kernel::c_str;
 use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 
-use rdma::kshim::testing;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
@@ -38,7 +37,7 @@ use rc::{End, Opts, Port};
 
 #[path = "../../lib/verify.rs"]
 mod verify;
-use verify::{fill_pattern, poll, same};
+use verify::{fill_pattern, poll, quiet, same};
 
 module! {
     type: RxeMcastTest,
@@ -140,12 +139,6 @@ fn received(r: &End, s: &End, k: u32) -> Result {
     check(same(&r.buf, at, &want, 0, LEN)?, "payload intact")
 }
 
-fn quiet(r: &End) -> Result {
-    testing::msleep(300);
-    let mut wcs: [Wc; 1] = Default::default();
-    check(r.recv_cq().poll(&mut wcs) == 0, "nothing more arrives")
-}
-
 /// Fan-out to two QPs on each device, then one detaches.
 fn fanout(p: &Ports, v6_group: bool) -> Result {
     let (a, b, group) = if v6_group {
@@ -165,7 +158,7 @@ fn fanout(p: &Ports, v6_group: bool) -> Result {
         }
     }
     // The sender is not attached: it gets nothing.
-    quiet(&s)?;
+    quiet(s.recv_cq(), 300)?;
     rs[1].qp.detach_mcast(&group)?;
     rs[3].qp.detach_mcast(&group)?;
     check(
@@ -175,8 +168,8 @@ fn fanout(p: &Ports, v6_group: bool) -> Result {
     send(&s, group, 3)?;
     received(&rs[0], &s, 3)?;
     received(&rs[2], &s, 3)?;
-    quiet(&rs[1])?;
-    quiet(&rs[3])
+    quiet(rs[1].recv_cq(), 300)?;
+    quiet(rs[3].recv_cq(), 300)
 }
 
 /// Attaching: a unicast GID is refused; one group holds as many QPs as
