@@ -54,7 +54,8 @@ idle_malformed() {
 
 # The attack while the soak runs, at its QPs on rxb (it names their QPNs);
 # the soak's PSNs start at 0xffff00, far from 0x400000. The soak runs 8 s:
-# the attacks on its QPs come first.
+# the attacks on its QPs come first, those that count on a live QP (bad
+# P_Key, a UD header at an RC QP) before the rest.
 under_traffic() {
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_soak_test > "$tmpd/soak.err" 2>&1 &
@@ -71,21 +72,27 @@ under_traffic() {
 	first=${qpns% *} last=${qpns#* }
 	p0=$(rxe_counter rxb rx_drop_pkey) q0=$(rxe_counter rxb rx_drop_no_qp)
 	m0=$(rxe_counter rxb rx_drop_malformed) r0=$(rxe_counter rxb rx_drop_qp)
+	# What needs the soak's QPs alive goes first (each injection takes a
+	# while under TCG); malformed packets need no QP and come after.
 	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
 	p=$(($(rxe_counter rxb rx_drop_pkey) - p0))
-	inject 10.78.3.1 10.78.3.2 wrong-qpn 200 --qpn 0x7f0000 || return 1
 	for qpn in "$first" "$last"; do
-		for k in $malformed; do
-			inject 10.78.3.1 10.78.3.2 "$k" 20 --qpn "$qpn" || return 1
-		done
-		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$qpn" --qkey 0x600d &&
-			inject 10.78.3.1 10.78.3.2 bad-rkey-write 20 --qpn "$qpn" --psn 0x400000 &&
+		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$qpn" --qkey 0x600d || return 1
+	done
+	r=$(($(rxe_counter rxb rx_drop_qp) - r0))
+	for qpn in "$first" "$last"; do
+		inject 10.78.3.1 10.78.3.2 bad-rkey-write 20 --qpn "$qpn" --psn 0x400000 &&
 			inject 10.78.3.1 10.78.3.2 oob-write 20 --qpn "$qpn" --psn 0x400000 \
 				--va 0xffffffffffff0000 --len 4096 &&
 			inject 10.78.3.1 10.78.3.2 bad-read 20 --qpn "$qpn" --psn 0x400000 \
 				--len 0xfff0 || return 1
 	done
-	r=$(($(rxe_counter rxb rx_drop_qp) - r0))
+	inject 10.78.3.1 10.78.3.2 wrong-qpn 200 --qpn 0x7f0000 || return 1
+	for qpn in "$first" "$last"; do
+		for k in $malformed; do
+			inject 10.78.3.1 10.78.3.2 "$k" 20 --qpn "$qpn" || return 1
+		done
+	done
 	inject 10.78.3.1 10.78.3.2 random 5000 --qpn 0x7f0001 --seed 7 &&
 		inject fd00:7b::1 fd00:7b::2 random 5000 --qpn 0x7f0002 --seed 8 || return 1
 	sleep 1
