@@ -214,6 +214,15 @@ pub trait DeviceOps: Send + Sync {
     fn hw_counter(&self, _port: u32, _index: usize) -> u64 {
         0
     }
+
+    /// Whether `port` takes management datagrams on QP1 (`rdma_cap_ib_mad`
+    /// of the C core: IB and RoCE ports). The core's MAD layer then owns
+    /// the port's GSI QP from registration to unregistration
+    /// ([`crate::mad`]), and a ULP's own `QpType::Gsi` QP is refused
+    /// (`EBUSY`). Read once, when the device is added.
+    fn has_mad(&self, _port: u32) -> bool {
+        false
+    }
 }
 
 /// The usage count of a device and whether new usage is still allowed.
@@ -400,6 +409,11 @@ impl Device {
             r.ah.count(),
             r.mw.count(),
         ]
+    }
+
+    /// Whether `port` has a MAD layer on QP1 ([`DeviceOps::has_mad`]).
+    pub fn has_mad(&self, port: u32) -> bool {
+        self.check_port(port).is_ok() && self.ops().is_ok_and(|o| o.has_mad(port))
     }
 
     /// The provider's operations, or `ENODEV` once unregistration is done.

@@ -15,6 +15,9 @@
 //!   core owns and checks; providers supply the transport
 //!   ([`verbs::qp::QpOps`]) and see the queues through their own handles
 //!   ([`device::ProviderDevice`], [`verbs::qp::ProviderQp`]).
+//! - [`mad`]: management datagrams on QP1, which the core owns on every
+//!   port that takes them; agents per management class.
+//! - [`cm`]: the InfiniBand connection manager, on the MAD layer.
 //! - [`spec`]: what the specification fixes (QP states, opcodes, attribute
 //!   types), kernel-independent and host-tested.
 //!
@@ -52,6 +55,10 @@ pub mod kshim;
 pub mod device;
 
 pub mod verbs;
+
+pub mod mad;
+
+pub mod cm;
 
 /// What a ULP usually needs, in one `use rdma::prelude::*;`.
 pub mod prelude {
@@ -107,6 +114,8 @@ impl Drop for Undo {
 
 /// The module: its init steps, undone in reverse order (field order).
 struct RdmaCore {
+    _cm: Undo,
+    _mad: Undo,
     _net: Undo,
     _registry: Undo,
     _sysfs: Undo,
@@ -126,8 +135,14 @@ impl kernel::Module for RdmaCore {
         let registry = Undo(device::registry::unpublish);
         kshim::net::init()?;
         let net = Undo(kshim::net::exit);
+        mad::init()?;
+        let mad = Undo(mad::exit);
+        cm::init()?;
+        let cm = Undo(cm::exit);
         pr_info!("loaded\n");
         Ok(RdmaCore {
+            _cm: cm,
+            _mad: mad,
             _net: net,
             _registry: registry,
             _sysfs: sysfs,

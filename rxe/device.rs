@@ -273,6 +273,10 @@ impl DeviceOps for RxeOps {
         }
     }
 
+    fn has_mad(&self, _port: u32) -> bool {
+        true
+    }
+
     fn hw_counter_names(&self) -> &'static [&'static CStr] {
         crate::counters::NAMES
     }

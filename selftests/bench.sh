@@ -32,7 +32,7 @@ ours() {
 # local addresses arriving from the wire. All of that is undone at exit
 # (the routes and neighbours go with the veth pair).
 theirs() {
-	modprobe rdma_rxe && netns_veth - bc0 - bc1 &&
+	modprobe rdma_rxe && modprobe rdma_cm && netns_veth - bc0 - bc1 &&
 		ip link set bc0 mtu 9000 && ip link set bc1 mtu 9000 &&
 		netns_addr - bc0 10.84.0.1/24 && netns_addr - bc1 10.84.0.2/24 &&
 		c_rxe_add cbo0 bc0 && c_rxe_add cbo1 bc1 || return 1

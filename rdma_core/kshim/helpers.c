@@ -155,6 +155,13 @@ bool rdma_rs_ratelimit_inline(void)
 	return __ratelimit(&rs);
 }
 
+bool rdma_rs_ratelimit_mgmt(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, 5 * HZ, 10);
+
+	return __ratelimit(&rs);
+}
+
 void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
 {
 	timer_setup(timer, fn, 0);

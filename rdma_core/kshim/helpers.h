@@ -34,6 +34,7 @@ void rdma_rs_verb_enter(void);
 void rdma_rs_verb_exit(void);
 bool rdma_rs_in_verb(void);
 bool rdma_rs_ratelimit_inline(void);
+bool rdma_rs_ratelimit_mgmt(void);
 void rdma_rs_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *));
 int rdma_rs_timer_arm_us(struct timer_list *timer, unsigned int usecs);
 int rdma_rs_timer_shutdown(struct timer_list *timer);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Small `KVec` helpers that the 6.12 kernel crate does not have yet
-//! (`remove`, `pop`), for this crate and the modules that use it.
+//! (`remove`, `pop`, `retain`, `clear`), for this crate and the modules that use it.
 
 use kernel::prelude::*;
 
@@ -36,4 +36,17 @@ pub fn pop<T>(v: &mut KVec<T>) -> Option<T> {
         return None;
     }
     remove(v, len - 1)
+}
+
+/// Keeps only the elements for which `keep` holds, in order, as
+/// `Vec::retain` does.
+pub fn retain<T>(v: &mut KVec<T>, keep: impl Fn(&T) -> bool) {
+    while let Some(i) = v.iter().position(|x| !keep(x)) {
+        drop(remove(v, i));
+    }
+}
+
+/// Drops every element.
+pub fn clear<T>(v: &mut KVec<T>) {
+    while pop(v).is_some() {}
 }

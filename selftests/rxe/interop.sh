@@ -16,8 +16,9 @@
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
+# rxe_cpeer needs rdma_cm (its rdma_cm endpoints): loaded before it.
 setup() {
-	modprobe rdma_rxe && modprobe ib_cm && modprobe rdma_rs_rxe && netns_add iopx &&
+	modprobe rdma_rxe && modprobe ib_cm && modprobe rdma_cm && modprobe rdma_rs_rxe && netns_add iopx &&
 		netns_veth - iv0 iopx iv1 &&
 		netns_addr - iv0 10.82.0.1/24 && netns_addr iopx iv1 10.82.0.2/24 &&
 		c_rxe_add cxi iv0 && rxe_bind iopx iv1 rxi &&
@@ -36,7 +37,7 @@ teardown() {
 	rmmod rdma_rxe_interop_test 2>/dev/null
 	rmmod rxe_cpeer && echo 0 > "$cfs/rxi/enable" && rmdir "$cfs/rxi" && rdma link delete cxi &&
 		ip link del iv0 && ip netns del iopx && rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core &&
-		{ rmmod ib_cm 2>/dev/null || true; }
+		{ rmmod rdma_cm iw_cm 2>/dev/null; rmmod ib_cm 2>/dev/null || true; }
 }
 
 # Every opcode must be sent by both stacks, with the same shapes, but for

@@ -433,24 +433,37 @@ fn ud_multicast(ours_send: bool) -> Result {
     resp.attach_mcast(&group, false)
 }
 
-/// QP1 both ways with the kernel's stack: our GSI QP sends a CM REQ (built
-/// with `rdma::spec::cm_msg`) for a service nobody listens on to the C
-/// stack's QP1; its CM (`ib_cm`, loaded by `interop.sh`) answers from its
-/// QP1 with a REJ, reason INVALID_SERVICE_ID, to the address the REQ came
-/// from; our QP1 receives it behind the network header and it decodes to a
-/// REJ of our REQ.
+/// A MAD handler that takes nothing.
+struct Nobody;
+
+impl rdma::mad::MadHandler for Nobody {
+    fn recv(&self, _agent: &rdma::mad::agent::AgentCore, _mad: &rdma::mad::RecvMad) {}
+
+    fn send_done(
+        &self,
+        _agent: &rdma::mad::agent::AgentCore,
+        _cookie: u64,
+        _status: rdma::mad::SendStatus,
+    ) {
+    }
+}
+
+/// QP1 both ways with the kernel's stack: a CM REQ (built with
+/// `rdma::spec::cm_msg`) for a service nobody listens on goes from our MAD
+/// layer (an agent of a vendor class sends it: the CM class is the core
+/// CM's) to the C stack's QP1; its CM (`ib_cm`, loaded by `interop.sh`)
+/// answers from its QP1 with a REJ to the address the REQ came from; our
+/// MAD layer hands it to our CM, which counts it (and drops it: no
+/// connection of ours has that ID).
 fn gsi_cm_rej() -> Result {
     use rdma::spec::cm_msg::{
-        tcp_service_id, Bytes, CmMessage, CmaHeader, MsgResponse, RejReason, Req, ReqPath,
-        TRANSPORT_RC,
+        tcp_service_id, Bytes, CmMessage, CmaHeader, Req, ReqPath, TRANSPORT_RC,
     };
     let o = rc::Opts {
-        qp_type: rdma::spec::qp_state::QpType::Gsi,
+        qp_type: rdma::spec::qp_state::QpType::Ud,
         mr_access: rdma::spec::opcodes::Access::LOCAL_WRITE,
-        buf_len: 4 * 4096,
-        qkey: 0x8001_0000,
-        sq_sig_all: true,
-        recv_cqe: Some(8),
+        buf_len: 4096,
+        qkey: 0x1111,
         ..rc::RC
     };
     let g = rc::End::new(
@@ -460,14 +473,16 @@ fn gsi_cm_rej() -> Result {
         },
         &o,
     )?;
-    g.ready()?;
-    let rs = [g.buf.sge(4096, 4096, g.mr.lkey())?];
-    g.qp.post_recv(&[rdma::verbs::wr::RecvWr {
-        wr_id: 7,
-        cqe: None,
-        sg: &rs,
-    }])
-    .map_err(|(_, e)| e)?;
+    let agent = rdma::mad::Agent::register(
+        &g.dev,
+        1,
+        0x0a,
+        1,
+        kernel::sync::Arc::new(Nobody, GFP_KERNEL)?,
+    )?;
+    let cm = rdma::cm::port::counters(&g.dev, 1).ok_or(EINVAL)?;
+    let rej = rdma::spec::mad::CM_ATTR_REJ;
+    let before = cm.get(rdma::cm::counters::Group::RxMsgs, rej);
     let mut pd = [0u8; 92];
     CmaHeader::ipv4(4242, [10, 82, 0, 2], [10, 82, 0, 1])
         .write(&mut pd)
@@ -505,53 +520,65 @@ fn gsi_cm_rej() -> Result {
     CmMessage::Req(req)
         .write_mad(0x77, 0, &mut mad)
         .map_err(|_| EINVAL)?;
-    g.buf.write(0, &mad)?;
-    let ah = g.ah(their_gid())?;
-    let sg = [g.buf.sge(0, 256, g.mr.lkey())?];
-    let mut wr = rdma::verbs::wr::SendWr::new(8, rdma::verbs::wr::SendOp::Send, &sg);
-    wr.ud = Some(rdma::verbs::wr::UdDest {
-        ah: ah.core(),
+    let to = rdma::mad::MadAddr {
+        ah: g.av(their_gid())?,
         remote_qpn: 1,
-        remote_qkey: 0x8001_0000,
-    });
-    g.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
-    let sent = verify::poll(&g.cq, 1)?;
-    check(
-        sent[0].status == rdma::spec::opcodes::WcStatus::Success,
-        "the REQ sent",
-    )?;
-    let got = verify::poll(g.recv_cq(), 1)?;
-    let wc = &got[0];
-    check(
-        wc.status == rdma::spec::opcodes::WcStatus::Success && wc.src_qp == 1,
-        "a MAD from the C stack's QP1",
-    )?;
-    check(
-        wc.byte_len as usize == GRH + 256,
-        "one MAD behind the network header",
-    )?;
-    let mut back = [0u8; 256];
-    g.buf.read(4096 + GRH, &mut back)?;
-    let (hdr, msg) = CmMessage::parse_mad(&back).map_err(|_| EINVAL)?;
-    let CmMessage::Rej(rej) = msg else {
-        pr_err!("the C stack answered {:?}\n", hdr);
-        return Err(EINVAL);
+        pkey_index: 0,
     };
-    pr_info!(
-        "gsi: REJ from the C stack: reason {} to comm ID {:#x}, tid {:#x}\n",
-        rej.reason,
-        rej.remote_comm_id,
-        hdr.tid
+    agent.send(&to, &mad, rdma::mad::SendOpts::default())?;
+    for _ in 0..2000 {
+        if cm.get(rdma::cm::counters::Group::RxMsgs, rej) > before {
+            break;
+        }
+        rdma::kshim::testing::msleep(10);
+    }
+    check(
+        cm.get(rdma::cm::counters::Group::RxMsgs, rej) == before + 1,
+        "one REJ from the C stack's CM reached our CM",
+    )
+}
+
+/// The kernel's rdma_cm (through `rxe_cpeer`) connects to our address
+/// on a port nobody listens on: our CM answers the REQ with a REJ, reason
+/// INVALID_SERVICE_ID (8), which the C CM parses and rdma_cm reports as
+/// REJECTED with that status; our CM counted the REQ in and the REJ out.
+fn cm_no_listener() -> Result {
+    use rdma::cm::counters::Group;
+    use rdma::spec::mad::{CM_ATTR_REJ, CM_ATTR_REQ};
+    let dev = rdma::device::get_by_name(c_str!("rxi")).ok_or(EINVAL)?;
+    let cm = rdma::cm::port::counters(&dev, 1).ok_or(EINVAL)?;
+    let (req0, rej0) = (
+        cm.get(Group::RxMsgs, CM_ATTR_REQ),
+        cm.get(Group::TxMsgs, CM_ATTR_REJ),
     );
-    check(hdr.tid == 0x77, "the REQ's transaction ID")?;
-    check(rej.remote_comm_id == 0x5eed_c0de, "a REJ of our REQ")?;
-    check(
-        rej.reason_code() == Some(RejReason::InvalidServiceId),
-        "INVALID_SERVICE_ID",
+    let got = cpeer_sys::CmPeer::connect(
+        &cpeer_sys::cm_v4([10, 82, 0, 2]),
+        4791 + 1000,
+        b"hello",
+        4096,
+        30_000,
     )?;
+    let cpeer_sys::CmConnect::Rejected(peer) = got else {
+        return check(false, "rejected");
+    };
+    let info = peer.info()?;
+    pr_info!(
+        "cm: the C stack's connect was rejected: reason {}, {} bytes of private data\n",
+        info.rej_reason,
+        info.rej_pdata_len
+    );
+    check(info.rej_reason == 8, "REJ reason INVALID_SERVICE_ID")?;
+    pr_info!(
+        "cm: REQ in {} -> {}, REJ out {} -> {}\n",
+        req0,
+        cm.get(Group::RxMsgs, CM_ATTR_REQ),
+        rej0,
+        cm.get(Group::TxMsgs, CM_ATTR_REJ)
+    );
     check(
-        MsgResponse::from_raw(rej.message_rejected) == Some(MsgResponse::Req),
-        "the REQ rejected",
+        cm.get(Group::RxMsgs, CM_ATTR_REQ) == req0 + 1
+            && cm.get(Group::TxMsgs, CM_ATTR_REJ) == rej0 + 1,
+        "one REQ in, one REJ out",
     )
 }
 
@@ -622,6 +649,8 @@ enum What {
     Multicast,
     /// QP1: a CM REQ to the C stack, its REJ back.
     Gsi,
+    /// The C stack's rdma_cm connects to a port nobody listens on here.
+    CmNoListener,
 }
 
 /// One case of the table: what, and which way (`DIRECTIONS[dir]`).
@@ -655,6 +684,7 @@ impl Case<Pairs> for Step {
             What::Invalidate(i) => return rc_invalidate(i, d == 1),
             What::Multicast => return ud_multicast(d == 1),
             What::Gsi => return gsi_cm_rej(),
+            What::CmNoListener => return cm_no_listener(),
             _ => {}
         }
         let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
@@ -672,7 +702,7 @@ impl Case<Pairs> for Step {
             What::Atomics => rc_atomics(req, resp),
             What::AtomicWrite => rc_atomic_write(req, resp),
             What::Flush => rc_flush(req, resp),
-            What::Invalidate(_) | What::Multicast | What::Gsi => Ok(()),
+            What::Invalidate(_) | What::Multicast | What::Gsi | What::CmNoListener => Ok(()),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -712,6 +742,10 @@ fn cases() -> Result<KVec<Step>> {
         GFP_KERNEL,
     )?;
     v.push(Step::new("gsi_cm_req_rej", What::Gsi, 1)?, GFP_KERNEL)?;
+    v.push(
+        Step::new("cm_no_listener_rej", What::CmNoListener, 0)?,
+        GFP_KERNEL,
+    )?;
     for dir in 0..DIRECTIONS.len() {
         for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;

@@ -7,7 +7,9 @@
 //! this module sends UD messages both ways, over IPv4 and IPv6, through the
 //! verbs of `rdma_core` and checks every byte, the GRH, the source QP,
 //! immediate data, an address handle made from the completion, and what
-//! must not arrive.
+//! must not arrive; then the MAD layers of both devices talk through
+//! agents (responses, retries, timeouts, unmatched requests) and the CMs
+//! answer what no connection takes.
 
 #![forbid(unsafe_code)]
 
@@ -16,9 +18,20 @@ use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::cm::counters::Group;
 use rdma::device::{self, Device, DeviceRef};
 use rdma::kshim::testing;
+use rdma::mad::agent::AgentCore;
+use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, Retry, SendOpts, SendStatus};
 use rdma::spec::attr::Gid;
+use rdma::spec::cm_msg::{tcp_service_id, CmMessage, Dreq, Req};
+use rdma::spec::mad::{
+    Mad, MadHeader, CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_REJ, CM_ATTR_REQ, MAD_DATA_LEN,
+    MAD_HDR_LEN, MAD_SIZE, METHOD_GET, METHOD_GET_RESP, METHOD_RESP, METHOD_SEND,
+    STATUS_UNSUPPORTED_METHOD_ATTRIB,
+};
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::ah::AhAttr;
@@ -289,89 +302,389 @@ fn devices_listed(names: &[&CStr]) -> Result {
     Ok(())
 }
 
-/// QP1 (GSI) on each device: the QP number is 1, one per device; a
-/// 256-byte MAD goes from one QP1 to the other with the GSI Q_Key whatever
-/// the work request says (here 0), arrives behind its 40-byte network
-/// header with the sender's QPN 1; and a datagram to QP1 with another Q_Key
-/// (from a UD QP) is dropped.
-fn gsi(a: &End, b: &End) -> Result {
+/// A test agent's record of what its handler saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// A MAD arrived: its header, the sender's QPN, what it answers, and
+    /// whether its data is the pattern of the seed in its attribute
+    /// modifier (inverted for a response).
+    Recv {
+        hdr: MadHeader,
+        src_qp: u32,
+        response_to: Option<u64>,
+        data_ok: bool,
+    },
+    /// A send ended.
+    Done(u64, SendStatus),
+}
+
+/// A test agent's handler: records everything; answers a GET whose
+/// attribute ID is not [`IGNORED_ATTR`] with a GET_RESP carrying the data
+/// inverted.
+#[pin_data]
+struct Recorder {
+    #[pin]
+    seen: Mutex<KVec<Seen>>,
+}
+
+/// GETs of this attribute go unanswered (the timeout case).
+const IGNORED_ATTR: u16 = 0xdead;
+/// The management classes of the test (vendor range 1).
+const TEST_CLASS: u8 = 0x0a;
+const OTHER_CLASS: u8 = 0x0b;
+
+/// The data area of a test MAD: a pattern of `seed`.
+fn mad_data(seed: u32) -> [u8; MAD_DATA_LEN] {
+    let mut d = [0u8; MAD_DATA_LEN];
+    pattern(seed, &mut d);
+    d
+}
+
+impl MadHandler for Recorder {
+    fn recv(&self, agent: &AgentCore, mad: &RecvMad) {
+        let seed = mad.hdr.attr_mod;
+        let mut want = mad_data(seed);
+        if mad.hdr.method & METHOD_RESP != 0 {
+            want.iter_mut().for_each(|b| *b = !*b);
+        }
+        let data_ok = mad.data[MAD_HDR_LEN..] == want[..];
+        let _ = self.seen.lock().push(
+            Seen::Recv {
+                hdr: mad.hdr,
+                src_qp: mad.addr.remote_qpn,
+                response_to: mad.response_to,
+                data_ok,
+            },
+            GFP_KERNEL,
+        );
+        if mad.hdr.method == METHOD_GET && mad.hdr.attr_id != IGNORED_ATTR {
+            let hdr = MadHeader {
+                method: METHOD_GET_RESP,
+                ..mad.hdr
+            };
+            let mut data = mad_data(seed);
+            data.iter_mut().for_each(|b| *b = !*b);
+            let mut out = [0u8; MAD_SIZE];
+            if Mad::write(&hdr, &data, &mut out).is_ok() {
+                let _ = agent.send(&mad.addr, &out, SendOpts::default());
+            }
+        }
+    }
+
+    fn send_done(&self, _agent: &AgentCore, cookie: u64, status: SendStatus) {
+        let _ = self
+            .seen
+            .lock()
+            .push(Seen::Done(cookie, status), GFP_KERNEL);
+    }
+}
+
+impl Recorder {
+    fn new() -> Result<Arc<Recorder>> {
+        Arc::pin_init(
+            pin_init!(Recorder {
+                seen <- new_mutex!(KVec::new(), "Recorder::seen"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Waits until `pred` holds of what was seen (or 20 s pass).
+    fn wait(&self, what: &str, pred: impl Fn(&[Seen]) -> bool) -> Result {
+        for _ in 0..2000 {
+            if pred(&self.seen.lock()) {
+                return Ok(());
+            }
+            testing::msleep(10);
+        }
+        pr_err!(
+            "waited in vain for {}: saw {:?}\n",
+            what,
+            &self.seen.lock()[..]
+        );
+        Err(EAGAIN)
+    }
+
+    fn take(&self) -> KVec<Seen> {
+        core::mem::take(&mut *self.seen.lock())
+    }
+}
+
+/// A MAD of `class` with `method`, `attr_id`, transaction ID `tid` and
+/// the data of `seed` (also in the attribute modifier).
+fn test_mad(class: u8, method: u8, attr_id: u16, tid: u64, seed: u32) -> Result<[u8; MAD_SIZE]> {
+    let hdr = MadHeader {
+        base_version: 1,
+        mgmt_class: class,
+        class_version: 1,
+        method,
+        tid,
+        attr_id,
+        attr_mod: seed,
+        ..MadHeader::default()
+    };
+    let mut out = [0u8; MAD_SIZE];
+    Mad::write(&hdr, &mad_data(seed), &mut out).map_err(|_| EINVAL)?;
+    Ok(out)
+}
+
+/// The address of the other device's QP1.
+fn qp1_of(from: &End, to: &End) -> Result<MadAddr> {
+    Ok(MadAddr {
+        ah: from.av(to.gid)?,
+        remote_qpn: 1,
+        pkey_index: 0,
+    })
+}
+
+/// A MAD counter of `dev` port 1.
+fn mad_counter(dev: &Device, name: &str) -> u64 {
+    rdma::mad::port::counters(dev, 1)
+        .and_then(|c| c.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+        .unwrap_or(u64::MAX)
+}
+
+/// The core owns QP1 of every rxe port: a ULP's GSI QP is refused, and
+/// a second agent for a class and version taken is refused.
+fn gsi_owned_by_core(a: &End, _b: &End) -> Result {
     let o = Opts {
         qp_type: QpType::Gsi,
         qkey: 0x8001_0000,
         ..OPTS
     };
-    let (g1, g2) = (
+    check(
         End::new(
             Port {
                 name: c_str!("rxa"),
                 gid: a.gid,
             },
             &o,
-        )?,
-        End::new(
-            Port {
-                name: c_str!("rxb"),
-                gid: b.gid,
-            },
-            &o,
-        )?,
-    );
-    g1.ready()?;
-    g2.ready()?;
-    check(g1.qp.qpn() == 1 && g2.qp.qpn() == 1, "QP1")?;
-    check(
-        End::new(
-            Port {
-                name: c_str!("rxb"),
-                gid: b.gid,
-            },
-            &o,
         )
         .is_err(),
-        "one GSI QP per device",
+        "a ULP's GSI QP refused: the core has it",
     )?;
-    post_recvs(&g2, 2)?;
-    let mut mad = [0u8; 256];
-    pattern(77, &mut mad);
-    mad[0] = 1; // base version
-    g1.buf.write(0, &mad)?;
-    let ah = g1.ah(g2.gid)?;
-    let sg = [g1.buf.sge(0, 256, g1.mr.lkey())?];
-    let mut wr = SendWr::new(500, SendOp::Send, &sg);
-    wr.ud = Some(UdDest {
-        ah: ah.core(),
-        remote_qpn: 1,
-        remote_qkey: 0,
-    });
-    g1.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
-    let c = poll(&g1.cq, 1, 2000)?;
-    check(c[0].status == WcStatus::Success, "MAD sent")?;
-    let r = poll(&g2.cq, 1, 2000)?;
-    let wc = &r[0];
+    let r = Recorder::new()?;
+    let _one = Agent::register(&a.dev, 1, TEST_CLASS, 1, r.clone())?;
     check(
-        wc.status == WcStatus::Success && wc.byte_len == 256 + 40 && wc.src_qp == 1,
-        "MAD received from QP1 behind the network header",
+        Agent::register(&a.dev, 1, TEST_CLASS, 1, r.clone()).is_err(),
+        "one agent per class and version",
     )?;
-    check(wc.wc_flags.contains(WcFlags::GRH), "GRH flag")?;
-    let mut got = [0u8; 256];
-    g2.buf.read(40, &mut got)?;
-    check(got == mad, "MAD intact")?;
-    // A UD QP's datagram to QP1 under its own Q_Key: dropped.
-    let sg = [a.buf.sge(0, 64, a.mr.lkey())?];
-    let ah = a.ah(g2.gid)?;
-    let mut wr = SendWr::new(501, SendOp::Send, &sg);
-    wr.ud = Some(UdDest {
-        ah: ah.core(),
-        remote_qpn: 1,
-        remote_qkey: QKEY,
-    });
-    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
-    poll(&a.cq, 1, 2000)?;
-    testing::msleep(200);
-    let mut none: [Wc; 1] = Default::default();
     check(
-        g2.cq.poll(&mut none) == 0,
-        "wrong Q_Key not delivered to QP1",
+        Agent::register(&a.dev, 2, TEST_CLASS, 1, r).is_err(),
+        "no port 2",
+    )
+}
+
+/// Through the MAD layers of both devices: a GET with retries gets its
+/// GET_RESP from the other side's agent (the data inverted, the request's
+/// cookie given back, then `Responded`); a SEND without a response ends
+/// with `Sent` and arrives once; a GET of a class nobody on the other side
+/// has is answered by that side's MAD layer with status "unsupported"; a
+/// GET the other agent ignores is sent 1 + 2 times and times out; the
+/// counters of both sides say so.
+fn mad_agents(a: &End, b: &End) -> Result {
+    let (ra, rb) = (Recorder::new()?, Recorder::new()?);
+    let ga = Agent::register(&a.dev, 1, TEST_CLASS, 1, ra.clone())?;
+    let _gb = Agent::register(&b.dev, 1, TEST_CLASS, 1, rb.clone())?;
+    let to_b = qp1_of(a, b)?;
+    let (tx0, rx0) = (mad_counter(&a.dev, "tx"), mad_counter(&b.dev, "rx"));
+
+    // GET, answered.
+    let tid = ga.new_tid();
+    let get = test_mad(TEST_CLASS, METHOD_GET, 0x10, tid, 5)?;
+    let retry = Some(Retry {
+        timeout_ms: 2000,
+        retries: 3,
+    });
+    ga.send(&to_b, &get, SendOpts { cookie: 41, retry })?;
+    ra.wait("the GET's end", |s| {
+        s.contains(&Seen::Done(41, SendStatus::Responded))
+    })?;
+    let seen = ra.take();
+    let resp = seen.iter().find_map(|x| match x {
+        Seen::Recv {
+            hdr,
+            src_qp,
+            response_to,
+            data_ok,
+        } => Some((*hdr, *src_qp, *response_to, *data_ok)),
+        _ => None,
+    });
+    let Some((hdr, src_qp, response_to, data_ok)) = resp else {
+        return check(false, "a response");
+    };
+    check(
+        hdr.method == METHOD_GET_RESP && hdr.tid == tid && src_qp == 1,
+        "GET_RESP from QP1 with the GET's transaction ID",
+    )?;
+    check(
+        response_to == Some(41) && data_ok,
+        "the cookie back, the data inverted",
+    )?;
+    check(seen.len() == 2, "one response, one end")?;
+    let got = rb.take();
+    check(
+        got.len() == 2
+            && matches!(got[0], Seen::Recv { hdr, src_qp: 1, response_to: None, data_ok: true }
+                if hdr.tid == tid && hdr.method == METHOD_GET)
+            && matches!(got[1], Seen::Done(0, SendStatus::Sent)),
+        "the other side saw the GET once and sent its answer",
+    )?;
+
+    // SEND, no response expected.
+    let tid2 = ga.new_tid();
+    let send = test_mad(TEST_CLASS, METHOD_SEND, 0x11, tid2, 6)?;
+    ga.send(
+        &to_b,
+        &send,
+        SendOpts {
+            cookie: 42,
+            retry: None,
+        },
+    )?;
+    ra.wait("the SEND's end", |s| {
+        s.contains(&Seen::Done(42, SendStatus::Sent))
+    })?;
+    rb.wait("the SEND", |s| !s.is_empty())?;
+    check(
+        matches!(rb.take()[..], [Seen::Recv { hdr, response_to: None, data_ok: true, .. }]
+            if hdr.tid == tid2 && hdr.method == METHOD_SEND),
+        "the SEND arrived once, intact",
+    )?;
+    check(ra.take().len() == 1, "nothing else on the sender")?;
+
+    // GET of a class the other side has no agent for.
+    let unm0 = mad_counter(&b.dev, "rx_unmatched");
+    let tid3 = ga.new_tid();
+    let other = test_mad(OTHER_CLASS, METHOD_GET, 0x12, tid3, 7)?;
+    ga.send(&to_b, &other, SendOpts { cookie: 43, retry })?;
+    ra.wait("the unsupported GET's end", |s| {
+        s.contains(&Seen::Done(43, SendStatus::Responded))
+    })?;
+    check(
+        ra.take().iter().any(|x| {
+            matches!(x, Seen::Recv { hdr, response_to: Some(43), .. }
+            if hdr.status == STATUS_UNSUPPORTED_METHOD_ATTRIB && hdr.method == METHOD_GET_RESP
+                && hdr.mgmt_class == OTHER_CLASS && hdr.tid == tid3)
+        }),
+        "the other MAD layer answered: unsupported",
+    )?;
+    check(
+        mad_counter(&b.dev, "rx_unmatched") == unm0 + 1,
+        "counted as unmatched",
+    )?;
+
+    // GET the other agent ignores: 1 + 2 sends, then TimedOut.
+    let (re0, to0) = (
+        mad_counter(&a.dev, "retries"),
+        mad_counter(&a.dev, "timeouts"),
+    );
+    let tid4 = ga.new_tid();
+    let ignored = test_mad(TEST_CLASS, METHOD_GET, IGNORED_ATTR, tid4, 8)?;
+    ga.send(
+        &to_b,
+        &ignored,
+        SendOpts {
+            cookie: 44,
+            retry: Some(Retry {
+                timeout_ms: 300,
+                retries: 2,
+            }),
+        },
+    )?;
+    ra.wait("the timeout", |s| {
+        s.contains(&Seen::Done(44, SendStatus::TimedOut))
+    })?;
+    check(ra.take().len() == 1, "no response, one end")?;
+    let copies = rb.take();
+    check(
+        copies.len() == 3
+            && copies
+                .iter()
+                .all(|x| matches!(x, Seen::Recv { hdr, .. } if hdr.tid == tid4)),
+        "sent three times with the same transaction ID",
+    )?;
+    check(
+        mad_counter(&a.dev, "retries") == re0 + 2 && mad_counter(&a.dev, "timeouts") == to0 + 1,
+        "two retries and a timeout counted",
+    )?;
+    // Sent: GET, SEND, the other class's GET, the ignored GET three
+    // times; received by the agent: all but the other class's.
+    let (tx, rx) = (mad_counter(&a.dev, "tx"), mad_counter(&b.dev, "rx"));
+    if tx != tx0 + 6 || rx != rx0 + 5 {
+        pr_err!("tx {} -> {}, rx {} -> {}\n", tx0, tx, rx0, rx);
+    }
+    check(tx == tx0 + 6 && rx == rx0 + 5, "sent and received counted")?;
+    // A late answer to a request that ended is not delivered.
+    check(!ga.cancel(tid4), "nothing left to cancel")
+}
+
+/// The count of CM message `attr` in `group` on `dev` port 1.
+fn cm_count(dev: &Device, group: Group, attr: u16) -> u64 {
+    rdma::cm::port::counters(dev, 1).map_or(u64::MAX, |c| c.get(group, attr))
+}
+
+/// The core's CM on both devices answers what no connection takes: a REQ
+/// for a service nobody listens on gets a REJ, a DREQ for an unknown
+/// connection a DREP; the REJ and the DREP reach the first CM, which
+/// drops them; each CM counts what it sent and received.
+fn cm_unknown(a: &End, b: &End) -> Result {
+    let r = Recorder::new()?;
+    let ga = Agent::register(&a.dev, 1, TEST_CLASS, 1, r.clone())?;
+    let to_b = qp1_of(a, b)?;
+    let (req, rej, dreq, drep) = (CM_ATTR_REQ, CM_ATTR_REJ, CM_ATTR_DREQ, CM_ATTR_DREP);
+    let a0 = [
+        cm_count(&a.dev, Group::RxMsgs, rej),
+        cm_count(&a.dev, Group::RxMsgs, drep),
+    ];
+    let b0 = [
+        cm_count(&b.dev, Group::RxMsgs, req),
+        cm_count(&b.dev, Group::TxMsgs, rej),
+        cm_count(&b.dev, Group::RxMsgs, dreq),
+        cm_count(&b.dev, Group::TxMsgs, drep),
+    ];
+    let msg = CmMessage::Req(Req {
+        local_comm_id: 0x1234,
+        service_id: tcp_service_id(7777),
+        local_qpn: 0x55,
+        max_cm_retries: 15,
+        ..Req::default()
+    });
+    let mut out = [0u8; MAD_SIZE];
+    msg.write_mad(ga.new_tid(), 0, &mut out)
+        .map_err(|_| EINVAL)?;
+    ga.send(&to_b, &out, SendOpts::default())?;
+    let msg = CmMessage::Dreq(Dreq {
+        local_comm_id: 0x1234,
+        remote_comm_id: 0x9999,
+        remote_qpn_eecn: 0x66,
+        ..Dreq::default()
+    });
+    msg.write_mad(ga.new_tid(), 0, &mut out)
+        .map_err(|_| EINVAL)?;
+    ga.send(&to_b, &out, SendOpts::default())?;
+    for _ in 0..2000 {
+        if cm_count(&a.dev, Group::RxMsgs, rej) > a0[0]
+            && cm_count(&a.dev, Group::RxMsgs, drep) > a0[1]
+        {
+            break;
+        }
+        testing::msleep(10);
+    }
+    check(
+        cm_count(&b.dev, Group::RxMsgs, req) == b0[0] + 1
+            && cm_count(&b.dev, Group::TxMsgs, rej) == b0[1] + 1,
+        "REQ received, REJ sent",
+    )?;
+    check(
+        cm_count(&b.dev, Group::RxMsgs, dreq) == b0[2] + 1
+            && cm_count(&b.dev, Group::TxMsgs, drep) == b0[3] + 1,
+        "DREQ received, DREP sent",
+    )?;
+    check(
+        cm_count(&a.dev, Group::RxMsgs, rej) == a0[0] + 1
+            && cm_count(&a.dev, Group::RxMsgs, drep) == a0[1] + 1,
+        "REJ and DREP back at the first CM",
     )
 }
 
@@ -416,8 +729,10 @@ const CASES: &[FnCase<Sides>] = &[
     case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
     case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
     case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
-    case!("gsi_qp1", |s| s.with(V4, gsi)),
-    case!("gsi_qp1_ipv6", |s| s.with(V6, gsi)),
+    case!("gsi_owned_by_core", |s| s.with(V4, gsi_owned_by_core)),
+    case!("mad_agents", |s| s.with(V4, mad_agents)),
+    case!("mad_agents_ipv6", |s| s.with(V6, mad_agents)),
+    case!("cm_unknown", |s| s.with(V4, cm_unknown)),
 ];
 
 struct RxeUdTest;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rxe_cpeer: an RDMA endpoint on the kernel's own verbs, for the interop
- * test and the benchmark. See rxe_cpeer.h for what it is and how it is used.
+ * test and the benchmark. See rxe_cpeer.h for what it is and how it is used;
+ * the rdma_cm endpoints are in rxe_cpeer_cm.c.
  */
 #include <linux/etherdevice.h>
 #include <linux/module.h>

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The InfiniBand connection manager (`cm.c` of the C core), on the MAD
+//! layer.
+//!
+//! C header: [`include/rdma/ib_cm.h`](srctree/include/rdma/ib_cm.h)
+//!
+//! The CM is an internal client of the core, registered after the MAD
+//! layer ([`crate::mad`]): for every port with a MAD layer it registers a
+//! MAD agent of the CM class (0x07, version 2) and keeps the port's
+//! counters ([`counters::CmCounters`], the C stack's `cm_tx_msgs`,
+//! `cm_rx_msgs`, `cm_tx_retries` and `cm_rx_duplicates`).
+//!
+//! What the CM does today with a message no connection of ours takes, as
+//! the C CM does:
+//!
+//! - a REQ for a service ID nobody listens on: REJ, reason
+//!   INVALID_SERVICE_ID (8), to the REQ's sender with its transaction ID;
+//! - a REP for a communication ID we do not know: REJ, reason
+//!   INVALID_COMM_ID (6);
+//! - a DREQ for a connection we do not know: a DREP, so that the peer's
+//!   disconnect ends without waiting for its retries;
+//! - anything else (REJ, MRA, RTU, DREP, SIDR, LAP, APR) is dropped;
+//! - a MAD of the CM class that does not parse is dropped and logged
+//!   (rate-limited).
+//!
+//! The per-connection state machine is the host-tested
+//! `crate::spec::cm_state`; its kernel glue (ids, listeners by service ID,
+//! timewait and stale-connection tables) and the rdma_cm API above it are
+//! the next steps (`Documentation/cm.rst` says what exists).
+//!
+//! # Locking
+//!
+//! The CM's handlers run from the MAD layer's work (process context) with
+//! no CM lock held while they send.
+
+pub mod counters;
+pub mod port;
+
+pub use counters::CmCounters;
+
+pub(crate) use port::{exit, init};

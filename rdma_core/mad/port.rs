@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One port's QP1: its verbs objects, receive buffers and send slots, the
+//! dispatch of what it receives, and the internal client that opens and
+//! closes it with the device.
+//!
+//! A [`MadPort`] is made by [`MadClient::add`] for each port of a device
+//! that takes MADs and closed by [`MadClient::remove`] (QP first, so no
+//! completion is delivered after it; then the timer and the work; the
+//! agents have been dropped by their owners, whose clients were removed
+//! before this one).
+//!
+//! Buffers: one [`Buffer`] holds [`RECV_SLOTS`] receive slots of
+//! 40 + 256 bytes (the network header the device puts first, then the
+//! MAD) followed by [`SEND_SLOTS`] send slots of 256 bytes. A receive slot
+//! is copied out and posted again before its MAD is dispatched. A send
+//! slot holds its MAD and its address handle until the send completes.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use kernel::c_str;
+use kernel::error::code::{EINVAL, ENOMEM, ENXIO};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+use crate::device::client::{Client, ClientRegistration};
+use crate::device::Device;
+use crate::kshim::global::Global;
+use crate::kshim::mem::Buffer;
+use crate::kshim::sync::{SpinLockIrq, TakeOnce};
+use crate::kshim::timer::{Timer, TimerItem};
+use crate::mad::agent::{AgentCore, MadAddr, RecvMad, SendStatus};
+use crate::spec::mad::{
+    MadHeader, MAD_SIZE, METHOD_GET, METHOD_GET_RESP, METHOD_RESP, METHOD_SET, QP1_QKEY,
+    STATUS_UNSUPPORTED_METHOD_ATTRIB,
+};
+use crate::spec::opcodes::{Access, WcOpcode, WcStatus};
+use crate::spec::qp_state::{required_attrs, AttrMask, QpState, QpType};
+use crate::verbs::ah::{Ah, AhAttr};
+use crate::verbs::cq::{Cq, CqCore, PollCtx};
+use crate::verbs::mr::Mr;
+use crate::verbs::pd::{Pd, PdCore};
+use crate::verbs::qp::{Qp, QpAttr, QpCap, QpCore, QpInitAttr};
+use crate::verbs::wc::{CqeDone, Wc};
+use crate::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
+
+/// Receive buffers posted on QP1 (the C layer's `mad_recvq_size`).
+pub const RECV_SLOTS: usize = 512;
+/// Sends in flight on QP1 at most (the C layer's `mad_sendq_size`).
+pub const SEND_SLOTS: usize = 128;
+/// The network header in front of a received MAD.
+pub const GRH_LEN: usize = 40;
+/// One receive slot.
+const RECV_LEN: usize = GRH_LEN + MAD_SIZE;
+/// Work request IDs of sends have this bit; receives are their slot.
+const SEND_BIT: u64 = 1 << 32;
+
+/// What a port's MAD layer counted (`/sys/class/rdma_rs/<dev>/ports/<N>/
+/// hw_counters` has the provider's; these are the core's).
+#[derive(Default)]
+pub struct MadCounters {
+    /// MADs sent (retries included) and completed without error.
+    pub tx: AtomicU64,
+    /// Sends that completed with an error.
+    pub tx_errors: AtomicU64,
+    /// Sends sent again after a timeout.
+    pub retries: AtomicU64,
+    /// Requests that got no response after their last retry.
+    pub timeouts: AtomicU64,
+    /// MADs received and handed to an agent.
+    pub rx: AtomicU64,
+    /// MADs received that no agent took (no agent of the class, or a
+    /// response nobody waits for).
+    pub rx_unmatched: AtomicU64,
+    /// Datagrams that are no MAD (short, bad base version, no GRH).
+    pub rx_bad: AtomicU64,
+}
+
+impl MadCounters {
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(name, value)` of every counter, for logs and tests.
+    pub fn snapshot(&self) -> [(&'static str, u64); 7] {
+        let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        [
+            ("tx", v(&self.tx)),
+            ("tx_errors", v(&self.tx_errors)),
+            ("retries", v(&self.retries)),
+            ("timeouts", v(&self.timeouts)),
+            ("rx", v(&self.rx)),
+            ("rx_unmatched", v(&self.rx_unmatched)),
+            ("rx_bad", v(&self.rx_bad)),
+        ]
+    }
+}
+
+/// The verbs objects of a port's QP1, in destruction order.
+struct Verbs {
+    _qp: Qp,
+    _mr: Mr,
+    _cq: Cq,
+    _pd: Pd,
+}
+
+/// A send in flight: what it keeps until its completion.
+struct SendSlot {
+    /// The address handle of the destination.
+    _ah: Ah,
+    /// The agent to tell, and what, when the send completes: `None` for a
+    /// request that waits for its response (its end comes from there).
+    notify: Option<(u32, u64)>,
+}
+
+/// A port's MAD layer.
+#[pin_data]
+pub struct MadPort {
+    dev: Arc<Device>,
+    port: u32,
+    qp: Arc<QpCore>,
+    pd: Arc<PdCore>,
+    lkey: u32,
+    buf: Arc<Buffer>,
+    /// Dropped by [`MadPort::close`].
+    verbs: TakeOnce<Verbs>,
+    /// This port as the completion callback of its work requests; taken
+    /// at close, which ends the cycle port -> QP -> work request -> port.
+    #[pin]
+    me: SpinLockIrq<Option<Arc<MadPort>>>,
+    /// Registered agents.
+    #[pin]
+    pub(crate) agents: Mutex<KVec<Arc<AgentCore>>>,
+    /// Send slots.
+    #[pin]
+    slots: SpinLockIrq<KVec<Option<SendSlot>>>,
+    next_agent: AtomicU32,
+    closed: AtomicBool,
+    /// Counters.
+    pub counters: MadCounters,
+    /// Fires at the earliest deadline of the agents' requests.
+    #[pin]
+    timer: Timer<MadPort>,
+    /// Runs the deadlines (process context).
+    #[pin]
+    work: Work<MadPort>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for MadPort { self.work }
+}
+
+impl WorkItem for MadPort {
+    type Pointer = Arc<MadPort>;
+
+    fn run(this: Arc<MadPort>) {
+        this.tick();
+    }
+}
+
+impl TimerItem for MadPort {
+    fn timer(&self) -> &Timer<Self> {
+        &self.timer
+    }
+
+    fn fired(this: Arc<Self>) {
+        let _ = workqueue::system().enqueue(this);
+    }
+}
+
+/// Milliseconds of a monotonic clock.
+pub(crate) fn now_ms() -> u64 {
+    kernel::time::Ktime::ktime_get().to_ms().max(0) as u64
+}
+
+impl MadPort {
+    /// Opens QP1 of `port`: PD, CQ, QP, buffers; moves the QP to RTS and
+    /// posts every receive buffer.
+    fn open(dev: &Arc<Device>, port: u32) -> Result<Arc<MadPort>> {
+        let pd = Pd::alloc(dev)?;
+        let cq = Cq::alloc(
+            dev,
+            (RECV_SLOTS + SEND_SLOTS) as u32,
+            PollCtx::UnboundWorkqueue,
+        )?;
+        let qp = Qp::create(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: QpType::Gsi,
+                send_cq: cq.core(),
+                recv_cq: cq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: SEND_SLOTS as u32,
+                    max_recv_wr: RECV_SLOTS as u32,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: true,
+                port_num: port,
+            },
+        )?;
+        let len = RECV_SLOTS * RECV_LEN + SEND_SLOTS * MAD_SIZE;
+        let buf = Buffer::new(len)?;
+        let mr = Mr::reg_buffer(pd.core(), &buf, 0, len, Access::LOCAL_WRITE)?;
+        let mut cur = QpState::Reset;
+        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let mask = required_attrs(cur, next, QpType::Gsi).ok_or(EINVAL)? | AttrMask::STATE;
+            let attr = QpAttr {
+                qp_state: next,
+                qkey: QP1_QKEY,
+                pkey_index: 0,
+                port_num: port,
+                sq_psn: 0,
+                ..QpAttr::default()
+            };
+            qp.modify(&attr, mask)?;
+            cur = next;
+        }
+        let mut slots = KVec::with_capacity(SEND_SLOTS, GFP_KERNEL)?;
+        for _ in 0..SEND_SLOTS {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        let qp_core = qp.core().clone();
+        let pd_core = pd.core().clone();
+        let lkey = mr.lkey();
+        let verbs = TakeOnce::new(Verbs {
+            _qp: qp,
+            _mr: mr,
+            _cq: cq,
+            _pd: pd,
+        });
+        let this = Arc::pin_init(
+            pin_init!(MadPort {
+                dev: dev.clone(),
+                port,
+                qp: qp_core,
+                pd: pd_core,
+                lkey,
+                buf,
+                verbs,
+                me <- crate::new_spinlock_irq!(None, "MadPort::me"),
+                agents <- new_mutex!(KVec::new(), "MadPort::agents"),
+                slots <- crate::new_spinlock_irq!(slots, "MadPort::slots"),
+                next_agent: AtomicU32::new(crate::kshim::random::u32() & 0xffff),
+                closed: AtomicBool::new(false),
+                counters: MadCounters::default(),
+                timer <- Timer::new(),
+                work <- new_work!("MadPort::work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        *this.me.lock() = Some(this.clone());
+        for slot in 0..RECV_SLOTS {
+            if let Err(e) = this.post_recv(slot) {
+                this.close();
+                return Err(e);
+            }
+        }
+        Ok(this)
+    }
+
+    /// Closes the port: no completion, timeout or dispatch after this
+    /// returns. Process context.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // The QP first: its work requests (each holding the port) are
+        // discarded and the provider stops; the CQ next, which waits for a
+        // running completion handler.
+        drop(self.verbs.take());
+        self.timer.shutdown();
+        crate::kshim::work::flush(&self.work);
+        self.me.lock().take();
+        let slots: KVec<Option<SendSlot>> = {
+            let mut s = self.slots.lock();
+            let mut out = KVec::new();
+            for slot in s.iter_mut() {
+                if let Some(x) = slot.take() {
+                    let _ = out.push(Some(x), GFP_ATOMIC);
+                }
+            }
+            out
+        };
+        drop(slots);
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The port number.
+    pub fn port_num(&self) -> u32 {
+        self.port
+    }
+
+    fn me(&self) -> Option<Arc<dyn CqeDone>> {
+        let me = self.me.lock().clone()?;
+        Some(me)
+    }
+
+    fn post_recv(&self, slot: usize) -> Result {
+        let sg = [self.buf.sge(slot * RECV_LEN, RECV_LEN as u32, self.lkey)?];
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id: slot as u64,
+                cqe: Some(self.me().ok_or(ENXIO)?),
+                sg: &sg,
+            }])
+            .map_err(|(_, e)| e)
+    }
+
+    /// A new agent number (the high half of its transaction IDs).
+    pub(crate) fn agent_id(&self) -> u32 {
+        self.next_agent.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends `mad` to `to`. `notify` names the agent and cookie to tell
+    /// when the send completes. Any context but a hard interrupt.
+    pub(crate) fn post(
+        &self,
+        to: &MadAddr,
+        mad: &[u8; MAD_SIZE],
+        notify: Option<(u32, u64)>,
+    ) -> Result {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(ENXIO);
+        }
+        let mut attr = to.ah;
+        attr.port_num = self.port;
+        let ah = Ah::create(&self.pd, &attr)?;
+        let ah_core = ah.core().clone();
+        let slot = {
+            let mut s = self.slots.lock();
+            let free = s.iter().position(|x| x.is_none()).ok_or(ENOMEM)?;
+            if let Some(x) = s.get_mut(free) {
+                *x = Some(SendSlot { _ah: ah, notify });
+            }
+            free
+        };
+        let off = RECV_SLOTS * RECV_LEN + slot * MAD_SIZE;
+        let sent = (|| {
+            self.buf.write(off, mad)?;
+            let sg = [self.buf.sge(off, MAD_SIZE as u32, self.lkey)?];
+            let mut wr = SendWr::new(SEND_BIT | slot as u64, SendOp::Send, &sg);
+            wr.cqe = Some(self.me().ok_or(ENXIO)?);
+            wr.ud = Some(UdDest {
+                ah: &ah_core,
+                remote_qpn: to.remote_qpn,
+                remote_qkey: QP1_QKEY,
+            });
+            self.qp.post_send(&[wr]).map_err(|(_, e)| e)
+        })();
+        if sent.is_err() {
+            let undone = self.slots.lock().get_mut(slot).and_then(|x| x.take());
+            drop(undone);
+        }
+        sent
+    }
+
+    /// A send completed.
+    fn send_completed(&self, slot: usize, wc: &Wc) {
+        let done = self.slots.lock().get_mut(slot).and_then(|s| s.take());
+        let Some(done) = done else { return };
+        let ok = wc.status == WcStatus::Success;
+        MadCounters::bump(if ok {
+            &self.counters.tx
+        } else {
+            &self.counters.tx_errors
+        });
+        let status = if ok {
+            SendStatus::Sent
+        } else {
+            SendStatus::Failed(wc.status)
+        };
+        if let Some((agent, cookie)) = done.notify {
+            if let Some(a) = self.find_agent(|a| a.id == agent) {
+                a.send_finished(cookie, status);
+            }
+        }
+        // A request that waits for its response and failed to go out is
+        // sent again at its deadline, like a lost one.
+        drop(done);
+    }
+
+    fn find_agent(&self, f: impl Fn(&AgentCore) -> bool) -> Option<Arc<AgentCore>> {
+        let agents = self.agents.lock();
+        agents.iter().find(|a| f(a)).cloned()
+    }
+
+    /// A receive completed.
+    fn received(&self, slot: usize, wc: &Wc) {
+        if wc.status != WcStatus::Success {
+            if wc.status != WcStatus::WrFlushErr && !self.closed.load(Ordering::Acquire) {
+                MadCounters::bump(&self.counters.rx_bad);
+                let _ = self.post_recv(slot);
+            }
+            return;
+        }
+        let mut raw = [0u8; RECV_LEN];
+        let read = self.buf.read(slot * RECV_LEN, &mut raw);
+        if !self.closed.load(Ordering::Acquire) && self.post_recv(slot).is_err() {
+            if crate::kshim::verb::log_allowed() {
+                pr_warn!(
+                    "rdma mad: {} port {}: a receive buffer was lost\n",
+                    self.dev.name(),
+                    self.port
+                );
+            }
+        }
+        if read.is_err() || (wc.byte_len as usize) < RECV_LEN {
+            MadCounters::bump(&self.counters.rx_bad);
+            return;
+        }
+        let mut grh = [0u8; GRH_LEN];
+        grh.copy_from_slice(&raw[..GRH_LEN]);
+        let mut data = [0u8; MAD_SIZE];
+        data.copy_from_slice(&raw[GRH_LEN..]);
+        let (Ok(hdr), Ok(ah)) = (
+            MadHeader::parse(&data),
+            AhAttr::from_wc(&self.dev, self.port, wc, &grh),
+        ) else {
+            MadCounters::bump(&self.counters.rx_bad);
+            return;
+        };
+        let addr = MadAddr {
+            ah,
+            remote_qpn: wc.src_qp,
+            pkey_index: wc.pkey_index,
+        };
+        let mut mad = RecvMad {
+            hdr,
+            data,
+            addr,
+            response_to: None,
+        };
+        if hdr.method & METHOD_RESP != 0 {
+            let agent = crate::spec::mad_send::TidSource::agent_of(hdr.tid);
+            let Some(a) = self.find_agent(|a| a.id == agent) else {
+                MadCounters::bump(&self.counters.rx_unmatched);
+                return;
+            };
+            match a.take_response(&hdr) {
+                Some(cookie) => {
+                    mad.response_to = Some(cookie);
+                    MadCounters::bump(&self.counters.rx);
+                    a.deliver(&mad);
+                }
+                None => MadCounters::bump(&self.counters.rx_unmatched),
+            }
+            return;
+        }
+        match self.find_agent(|a| a.class == hdr.mgmt_class && a.class_version == hdr.class_version)
+        {
+            Some(a) => {
+                MadCounters::bump(&self.counters.rx);
+                a.deliver(&mad);
+            }
+            None => {
+                MadCounters::bump(&self.counters.rx_unmatched);
+                if matches!(hdr.method, METHOD_GET | METHOD_SET) {
+                    self.unsupported(&mad);
+                }
+            }
+        }
+    }
+
+    /// Answers a GET or SET nobody takes (the C layer's unmatched
+    /// response): same header, method GET_RESP, status "unsupported
+    /// method/attribute", the data sent back.
+    fn unsupported(&self, mad: &RecvMad) {
+        let hdr = MadHeader {
+            method: METHOD_GET_RESP,
+            status: STATUS_UNSUPPORTED_METHOD_ATTRIB,
+            ..mad.hdr
+        };
+        let mut out = mad.data;
+        if hdr.write(&mut out).is_ok() {
+            let _ = self.post(&mad.addr, &out, None);
+        }
+    }
+
+    /// Arms the timer for the earliest deadline of the agents.
+    pub(crate) fn rearm(self: &Arc<Self>) {
+        let next = {
+            let agents = self.agents.lock();
+            agents.iter().filter_map(|a| a.next_deadline()).min()
+        };
+        if let Some(at) = next {
+            let now = now_ms();
+            let us = at
+                .saturating_sub(now)
+                .saturating_mul(1000)
+                .min(u64::from(u32::MAX));
+            Timer::arm_us(self, us.max(1) as u32);
+        }
+    }
+
+    /// The deadlines: retries and timeouts of every agent.
+    fn tick(self: &Arc<Self>) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let agents: KVec<Arc<AgentCore>> = {
+            let a = self.agents.lock();
+            let mut v = KVec::new();
+            for x in a.iter() {
+                if v.push(x.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            v
+        };
+        let now = now_ms();
+        for a in agents.iter() {
+            a.on_tick(self, now);
+        }
+        self.rearm();
+    }
+
+    pub(crate) fn count_retry(&self) {
+        MadCounters::bump(&self.counters.retries);
+    }
+
+    pub(crate) fn count_timeout(&self) {
+        MadCounters::bump(&self.counters.timeouts);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+impl CqeDone for MadPort {
+    fn done(&self, _cq: &CqCore, wc: &Wc) {
+        if wc.wr_id & SEND_BIT != 0 || wc.opcode == WcOpcode::Send {
+            self.send_completed((wc.wr_id & !SEND_BIT) as usize, wc);
+        } else {
+            self.received(wc.wr_id as usize, wc);
+        }
+    }
+}
+
+/// The MAD ports of one device, by port number from 1.
+pub struct MadPorts(KVec<Option<Arc<MadPort>>>);
+
+/// The core's internal client that opens and closes QP1.
+pub struct MadClient;
+
+impl Client for MadClient {
+    type Data = MadPorts;
+
+    fn name(&self) -> &CStr {
+        c_str!("mad")
+    }
+
+    fn add(&self, dev: &Arc<Device>) -> Result<MadPorts> {
+        let mut ports = KVec::new();
+        for port in 1..=dev.port_count() {
+            let p = if dev.has_mad(port) {
+                match MadPort::open(dev, port) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        pr_warn!("rdma mad: {} port {}: no QP1 ({:?})\n", dev.name(), port, e);
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            if let Err(e) = ports.push(p, GFP_KERNEL) {
+                for p in ports.iter().flatten() {
+                    p.close();
+                }
+                return Err(e.into());
+            }
+        }
+        Ok(MadPorts(ports))
+    }
+
+    fn remove(&self, _dev: &Arc<Device>, data: &MadPorts) {
+        for p in data.0.iter().flatten() {
+            p.close();
+        }
+    }
+}
+
+struct Registration(ClientRegistration<MadClient>);
+
+static MAD: Global<Registration> = Global::new();
+
+/// The MAD port `port` of `dev`, if it has one and is not closed.
+pub(crate) fn port_of(dev: &Device, port: u32) -> Option<Arc<MadPort>> {
+    let reg = MAD.get()?;
+    let ports = reg.0.data(dev)?;
+    let p = ports.0.get(port.checked_sub(1)? as usize)?.clone()?;
+    (!p.is_closed()).then_some(p)
+}
+
+/// The counters of `dev`'s port `port`, if it has a MAD layer.
+pub fn counters(dev: &Device, port: u32) -> Option<[(&'static str, u64); 7]> {
+    Some(port_of(dev, port)?.counters.snapshot())
+}
+
+/// Registers the MAD client (module init, before any ULP).
+pub(crate) fn init() -> Result {
+    let reg = ClientRegistration::new(MadClient)?;
+    MAD.replace(Some(Arc::new(Registration(reg), GFP_KERNEL)?));
+    Ok(())
+}
+
+/// Unregisters it (module exit).
+pub(crate) fn exit() {
+    drop(MAD.replace(None));
+}
