@@ -103,6 +103,9 @@ impl MadHandler for CmAgent {
                 RejReason::InvalidCommId,
             ),
             CmMessage::Dreq(dreq) => {
+                // As the C CM: a DREQ for no connection of ours is counted
+                // as a duplicate (the connection ended here already).
+                self.counters.count(Group::RxDuplicates, mad.hdr.attr_id);
                 let drep = Drep {
                     local_comm_id: dreq.remote_comm_id,
                     remote_comm_id: dreq.local_comm_id,

@@ -33,6 +33,7 @@ impl Sysfs {
             gids: dev.gid_tbl_len(),
             pkeys: dev.pkey_tbl_len(),
             counters: dev.ops()?.hw_counter_names(),
+            cm: (1..=dev.port_count()).all(|p| dev.has_mad(p)),
         };
         let source: Arc<dyn SysfsShow> = dev.clone();
         Ok(Sysfs {
@@ -110,6 +111,14 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
             dev.query_gid(port, index)?.gid_type.sysfs_name()
         )),
         id::RDMA_RS_ATTR_PKEY => w(writeln!(out, "0x{:04x}", dev.query_pkey(port, index)?)),
+        id::RDMA_RS_ATTR_CM_COUNTER => {
+            // Zero until the CM runs on the port (its client adds it after
+            // the tree exists) and after it stopped.
+            let v = crate::cm::port::counters(dev, port).map_or(0, |c| {
+                c.get_at((index / 16) as usize, (index % 16) as usize)
+            });
+            w(writeln!(out, "{}", v))
+        }
         id::RDMA_RS_ATTR_HW_COUNTER => w(writeln!(
             out,
             "{}",

@@ -53,6 +53,9 @@ pub(crate) struct Shape {
     /// The names of every port's `hw_counters` files (at most 31 bytes
     /// each; copied).
     pub(crate) counters: &'static [&'static CStr],
+    /// Whether every port has the CM's counter folders (`cm_tx_msgs`,
+    /// `cm_tx_retries`, `cm_rx_msgs`, `cm_rx_duplicates`).
+    pub(crate) cm: bool,
 }
 
 /// One device's tree of files; removed when dropped.
@@ -99,6 +102,7 @@ impl Tree {
                 shape.pkeys,
                 names.as_ptr(),
                 names.len() as u32,
+                shape.cm,
             )
         };
         let raw = from_err_ptr(raw)?;

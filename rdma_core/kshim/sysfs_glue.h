@@ -24,6 +24,7 @@ enum rdma_rs_attr_id {
 	RDMA_RS_ATTR_GID_TYPE = 21,
 	RDMA_RS_ATTR_PKEY = 22,
 	RDMA_RS_ATTR_HW_COUNTER = 23,
+	RDMA_RS_ATTR_CM_COUNTER = 24,
 };
 
 struct rdma_rs_sysfs;
@@ -32,7 +33,7 @@ int rdma_rs_sysfs_init(void);
 void rdma_rs_sysfs_exit(void);
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
 					u32 gid_len, u32 pkey_len, const char *const *counter_names,
-					u32 ncounters);
+					u32 ncounters, bool cm);
 void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s);
 
 #endif

@@ -28,6 +28,25 @@ counters_add_up() {
 	fi
 }
 
+cm_counters_in_sysfs() {
+	# The module's cm_unknown sent one REQ and one DREQ from rxa to rxb:
+	# rxb's CM received them and answered with a REJ and a DREP, which
+	# rxa's CM received; nothing else used the CMs.
+	a=/sys/class/rdma_rs/rxa/ports/1
+	b=/sys/class/rdma_rs/rxb/ports/1
+	for f in "$b/cm_rx_msgs/req" "$b/cm_rx_msgs/dreq" "$b/cm_tx_msgs/rej" "$b/cm_tx_msgs/drep" \
+		"$a/cm_rx_msgs/rej" "$a/cm_rx_msgs/drep"; do
+		v=$(cat "$f") || return 1
+		[ "$v" = 1 ] || { echo "$f: $v, not 1"; return 1; }
+	done
+	# The DREQ for no connection is also a duplicate, as the C CM counts it.
+	[ "$(cat "$b/cm_rx_duplicates/dreq")" = 1 ] || { echo "$b/cm_rx_duplicates/dreq not 1"; return 1; }
+	for f in "$a/cm_tx_msgs/rej" "$b/cm_rx_msgs/rep" "$a/cm_tx_retries/req" "$b/cm_rx_duplicates/req"; do
+		v=$(cat "$f") || return 1
+		[ "$v" = 0 ] || { echo "$f: $v, not 0"; return 1; }
+	done
+}
+
 teardown() {
 	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
 		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
@@ -38,5 +57,6 @@ ktap_check "setup" setup
 ktap_module rdma_rxe_ud_test
 rmmod rdma_rxe_ud_test 2>/dev/null
 ktap_check "counters_add_up" counters_add_up
+ktap_check "cm_counters_in_sysfs" cm_counters_in_sysfs
 ktap_check "teardown" teardown
 ktap_finish
