@@ -522,6 +522,9 @@ fn mad_agents(a: &End, b: &End) -> Result {
         "the cookie back, the data inverted",
     )?;
     check(seen.len() == 2, "one response, one end")?;
+    // The answer's own send completion may be handled after the answer
+    // arrived here.
+    rb.wait("the answer's end", |s| s.len() >= 2)?;
     let got = rb.take();
     check(
         got.len() == 2
@@ -596,6 +599,7 @@ fn mad_agents(a: &End, b: &End) -> Result {
         s.contains(&Seen::Done(44, SendStatus::TimedOut))
     })?;
     check(ra.take().len() == 1, "no response, one end")?;
+    rb.wait("the three copies", |s| s.len() >= 3)?;
     let copies = rb.take();
     check(
         copies.len() == 3
@@ -610,7 +614,14 @@ fn mad_agents(a: &End, b: &End) -> Result {
     )?;
     // Sent: GET, SEND, the other class's GET, the ignored GET three
     // times; received by the agent: all but the other class's.
-    let (tx, rx) = (mad_counter(&a.dev, "tx"), mad_counter(&b.dev, "rx"));
+    let counted = || (mad_counter(&a.dev, "tx"), mad_counter(&b.dev, "rx"));
+    for _ in 0..500 {
+        if counted() == (tx0 + 6, rx0 + 5) {
+            break;
+        }
+        testing::msleep(10);
+    }
+    let (tx, rx) = counted();
     if tx != tx0 + 6 || rx != rx0 + 5 {
         pr_err!("tx {} -> {}, rx {} -> {}\n", tx0, tx, rx0, rx);
     }
