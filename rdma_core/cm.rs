@@ -34,8 +34,10 @@
 //! The CM's handlers run from the MAD layer's work (process context) with
 //! no CM lock held while they send.
 
+pub mod conn;
 pub mod counters;
 pub mod port;
+pub mod table;
 
 pub use counters::CmCounters;
 

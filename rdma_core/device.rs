@@ -30,6 +30,7 @@ use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::types::ARef;
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use crate::device::event::Event;
@@ -223,6 +224,12 @@ pub trait DeviceOps: Send + Sync {
     fn has_mad(&self, _port: u32) -> bool {
         false
     }
+
+    /// The netdev behind `port` (`ib_device_get_netdev`), for RoCE: the
+    /// connection manager finds a device from an IP route with it.
+    fn netdev(&self, _port: u32) -> Option<ARef<crate::kshim::net::NetDevice>> {
+        None
+    }
 }
 
 /// The usage count of a device and whether new usage is still allowed.
@@ -414,6 +421,13 @@ impl Device {
     /// Whether `port` has a MAD layer on QP1 ([`DeviceOps::has_mad`]).
     pub fn has_mad(&self, port: u32) -> bool {
         self.check_port(port).is_ok() && self.ops().is_ok_and(|o| o.has_mad(port))
+    }
+
+    /// The netdev behind `port`, if the provider has one
+    /// ([`DeviceOps::netdev`]).
+    pub fn netdev(&self, port: u32) -> Option<ARef<crate::kshim::net::NetDevice>> {
+        self.check_port(port).ok()?;
+        self.ops().ok()?.netdev(port)
     }
 
     /// The provider's operations, or `ENODEV` once unregistration is done.

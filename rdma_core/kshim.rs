@@ -26,6 +26,7 @@ pub mod irq_poll;
 pub mod mem;
 pub mod net;
 pub mod random;
+pub mod route;
 pub mod sync;
 pub mod sysfs;
 pub mod testing;

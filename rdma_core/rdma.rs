@@ -18,6 +18,7 @@
 //! - [`mad`]: management datagrams on QP1, which the core owns on every
 //!   port that takes them; agents per management class.
 //! - [`cm`]: the InfiniBand connection manager, on the MAD layer.
+//! - [`cma`]: the IP connection manager for ULPs (rdma_cm), on the CM.
 //! - [`spec`]: what the specification fixes (QP states, opcodes, attribute
 //!   types), kernel-independent and host-tested.
 //!
@@ -59,6 +60,8 @@ pub mod verbs;
 pub mod mad;
 
 pub mod cm;
+
+pub mod cma;
 
 /// What a ULP usually needs, in one `use rdma::prelude::*;`.
 pub mod prelude {
@@ -114,6 +117,7 @@ impl Drop for Undo {
 
 /// The module: its init steps, undone in reverse order (field order).
 struct RdmaCore {
+    _cma: Undo,
     _cm: Undo,
     _mad: Undo,
     _net: Undo,
@@ -139,8 +143,11 @@ impl kernel::Module for RdmaCore {
         let mad = Undo(mad::exit);
         cm::init()?;
         let cm = Undo(cm::exit);
+        cma::init()?;
+        let cma = Undo(cma::exit);
         pr_info!("loaded\n");
         Ok(RdmaCore {
+            _cma: cma,
             _cm: cm,
             _mad: mad,
             _net: net,

@@ -277,6 +277,10 @@ impl DeviceOps for RxeOps {
         true
     }
 
+    fn netdev(&self, _port: u32) -> Option<ARef<NetDevice>> {
+        Some(self.rd.netdev.clone())
+    }
+
     fn hw_counter_names(&self) -> &'static [&'static CStr] {
         crate::counters::NAMES
     }

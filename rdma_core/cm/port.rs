@@ -9,18 +9,57 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
+use kernel::error::code::ENODEV;
+
+use crate::cm::conn::CmConn;
 use crate::cm::counters::{CmCounters, Group};
+use crate::cm::table;
 use crate::device::client::{Client, ClientRegistration};
 use crate::device::Device;
 use crate::kshim::global::Global;
+use crate::kshim::sync::SpinLockIrq;
 use crate::mad::agent::AgentCore;
 use crate::mad::{Agent, MadHandler, RecvMad, SendOpts, SendStatus};
-use crate::spec::cm_msg::{CmMessage, Drep, MsgResponse, Rej, RejReason};
+use crate::spec::cm_msg::{CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
 use crate::spec::mad::{CLASS_CM, CM_CLASS_VERSION, MAD_SIZE};
+
+/// What the CM of one port shares with its connections.
+#[pin_data]
+pub struct CmPortShared {
+    dev: Arc<Device>,
+    port_num: u32,
+    /// The port's counters.
+    pub counters: Arc<CmCounters>,
+    /// The CM agent, to send through; gone when the device goes.
+    #[pin]
+    agent: SpinLockIrq<Option<Arc<AgentCore>>>,
+}
+
+impl CmPortShared {
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The port number.
+    pub fn port_num(&self) -> u32 {
+        self.port_num
+    }
+
+    /// The agent, while the port is there.
+    pub(crate) fn agent(&self) -> Option<Arc<AgentCore>> {
+        self.agent.lock().clone()
+    }
+
+    /// A transaction ID of the port's CM agent.
+    pub(crate) fn new_tid(&self) -> Result<u64> {
+        Ok(self.agent().ok_or(ENODEV)?.new_tid())
+    }
+}
 
 /// The CM's MAD handler on one port.
 pub struct CmAgent {
-    counters: Arc<CmCounters>,
+    shared: Arc<CmPortShared>,
 }
 
 impl CmAgent {
@@ -32,7 +71,7 @@ impl CmAgent {
             return;
         }
         // Counted before it goes: the answer to it can come back first.
-        self.counters.count(Group::TxMsgs, msg.attr_id());
+        self.shared.counters.count(Group::TxMsgs, msg.attr_id());
         if agent.send(&to.addr, &out, SendOpts::default()).is_err()
             && crate::kshim::verb::log_allowed()
         {
@@ -65,6 +104,38 @@ impl CmAgent {
         };
         self.answer(agent, to, CmMessage::Rej(rej));
     }
+
+    /// A REQ: a duplicate goes to its connection; a new one to the
+    /// listener that takes it, or is rejected.
+    fn on_req(&self, agent: &AgentCore, mad: &RecvMad, req: &Req) {
+        if let Some(conn) = table::find_peer(req.local_comm_id, req.local_ca_guid) {
+            conn.on_msg(&CmMessage::Req(*req), mad.hdr.tid);
+            return;
+        }
+        let Some(listener) = table::find_listener(&self.shared, req) else {
+            self.reject(
+                agent,
+                mad,
+                req.local_comm_id,
+                0,
+                MsgResponse::Req,
+                RejReason::InvalidServiceId,
+            );
+            return;
+        };
+        let Ok(conn) = CmConn::new(self.shared.clone(), mad.addr) else {
+            return;
+        };
+        if conn.on_new_req(req, mad.hdr.tid).is_err() {
+            return;
+        }
+        match listener.on_req(&self.shared, &conn, req, &mad.addr) {
+            Ok(user) => conn.set_user(Some(user)),
+            Err(_) => {
+                let _ = conn.reject(RejReason::ConsumerDefined, &[]);
+            }
+        }
+    }
 }
 
 impl MadHandler for CmAgent {
@@ -84,16 +155,21 @@ impl MadHandler for CmAgent {
                 return;
             }
         };
-        self.counters.count(Group::RxMsgs, mad.hdr.attr_id);
+        self.shared.counters.count(Group::RxMsgs, mad.hdr.attr_id);
+        let ours = match &msg {
+            CmMessage::Req(req) => return self.on_req(agent, mad, req),
+            CmMessage::Rep(m) => m.remote_comm_id,
+            CmMessage::Rtu(m) => m.remote_comm_id,
+            CmMessage::Rej(m) => m.remote_comm_id,
+            CmMessage::Mra(m) => m.remote_comm_id,
+            CmMessage::Dreq(m) => m.remote_comm_id,
+            CmMessage::Drep(m) => m.remote_comm_id,
+        };
+        if let Some(conn) = table::find_local(&self.shared, ours) {
+            conn.on_msg(&msg, mad.hdr.tid);
+            return;
+        }
         match msg {
-            CmMessage::Req(req) => self.reject(
-                agent,
-                mad,
-                req.local_comm_id,
-                0,
-                MsgResponse::Req,
-                RejReason::InvalidServiceId,
-            ),
             CmMessage::Rep(rep) => self.reject(
                 agent,
                 mad,
@@ -105,7 +181,9 @@ impl MadHandler for CmAgent {
             CmMessage::Dreq(dreq) => {
                 // As the C CM: a DREQ for no connection of ours is counted
                 // as a duplicate (the connection ended here already).
-                self.counters.count(Group::RxDuplicates, mad.hdr.attr_id);
+                self.shared
+                    .counters
+                    .count(Group::RxDuplicates, mad.hdr.attr_id);
                 let drep = Drep {
                     local_comm_id: dreq.remote_comm_id,
                     remote_comm_id: dreq.local_comm_id,
@@ -113,7 +191,7 @@ impl MadHandler for CmAgent {
                 };
                 self.answer(agent, mad, CmMessage::Drep(drep));
             }
-            CmMessage::Rej(_) | CmMessage::Mra(_) | CmMessage::Rtu(_) | CmMessage::Drep(_) => {}
+            _ => {}
         }
     }
 
@@ -123,7 +201,7 @@ impl MadHandler for CmAgent {
 /// The CM of one port.
 pub struct CmPort {
     _agent: Agent,
-    counters: Arc<CmCounters>,
+    shared: Arc<CmPortShared>,
 }
 
 /// The CM ports of one device, by port number from 1.
@@ -144,17 +222,29 @@ impl Client for CmClient {
         for port in 1..=dev.port_count() {
             let p = if dev.has_mad(port) {
                 let counters = Arc::new(CmCounters::default(), GFP_KERNEL)?;
+                let shared = Arc::pin_init(
+                    pin_init!(CmPortShared {
+                        dev: dev.clone(),
+                        port_num: port,
+                        counters,
+                        agent <- crate::new_spinlock_irq!(None, "CmPortShared::agent"),
+                    }),
+                    GFP_KERNEL,
+                )?;
                 let handler = Arc::new(
                     CmAgent {
-                        counters: counters.clone(),
+                        shared: shared.clone(),
                     },
                     GFP_KERNEL,
                 )?;
                 Agent::register(dev, port, CLASS_CM, CM_CLASS_VERSION, handler)
                     .ok()
-                    .map(|agent| CmPort {
-                        _agent: agent,
-                        counters,
+                    .map(|agent| {
+                        *shared.agent.lock() = Some(agent.shared());
+                        CmPort {
+                            _agent: agent,
+                            shared,
+                        }
                     })
             } else {
                 None
@@ -164,8 +254,15 @@ impl Client for CmClient {
         Ok(CmPorts(ports))
     }
 
-    fn remove(&self, _dev: &Arc<Device>, _data: &CmPorts) {
-        // The agents go with the data, when the core drops it after this.
+    fn remove(&self, _dev: &Arc<Device>, data: &CmPorts) {
+        // The rdma_cm's client (registered after this one) has ended its
+        // ids on the device already; what is left in the tables of this
+        // device's ports goes, and nothing is sent any more. The agents go
+        // with the data, when the core drops it after this.
+        for p in data.0.iter().flatten() {
+            p.shared.agent.lock().take();
+            table::remove_port(&p.shared);
+        }
     }
 }
 
@@ -173,16 +270,22 @@ struct Registration(ClientRegistration<CmClient>);
 
 static CM: Global<Registration> = Global::new();
 
-/// The CM counters of `dev`'s port `port`, if the CM runs there.
-pub fn counters(dev: &Device, port: u32) -> Option<Arc<CmCounters>> {
+/// The CM of `dev`'s port `port`, if it runs there.
+pub(crate) fn shared(dev: &Device, port: u32) -> Option<Arc<CmPortShared>> {
     let reg = CM.get()?;
     let ports = reg.0.data(dev)?;
     let p = ports.0.get(port.checked_sub(1)? as usize)?.as_ref()?;
-    Some(p.counters.clone())
+    Some(p.shared.clone())
+}
+
+/// The CM counters of `dev`'s port `port`, if the CM runs there.
+pub fn counters(dev: &Device, port: u32) -> Option<Arc<CmCounters>> {
+    Some(shared(dev, port)?.counters.clone())
 }
 
 /// Registers the CM client (module init, after the MAD layer's).
 pub(crate) fn init() -> Result {
+    table::init()?;
     let reg = ClientRegistration::new(CmClient)?;
     CM.replace(Some(Arc::new(Registration(reg), GFP_KERNEL)?));
     Ok(())
@@ -191,4 +294,5 @@ pub(crate) fn init() -> Result {
 /// Unregisters it (module exit).
 pub(crate) fn exit() {
     drop(CM.replace(None));
+    table::exit();
 }

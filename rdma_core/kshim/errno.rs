@@ -8,3 +8,23 @@ use kernel::error::Error;
 pub fn eopnotsupp() -> Error {
     Error::from_errno(-(crate::kshim::bindings::EOPNOTSUPP as i32))
 }
+
+/// `ETIMEDOUT` (110): no answer in time.
+pub fn etimedout() -> Error {
+    Error::from_errno(-110)
+}
+
+/// `ENOTCONN` (107): not connected.
+pub fn enotconn() -> Error {
+    Error::from_errno(-107)
+}
+
+/// `EADDRNOTAVAIL` (99): no device of ours has that address.
+pub fn eaddrnotavail() -> Error {
+    Error::from_errno(-99)
+}
+
+/// `ECONNREFUSED` (111): the peer rejected.
+pub fn econnrefused() -> Error {
+    Error::from_errno(-111)
+}

@@ -14,6 +14,8 @@
 #include <linux/rtnetlink.h>
 #include <linux/sched.h>
 #include <net/addrconf.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
 #include <net/if_inet6.h>
 #include <net/net_namespace.h>
 
@@ -176,4 +178,72 @@ void rdma_rs_net_notifiers_unregister(void)
 	unregister_inet6addr_notifier(&rdma_rs_inet6addr_nb);
 	unregister_inetaddr_notifier(&rdma_rs_inetaddr_nb);
 	unregister_netdevice_notifier(&rdma_rs_netdev_nb);
+}
+
+/*
+ * Network namespaces and routes, for the address resolution of the CM: a
+ * counted reference on a namespace, and the egress device and source
+ * address the routing table gives for a destination.
+ */
+struct net *rdma_rs_net_get_current(void)
+{
+	return get_net(current->nsproxy->net_ns);
+}
+
+struct net *rdma_rs_net_get_of(struct net_device *dev)
+{
+	return get_net(dev_net(dev));
+}
+
+struct net *rdma_rs_net_get(struct net *net)
+{
+	return get_net(net);
+}
+
+void rdma_rs_net_put(struct net *net)
+{
+	put_net(net);
+}
+
+unsigned long rdma_rs_net_id(const struct net *net)
+{
+	return (unsigned long)net;
+}
+
+int rdma_rs_route4(struct net *net, const u8 *dst, u8 *src, int *ifindex, u32 *mtu)
+{
+	struct flowi4 fl4 = {};
+	struct rtable *rt;
+
+	memcpy(&fl4.daddr, dst, 4);
+	memcpy(&fl4.saddr, src, 4);
+	rt = ip_route_output_key(net, &fl4);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	*ifindex = rt->dst.dev->ifindex;
+	*mtu = dst_mtu(&rt->dst);
+	memcpy(src, &fl4.saddr, 4);
+	ip_rt_put(rt);
+	return 0;
+}
+
+int rdma_rs_route6(struct net *net, const u8 *dst, u8 *src, int *ifindex, u32 *mtu)
+{
+	struct flowi6 fl6 = {};
+	struct dst_entry *d;
+	int ret;
+
+	memcpy(&fl6.daddr, dst, 16);
+	memcpy(&fl6.saddr, src, 16);
+	d = ip6_route_output(net, NULL, &fl6);
+	ret = d->error;
+	if (!ret) {
+		*ifindex = d->dev->ifindex;
+		*mtu = dst_mtu(d);
+		if (ipv6_addr_any(&fl6.saddr))
+			ret = ipv6_dev_get_saddr(net, d->dev, &fl6.daddr, 0, &fl6.saddr);
+		memcpy(src, &fl6.saddr, 16);
+	}
+	dst_release(d);
+	return ret;
 }

@@ -21,6 +21,14 @@ bool rdma_rs_netdev_is_ether(const struct net_device *dev);
 void rdma_rs_netdev_mac(const struct net_device *dev, u8 *out);
 u32 rdma_rs_netdev_ipv4_addrs(struct net_device *dev, __be32 *out, u32 max);
 u32 rdma_rs_netdev_ipv6_addrs(struct net_device *dev, struct in6_addr *out, u32 max);
+struct net;
+struct net *rdma_rs_net_get_current(void);
+struct net *rdma_rs_net_get_of(struct net_device *dev);
+struct net *rdma_rs_net_get(struct net *net);
+void rdma_rs_net_put(struct net *net);
+unsigned long rdma_rs_net_id(const struct net *net);
+int rdma_rs_route4(struct net *net, const u8 *dst, u8 *src, int *ifindex, u32 *mtu);
+int rdma_rs_route6(struct net *net, const u8 *dst, u8 *src, int *ifindex, u32 *mtu);
 int rdma_rs_net_notifiers_register(void);
 void rdma_rs_net_notifiers_unregister(void);
 

@@ -129,6 +129,13 @@ impl core::ops::Deref for Agent {
 }
 
 impl Agent {
+    /// The agent's shared part, to send through from elsewhere: sends keep
+    /// working after the agent is dropped (until the port closes), but no
+    /// handler runs then.
+    pub fn shared(&self) -> Arc<AgentCore> {
+        self.0.clone()
+    }
+
     /// Registers an agent for `class` version `class_version` on `dev`'s
     /// port `port`: `ENODEV` if the port has no MAD layer, `EBUSY` if
     /// another agent has that class and version there. May sleep.

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The IP connection manager for ULPs (`rdma_cm`, `cma.c` of the C core),
+//! in safe Rust, on the IB CM ([`crate::cm`]).
+//!
+//! C header: [`include/rdma/rdma_cm.h`](srctree/include/rdma/rdma_cm.h)
+//!
+//! A ULP makes a [`CmId`] in a network namespace with a [`CmHandler`], and
+//! then, as with the C API:
+//!
+//! - active: [`CmIdCore::resolve_addr`] (event `AddrResolved`: the id has a
+//!   device, port and source address), [`CmIdCore::resolve_route`]
+//!   (`RouteResolved`), [`CmIdCore::create_qp`] (an RC QP on the id's
+//!   device, moved to INIT), [`CmIdCore::connect`] (`Established`, or
+//!   `Rejected` / `Unreachable`);
+//! - passive: [`CmIdCore::bind_addr`] and [`CmIdCore::listen`]; a REQ for
+//!   the port (on the bound address, or any) gives `ConnectRequest` with
+//!   a new id in [`CmEvent::new_id`], on which the handler calls
+//!   `create_qp` and [`CmIdCore::accept`] or [`CmIdCore::reject`];
+//! - both: [`CmIdCore::disconnect`] (`Disconnected` on both sides), then
+//!   `TimewaitExit`; `DeviceRemoval` when the device goes.
+//!
+//! The CM moves the QP through INIT, RTR and RTS with the values of the
+//! REQ and REP, as rdma_cm does. Over RoCE without an SA the route is made
+//! from the IP route: IPv4-mapped (or IPv6) GIDs, P_Key 0xFFFF, the path
+//! MTU from the route's MTU and the port's, packet life time 16, flow
+//! label `(sport * 31 + dport) & 0xFFFFF`.
+//!
+//! # Events and context
+//!
+//! Each id delivers its events one at a time, in order, from a work item
+//! (process context), with no lock of the CM held: the handler may call
+//! `connect`, `accept`, `reject`, `disconnect` on the id it is called for,
+//! and may return [`Disposition::Destroy`] to have the id destroyed. A
+//! `CmId` dropped from its own handler does not wait for itself.
+//!
+//! # Lock order
+//!
+//! `IDS` (the list of ids) before `CmIdCore::st`; `CmIdCore::st` before
+//! the IB CM's table before a connection's lock; the event queue's
+//! spinlock is a leaf.
+
+pub mod id;
+
+pub use id::{
+    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
+};
+
+pub(crate) use id::{exit, init};

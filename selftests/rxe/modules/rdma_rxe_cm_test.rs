@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Selftest: connections made by our rdma_cm, between our devices and
+//! with the kernel's rdma_cm.
+//!
+//! `cm.sh` makes our `rxa` (10.84.0.1, namespace cma) and `rxb`
+//! (10.84.0.2, namespace cmb) on a veth pair, and our `rxc` (10.85.0.2,
+//! namespace cmc) facing the kernel's `cxc` (10.85.0.1, initial
+//! namespace) on another. Every connection goes through the CM: address
+//! and route resolution, REQ, REP, RTU, then verified traffic on the QPs
+//! the CM moved to RTS, then DREQ/DREP and timewait; and the failures:
+//! no listener (REJ 8), a consumer's reject with private data (REJ 28).
+//! With the kernel's rdma_cm (the C endpoints of `rxe_cpeer`): our client
+//! to its listener (it echoes our SEND; our RDMA WRITE lands in its
+//! buffer) and its client to our listener (we echo its SEND).
+
+#![deny(unsafe_code)]
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::cm::counters::Group;
+use rdma::cma::{
+    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
+};
+use rdma::device::{self, DeviceRef};
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::route::NetNs;
+use rdma::kshim::testing;
+use rdma::spec::mad::{CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU};
+use rdma::spec::opcodes::{Access, WcStatus};
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::cq::Cq;
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{QpCap, QpInitAttr};
+use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
+
+#[path = "../../lib/ktap.rs"]
+mod ktap;
+use ktap::{case, check, FnCase};
+
+#[path = "../../lib/verify.rs"]
+mod verify;
+
+#[allow(dead_code)]
+mod cpeer_sys;
+
+module! {
+    type: RxeCmTest,
+    name: "rdma_rxe_cm_test",
+    author: "rdma-rs developers",
+    description: "Selftest: rdma_cm connections, ours and the kernel's",
+    license: "GPL",
+}
+
+const BUF: usize = 64 * 1024;
+
+/// One device's verbs objects for the test's connections.
+struct Side {
+    buf: Arc<Buffer>,
+    mr: Mr,
+    cq: Cq,
+    pd: Pd,
+    dev: DeviceRef,
+}
+
+impl Side {
+    fn new(name: &CStr) -> Result<Side> {
+        let dev = device::get_by_name(name).ok_or(ENODEV)?;
+        let pd = Pd::alloc(dev.arc())?;
+        let cq = Cq::create(dev.arc(), 64, None)?;
+        let buf = Buffer::new(BUF)?;
+        let mr = Mr::reg_buffer(
+            pd.core(),
+            &buf,
+            0,
+            BUF,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
+        )?;
+        Ok(Side {
+            buf,
+            mr,
+            cq,
+            pd,
+            dev,
+        })
+    }
+
+    /// The namespace of the device's netdev.
+    fn ns(&self) -> Result<NetNs> {
+        let nd = self.dev.netdev(1).ok_or(ENODEV)?;
+        NetNs::of(&nd)
+    }
+}
+
+/// Creates the RC QP of `id` on `side`.
+fn make_qp(side: &Side, id: &Arc<CmIdCore>) -> Result {
+    id.create_qp(
+        side.pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: side.cq.core(),
+            recv_cq: side.cq.core(),
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 16,
+                max_recv_wr: 16,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: true,
+            port_num: 1,
+        },
+    )
+}
+
+/// What a handler saw: the events of its ids, in order.
+#[pin_data]
+struct Recorder {
+    #[pin]
+    seen: Mutex<KVec<CmEvent>>,
+}
+
+impl CmHandler for Recorder {
+    fn event(&self, _id: &Arc<CmIdCore>, ev: CmEvent) -> Disposition {
+        let _ = self.seen.lock().push(ev, GFP_KERNEL);
+        Disposition::Keep
+    }
+}
+
+/// A recorder, emptied when dropped: the ids inside its events (new ids
+/// of connection requests) go, and with them the recorder's last users.
+struct Rec(Arc<Recorder>);
+
+impl core::ops::Deref for Rec {
+    type Target = Arc<Recorder>;
+
+    fn deref(&self) -> &Arc<Recorder> {
+        &self.0
+    }
+}
+
+impl Drop for Rec {
+    fn drop(&mut self) {
+        let events = core::mem::take(&mut *self.0.seen.lock());
+        drop(events);
+    }
+}
+
+impl Recorder {
+    fn make() -> Result<Rec> {
+        Ok(Rec(Arc::pin_init(
+            pin_init!(Recorder {
+                seen <- new_mutex!(KVec::new(), "Recorder::seen"),
+            }),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Waits (20 s at most) for the first event of `kind` and takes it
+    /// and the events before it.
+    fn take(&self, kind: EventKind) -> Result<CmEvent> {
+        for _ in 0..2000 {
+            {
+                let mut seen = self.seen.lock();
+                if let Some(i) = seen.iter().position(|e| e.kind == kind) {
+                    let mut ev = None;
+                    for _ in 0..=i {
+                        ev = rdma::kshim::vec::remove(&mut seen, 0);
+                    }
+                    return ev.ok_or(EINVAL);
+                }
+                if let Some(other) = seen.iter().find(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::Rejected
+                            | EventKind::Unreachable
+                            | EventKind::AddrError
+                            | EventKind::RouteError
+                    ) && e.kind != kind
+                }) {
+                    pr_err!(
+                        "waiting for {:?}, got {:?} ({})\n",
+                        kind,
+                        other.kind,
+                        other.status
+                    );
+                    return Err(EINVAL);
+                }
+            }
+            testing::msleep(10);
+        }
+        pr_err!("waited in vain for {:?}\n", kind);
+        Err(EAGAIN)
+    }
+}
+
+fn v4(a: [u8; 4], port: u16) -> SockAddr {
+    SockAddr {
+        ip: IpAddr::V4(a),
+        port,
+    }
+}
+
+/// A client id on `side` resolved to `dst`, with its QP.
+fn client(side: &Side, rec: &Rec, dst: SockAddr) -> Result<CmId> {
+    let id = CmId::new(side.ns()?, rec.0.clone())?;
+    id.resolve_addr(None, dst)?;
+    rec.take(EventKind::AddrResolved)?;
+    id.resolve_route()?;
+    rec.take(EventKind::RouteResolved)?;
+    make_qp(side, &id)?;
+    Ok(id)
+}
+
+fn param(data: &[u8]) -> Result<ConnParam> {
+    let mut p = ConnParam {
+        responder_resources: 1,
+        initiator_depth: 1,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        ..ConnParam::default()
+    };
+    p.private_data.extend_from_slice(data, GFP_KERNEL)?;
+    Ok(p)
+}
+
+/// Posts a receive of `len` bytes at `off` of `side`'s buffer on `id`'s QP.
+fn post_recv(side: &Side, id: &CmIdCore, off: usize, len: u32) -> Result {
+    let qp = id.qp().ok_or(EINVAL)?;
+    let sg = [side.buf.sge(off, len, side.mr.lkey())?];
+    qp.post_recv(&[RecvWr {
+        wr_id: 1,
+        cqe: None,
+        sg: &sg,
+    }])
+    .map_err(|(_, e)| e)
+}
+
+/// Posts a SEND of `len` bytes at `off`, or a WRITE to `remote`.
+fn post_send(
+    side: &Side,
+    id: &CmIdCore,
+    off: usize,
+    len: u32,
+    remote: Option<(u64, u32)>,
+) -> Result {
+    let qp = id.qp().ok_or(EINVAL)?;
+    let sg = [side.buf.sge(off, len, side.mr.lkey())?];
+    let op = match remote {
+        Some((remote_addr, rkey)) => SendOp::Write { remote_addr, rkey },
+        None => SendOp::Send,
+    };
+    qp.post_send(&[SendWr::new(2, op, &sg)]).map_err(|(_, e)| e)
+}
+
+/// One completion of `side`'s CQ, successful.
+fn completed(side: &Side, what: &str) -> Result {
+    let wc = verify::poll(&side.cq, 1)?;
+    if wc[0].status != WcStatus::Success {
+        pr_err!("{}: {:?}\n", what, wc[0].status);
+    }
+    check(wc[0].status == WcStatus::Success, what)
+}
+
+fn cm(side: &Side, g: Group, attr: u16) -> u64 {
+    rdma::cm::port::counters(&side.dev, 1).map_or(u64::MAX, |c| c.get(g, attr))
+}
+
+/// The private data of an accept: our buffer's address, key and length.
+fn buffer_pdata(side: &Side) -> [u8; 16] {
+    let mut p = [0u8; 16];
+    p[..8].copy_from_slice(&side.buf.addr(0).to_be_bytes());
+    p[8..12].copy_from_slice(&side.mr.rkey().to_be_bytes());
+    p[12..].copy_from_slice(&(BUF as u32).to_be_bytes());
+    p
+}
+
+/// Ours to ours: rxa connects to a listener on rxb (private data both
+/// ways), SENDs and WRITEs into the address the accept gave, then
+/// disconnects; both sides see every event, the counters say what went.
+fn ours_to_ours() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([0; 4], 5000))?;
+    listener.listen()?;
+    let req0 = cm(&b, Group::RxMsgs, CM_ATTR_REQ);
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5000))?;
+    id.connect(&param(b"hello")?)?;
+    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    check(
+        ev.private_data.len() == 56 && ev.private_data[..5] == *b"hello",
+        "the REQ's private data",
+    )?;
+    check(
+        ev.param.responder_resources == 1 && ev.param.initiator_depth == 1,
+        "the offer",
+    )?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    check(
+        server
+            .dst_addr()
+            .is_some_and(|d| d.ip == IpAddr::V4([10, 84, 0, 1])),
+        "the peer's address from the rdma_cm header",
+    )?;
+    make_qp(&b, &server)?;
+    post_recv(&b, &server, 0, 4096)?;
+    server.accept(&param(&buffer_pdata(&b))?)?;
+    let est = ra.take(EventKind::Established)?;
+    check(
+        est.private_data.len() == 196,
+        "the REP's private data, all of it",
+    )?;
+    rb.take(EventKind::Established)?;
+    let mut rkey = [0u8; 4];
+    rkey.copy_from_slice(&est.private_data[8..12]);
+    let mut addr = [0u8; 8];
+    addr.copy_from_slice(&est.private_data[..8]);
+    // SEND a to b.
+    verify::fill_pattern(&a.buf, 0, 1000, 7)?;
+    post_send(&a, &id, 0, 1000, None)?;
+    completed(&a, "the SEND completed")?;
+    completed(&b, "the SEND arrived")?;
+    check(
+        verify::same(&a.buf, 0, &b.buf, 0, 1000)?,
+        "the SEND's bytes",
+    )?;
+    // WRITE a to b's buffer at 8 KiB.
+    verify::fill_pattern(&a.buf, 4096, 3000, 8)?;
+    post_send(
+        &a,
+        &id,
+        4096,
+        3000,
+        Some((u64::from_be_bytes(addr) + 8192, u32::from_be_bytes(rkey))),
+    )?;
+    completed(&a, "the WRITE completed")?;
+    check(
+        verify::same(&a.buf, 4096, &b.buf, 8192, 3000)?,
+        "the WRITE's bytes",
+    )?;
+    // Disconnect from the client.
+    id.disconnect()?;
+    ra.take(EventKind::Disconnected)?;
+    rb.take(EventKind::Disconnected)?;
+    ra.take(EventKind::TimewaitExit)?;
+    rb.take(EventKind::TimewaitExit)?;
+    check(cm(&b, Group::RxMsgs, CM_ATTR_REQ) == req0 + 1, "one REQ")?;
+    check(
+        cm(&a, Group::RxMsgs, CM_ATTR_REP) >= 1
+            && cm(&b, Group::RxMsgs, CM_ATTR_RTU) >= 1
+            && cm(&b, Group::RxMsgs, CM_ATTR_DREQ) >= 1
+            && cm(&a, Group::RxMsgs, CM_ATTR_DREP) >= 1,
+        "REP, RTU, DREQ and DREP went",
+    )?;
+    drop(server);
+    drop(id);
+    drop(listener);
+    Ok(())
+}
+
+/// Nobody listens on the port: REJECTED with reason 8.
+fn no_listener() -> Result {
+    let a = Side::new(c_str!("rxa"))?;
+    let ra = Recorder::make()?;
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5999))?;
+    id.connect(&param(b"anyone?")?)?;
+    let ev = ra.take(EventKind::Rejected)?;
+    check(ev.status == 8, "INVALID_SERVICE_ID")
+}
+
+/// The listener's owner rejects, with private data: the client sees
+/// REJECTED, reason 28, and the data.
+fn consumer_reject() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([10, 84, 0, 2], 5002))?;
+    listener.listen()?;
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5002))?;
+    id.connect(&param(b"let me in")?)?;
+    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    server.reject(b"go away")?;
+    let ev = ra.take(EventKind::Rejected)?;
+    check(ev.status == 28, "CONSUMER_DEFINED")?;
+    check(
+        ev.private_data.len() == 148 && ev.private_data[..7] == *b"go away",
+        "the REJ's private data",
+    )?;
+    drop(server);
+    drop(listener);
+    Ok(())
+}
+
+/// Our client to the kernel's rdma_cm listener (rxe_cpeer): it echoes
+/// our SEND, and our WRITE lands in the buffer its accept gave.
+fn ours_to_c() -> Result {
+    let c = Side::new(c_str!("rxc"))?;
+    let peer = cpeer_sys::CmPeer::listen(&cpeer_sys::cm_v4([0, 0, 0, 0]), 6000, 65536)?;
+    let rc = Recorder::make()?;
+    let id = client(&c, &rc, v4([10, 85, 0, 1], 6000))?;
+    id.connect(&param(b"from rust")?)?;
+    let est = rc.take(EventKind::Established)?;
+    // The C side is established when our RTU arrives.
+    let mut info = peer.info()?;
+    for _ in 0..1000 {
+        if info.established >= 1 {
+            break;
+        }
+        testing::msleep(10);
+        info = peer.info()?;
+    }
+    check(info.established >= 1, "the C side established")?;
+    check(
+        info.pdata()[..9] == *b"from rust",
+        "the C side got our private data",
+    )?;
+    let mut f = [0u8; 8];
+    f.copy_from_slice(&est.private_data[..8]);
+    let raddr = u64::from_be_bytes(f);
+    let mut k = [0u8; 4];
+    k.copy_from_slice(&est.private_data[8..12]);
+    let rkey = u32::from_be_bytes(k);
+    // SEND, echoed back.
+    post_recv(&c, &id, 8192, 256)?;
+    verify::fill_pattern(&c.buf, 0, 200, 9)?;
+    post_send(&c, &id, 0, 200, None)?;
+    completed(&c, "the SEND completed")?;
+    completed(&c, "the echo arrived")?;
+    check(
+        verify::same(&c.buf, 0, &c.buf, 8192, 200)?,
+        "the echo's bytes",
+    )?;
+    // WRITE into its buffer.
+    verify::fill_pattern(&c.buf, 4096, 1500, 10)?;
+    post_send(&c, &id, 4096, 1500, Some((raddr + 100, rkey)))?;
+    completed(&c, "the WRITE completed")?;
+    let mut theirs = [0u8; 1500];
+    peer.read_buf(100, &mut theirs)?;
+    let mut ours = [0u8; 1500];
+    c.buf.read(4096, &mut ours)?;
+    check(theirs == ours, "the WRITE's bytes in the C buffer")?;
+    id.disconnect()?;
+    rc.take(EventKind::Disconnected)?;
+    drop(id);
+    drop(peer);
+    Ok(())
+}
+
+/// The kernel's rdma_cm client (rxe_cpeer) to our listener: we accept
+/// with private data, echo its SEND; it disconnects.
+fn c_to_ours() -> Result {
+    let c = Side::new(c_str!("rxc"))?;
+    let rs = Recorder::make()?;
+    let listener = CmId::new(c.ns()?, rs.0.clone())?;
+    listener.bind_addr(v4([0; 4], 6001))?;
+    listener.listen()?;
+    // The C client connects and blocks until established: it runs on a
+    // helper thread of the kernel (the work of the C module) while we
+    // accept here; its connect waits for our accept.
+    let done = Arc::pin_init(
+        pin_init!(Connecting {
+            out <- new_mutex!(None, "Connecting::out"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let d2 = done.clone();
+    let w = Arc::pin_init(
+        pin_init!(ConnectWork {
+            done: d2,
+            work <- kernel::new_work!("ConnectWork::work"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let _ = kernel::workqueue::system_unbound().enqueue(w);
+    let mut ev = rs.take(EventKind::ConnectRequest)?;
+    check(
+        ev.private_data[..7] == *b"from c!",
+        "the C client's private data",
+    )?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    make_qp(&c, &server)?;
+    post_recv(&c, &server, 0, 256)?;
+    server.accept(&param(&buffer_pdata(&c))?)?;
+    rs.take(EventKind::Established)?;
+    let mut peer = None;
+    for _ in 0..2000 {
+        if let Some(p) = done.out.lock().take() {
+            peer = Some(p);
+            break;
+        }
+        testing::msleep(10);
+    }
+    let peer = peer.ok_or(EAGAIN)??;
+    let info = peer.info()?;
+    check(
+        info.remote_len == BUF as u32,
+        "the C client decoded our accept's private data",
+    )?;
+    peer.send(b"ping from the kernel's rdma_cm")?;
+    completed(&c, "its SEND arrived")?;
+    post_send(&c, &server, 0, 30, None)?;
+    completed(&c, "the echo went")?;
+    let mut back = [0u8; 64];
+    let n = peer.recv(&mut back, 10_000)?;
+    check(
+        n == 30 && back[..30] == *b"ping from the kernel's rdma_cm",
+        "the echo's bytes",
+    )?;
+    peer.disconnect(10_000)?;
+    rs.take(EventKind::Disconnected)?;
+    drop(peer);
+    drop(server);
+    drop(listener);
+    Ok(())
+}
+
+/// The outcome of the C client's connect.
+#[pin_data]
+struct Connecting {
+    #[pin]
+    out: Mutex<Option<Result<cpeer_sys::CmPeer>>>,
+}
+
+/// Runs the C client's (blocking) connect.
+#[pin_data]
+struct ConnectWork {
+    done: Arc<Connecting>,
+    #[pin]
+    work: kernel::workqueue::Work<ConnectWork>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for ConnectWork { self.work }
+}
+
+impl kernel::workqueue::WorkItem for ConnectWork {
+    type Pointer = Arc<ConnectWork>;
+
+    fn run(this: Arc<ConnectWork>) {
+        let r = cpeer_sys::CmPeer::connect(
+            &cpeer_sys::cm_v4([10, 85, 0, 2]),
+            6001,
+            b"from c!",
+            65536,
+            30_000,
+        )
+        .and_then(|c| c.established());
+        *this.done.out.lock() = Some(r);
+    }
+}
+
+const CASES: &[FnCase<()>] = &[
+    case!("ours_to_ours", |()| ours_to_ours()),
+    case!("no_listener_rejected", |()| no_listener()),
+    case!("consumer_reject_with_data", |()| consumer_reject()),
+    case!("ours_to_kernel_rdma_cm", |()| ours_to_c()),
+    case!("kernel_rdma_cm_to_ours", |()| c_to_ours()),
+];
+
+struct RxeCmTest;
+
+impl kernel::Module for RxeCmTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        ktap::run(CASES, &mut ())?;
+        Ok(RxeCmTest)
+    }
+}
