@@ -5,7 +5,10 @@
 # cxc (10.85.0.1, initial namespace) on another, for ours to the kernel's
 # rdma_cm both ways (through the C endpoints of rxe_cpeer). The cases are
 # in modules/rdma_rxe_cm_test.rs; afterwards the CM counters in sysfs must
-# show what went on the wire.
+# show what went on the wire. Then rdma-core's rping (librdmacm over the
+# kernel's rxe, from userspace) against modules/rdma_rxe_rping_test.rs,
+# which speaks rping's protocol: rping -c to our server and our client to
+# rping -s, five iterations each, data validated on both ends.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -14,7 +17,7 @@
 cfs=/sys/kernel/config/rdma_rs_rxe
 
 setup() {
-	modprobe rdma_rxe && modprobe ib_cm && modprobe rdma_cm && modprobe rdma_rs_rxe &&
+	modprobe rdma_rxe && modprobe ib_cm && modprobe rdma_cm && modprobe rdma_ucm && modprobe rdma_rs_rxe &&
 		netns_add cma cmb cmc && netns_veth cma ca cmb cb && netns_veth - ci cmc cc &&
 		netns_addr cma ca 10.84.0.1/24 && netns_addr cmb cb 10.84.0.2/24 &&
 		netns_addr - ci 10.85.0.1/24 && netns_addr cmc cc 10.85.0.2/24 &&
@@ -38,18 +41,64 @@ counters() {
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 
+# rping -s on the kernel's device, for our client; rping -c for our
+# server, retried until our server listens (the module starts it). Each
+# leaves its exit status in a file (the checks run in a subshell, which
+# cannot wait for them).
+rping_start() {
+	(
+		rping -s -a 10.85.0.1 -p 7175 -S 100 -v > "$tmpd/rping_s.out" 2>&1
+		echo $? > "$tmpd/rping_s.rc"
+	) &
+	_ps=$!
+	(
+		for _ in $(seq 60); do
+			if rping -c -a 10.85.0.2 -p 7174 -C 5 -S 100 -V -v > "$tmpd/rping_c.out" 2>&1; then
+				echo 0 > "$tmpd/rping_c.rc"
+				exit 0
+			fi
+			sleep 1
+		done
+		echo 1 > "$tmpd/rping_c.rc"
+	) &
+	cleanup_add kill "$_ps" "$!"
+}
+
+# rping -c validated five iterations against our server and ended well;
+# rping -s served five iterations of our client and ended well.
+rping_done() {
+	for _ in $(seq 300); do
+		[ -f "$tmpd/rping_c.rc" ] && [ -f "$tmpd/rping_s.rc" ] && break
+		sleep 0.1
+	done
+	_c=$(cat "$tmpd/rping_c.rc" 2>/dev/null)
+	_s=$(cat "$tmpd/rping_s.rc" 2>/dev/null)
+	_nc=$(grep -c '^ping data: rdma-ping-' "$tmpd/rping_c.out")
+	_ns=$(grep -c '^server ping data: rdma-ping-' "$tmpd/rping_s.out")
+	if [ "$_c" != 0 ] || [ "$_s" != 0 ] || [ "$_nc" != 5 ] || [ "$_ns" != 5 ]; then
+		echo "rping -c: exit $_c, $_nc pings; rping -s: exit $_s, $_ns pings"
+		sed 's/^/rping -c: /' "$tmpd/rping_c.out"
+		sed 's/^/rping -s: /' "$tmpd/rping_s.out"
+		return 1
+	fi
+}
+
 teardown() {
 	rmmod rdma_rxe_cm_test 2>/dev/null
+	rmmod rdma_rxe_rping_test 2>/dev/null
 	rmmod rxe_cpeer 2>/dev/null
 	for d in rxa rxb rxc; do echo 0 > "$cfs/$d/enable" && rmdir "$cfs/$d" || return 1; done
 	rdma link delete cxc && ip link del ci && ip netns del cma && ip netns del cmb && ip netns del cmc &&
-		rmmod rdma_rxe && rmmod rdma_rs_rxe && rmmod rdma_core &&
-		{ rmmod rdma_cm iw_cm 2>/dev/null; rmmod ib_cm 2>/dev/null || true; }
+		rmmod rdma_rs_rxe && rmmod rdma_core &&
+		{ rmmod rdma_ucm rdma_cm iw_cm ib_cm rdma_rxe ib_uverbs 2>/dev/null || true; }
 }
 
 ktap_plan
 ktap_check "setup" setup
 ktap_module rdma_rxe_cm_test
 ktap_check "counters" counters
+rping_start
+ktap_module rdma_rxe_rping_test
+ktap_check "rping_done" rping_done
 ktap_check "teardown" teardown
 ktap_finish
