@@ -133,6 +133,11 @@ pub struct ConnParam {
     pub retry_count: u8,
     /// RNR retries (0 to 7, 7 meaning infinite).
     pub rnr_retry_count: u8,
+    /// The REQ's CM response timeout (IBA time; rdma_cm's 20 if `None`),
+    /// for tests that need a peer that never answers to time out soon.
+    pub cm_response_timeout: Option<u8>,
+    /// The REQ's Max CM Retries (rdma_cm's 15 if `None`).
+    pub max_cm_retries: Option<u8>,
 }
 
 /// An event (`struct rdma_cm_event`).
@@ -219,6 +224,8 @@ struct State {
     param_retry: u8,
     /// Active: the REP's private data, for the Established event.
     rep_data: KVec<u8>,
+    /// Passive: the listener the request came to.
+    parent: Option<Arc<CmIdCore>>,
 }
 
 struct Queue {
@@ -273,6 +280,12 @@ impl WorkItem for CmIdCore {
                 }
             };
             if this.destroyed.load(Ordering::Acquire) {
+                continue;
+            }
+            // A request whose listener went before it was reported is
+            // rejected: its new id goes with the event.
+            if ev.kind == EventKind::ConnectRequest && this.parent_gone() {
+                drop(ev);
                 continue;
             }
             if this.handler.event(&this, ev) == Disposition::Destroy {
@@ -349,6 +362,7 @@ impl CmIdCore {
                         rq_psn: 0,
                         param_retry: 7,
                         rep_data: KVec::new(),
+                        parent: None,
                     },
                     "CmIdCore::st"
                 ),
@@ -382,6 +396,15 @@ impl CmIdCore {
         if start {
             let _ = workqueue::system_unbound().enqueue(self.clone());
         }
+    }
+
+    /// Whether the listener of this (passive) id was destroyed.
+    fn parent_gone(&self) -> bool {
+        self.st
+            .lock()
+            .parent
+            .as_ref()
+            .is_some_and(|p| p.destroyed.load(Ordering::Acquire))
     }
 
     /// The source address (after `resolve_addr` or `bind_addr`).
@@ -569,7 +592,10 @@ impl CmIdCore {
                 local_qpn: qpn,
                 responder_resources: param.responder_resources,
                 initiator_depth: param.initiator_depth,
-                remote_cm_response_timeout: CM_RESPONSE_TIMEOUT,
+                remote_cm_response_timeout: param
+                    .cm_response_timeout
+                    .unwrap_or(CM_RESPONSE_TIMEOUT)
+                    .min(31),
                 transport_service_type: TRANSPORT_RC,
                 end_to_end_flow_control: param.flow_control,
                 starting_psn: psn,
@@ -578,7 +604,7 @@ impl CmIdCore {
                 partition_key: 0xffff,
                 path_mtu: b.mtu as u8,
                 rnr_retry_count: param.rnr_retry_count.min(7),
-                max_cm_retries: MAX_CM_RETRIES,
+                max_cm_retries: param.max_cm_retries.unwrap_or(MAX_CM_RETRIES).min(15),
                 primary_path: ReqPath {
                     local_lid: 0xffff,
                     remote_lid: 0xffff,
@@ -774,11 +800,17 @@ impl CmIdCore {
         if self.destroyed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (conn, qp, listener) = {
+        let (conn, qp, listener, parent) = {
             let mut st = self.st.lock();
             st.phase = Phase::Destroyed;
-            (st.conn.take(), st.qp.take(), st.listener.take())
+            (
+                st.conn.take(),
+                st.qp.take(),
+                st.listener.take(),
+                st.parent.take(),
+            )
         };
+        drop(parent);
         drop(listener);
         if let Some(c) = conn {
             c.set_user(None);
@@ -985,6 +1017,7 @@ impl ListenUser for CmIdCore {
             });
             st.req = Some(*req);
             st.conn = Some(conn.clone());
+            st.parent = self.me();
         }
         let ids = IDS.get().ok_or(ENODEV)?;
         ids.list.lock().push(child.clone(), GFP_KERNEL)?;

@@ -22,13 +22,15 @@ setup() {
 		netns_addr cma ca 10.84.0.1/24 && netns_addr cmb cb 10.84.0.2/24 &&
 		netns_addr - ci 10.85.0.1/24 && netns_addr cmc cc 10.85.0.2/24 &&
 		rxe_bind cma ca rxa && rxe_bind cmb cb rxb && rxe_bind cmc cc rxc &&
-		c_rxe_add cxc ci
+		c_rxe_add cxc ci &&
+		ip netns exec cma ip neigh add 10.84.0.99 lladdr 02:00:00:00:00:99 dev ca
 }
 
 # Every REQ of the module's connections was answered: ours to ours made
-# three REQs to rxb (one connected, one rejected by the consumer, one for
-# a port nobody listens on); rxc took one REQ from the kernel's rdma_cm
-# and sent one to it.
+# four REQs to rxb (one connected, one rejected by the consumer, one for
+# a port nobody listens on, one whose listener went); rxc took one REQ
+# from the kernel's rdma_cm and sent one to it. (10.84.0.99 answers
+# nothing: its MAC is nobody's.)
 counters() {
 	b=/sys/class/rdma_rs/rxb/ports/1
 	c=/sys/class/rdma_rs/rxc/ports/1
@@ -36,7 +38,7 @@ counters() {
 		v=$(cat "$1") || return 1
 		[ "$v" = "$2" ] || { echo "$1: $v, want $2"; return 1; }
 	}
-	want "$b/cm_rx_msgs/req" 3 && want "$b/cm_tx_msgs/rej" 2 && want "$b/cm_tx_msgs/rep" 1 &&
+	want "$b/cm_rx_msgs/req" 4 && want "$b/cm_tx_msgs/rej" 3 && want "$b/cm_tx_msgs/rep" 1 &&
 		want "$b/cm_rx_msgs/rtu" 1 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }

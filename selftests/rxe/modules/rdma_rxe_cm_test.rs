@@ -399,6 +399,48 @@ fn consumer_reject() -> Result {
     Ok(())
 }
 
+/// A peer that never answers: the REQ goes to an address whose neighbour
+/// entry (cm.sh sets it) names a MAC nobody has; with a short CM response
+/// timeout and two retries the REQ is sent three times and the id sees
+/// UNREACHABLE (-ETIMEDOUT), as rdma_cm reports it.
+fn unreachable() -> Result {
+    let a = Side::new(c_str!("rxa"))?;
+    let ra = Recorder::make()?;
+    let tx0 = cm(&a, Group::TxMsgs, CM_ATTR_REQ);
+    let re0 = cm(&a, Group::TxRetries, CM_ATTR_REQ);
+    let id = client(&a, &ra, v4([10, 84, 0, 99], 5000))?;
+    let mut p = param(b"hello?")?;
+    p.cm_response_timeout = Some(8);
+    p.max_cm_retries = Some(2);
+    id.connect(&p)?;
+    let ev = ra.take(EventKind::Unreachable)?;
+    check(ev.status == -110, "ETIMEDOUT")?;
+    check(
+        cm(&a, Group::TxMsgs, CM_ATTR_REQ) == tx0 + 1
+            && cm(&a, Group::TxRetries, CM_ATTR_REQ) == re0 + 2,
+        "one REQ and two retries",
+    )
+}
+
+/// A listener destroyed while a connection request waits in its queue
+/// (the new id never taken): the request is rejected, the client sees
+/// REJECTED, and nothing is left.
+fn listener_destroyed_with_pending() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([0; 4], 5003))?;
+    listener.listen()?;
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5003))?;
+    id.connect(&param(b"pending")?)?;
+    let ev = rb.take(EventKind::ConnectRequest)?;
+    drop(listener);
+    // The request's new id goes with its event, untaken: rejected.
+    drop(ev);
+    let ev = ra.take(EventKind::Rejected)?;
+    check(ev.status == 28, "rejected by the consumer's side")
+}
+
 /// Our client to the kernel's rdma_cm listener (rxe_cpeer): it echoes
 /// our SEND, and our WRITE lands in the buffer its accept gave.
 fn ours_to_c() -> Result {
@@ -561,6 +603,10 @@ const CASES: &[FnCase<()>] = &[
     case!("ours_to_ours", |()| ours_to_ours()),
     case!("no_listener_rejected", |()| no_listener()),
     case!("consumer_reject_with_data", |()| consumer_reject()),
+    case!("unreachable_after_retries", |()| unreachable()),
+    case!("listener_destroyed_with_pending", |()| {
+        listener_destroyed_with_pending()
+    }),
     case!("ours_to_kernel_rdma_cm", |()| ours_to_c()),
     case!("kernel_rdma_cm_to_ours", |()| c_to_ours()),
 ];
