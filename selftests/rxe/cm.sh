@@ -23,14 +23,16 @@ setup() {
 		netns_addr - ci 10.85.0.1/24 && netns_addr cmc cc 10.85.0.2/24 &&
 		rxe_bind cma ca rxa && rxe_bind cmb cb rxb && rxe_bind cmc cc rxc &&
 		c_rxe_add cxc ci &&
-		ip netns exec cma ip neigh add 10.84.0.99 lladdr 02:00:00:00:00:99 dev ca
+		ip netns exec cma ip neigh add 10.84.0.99 lladdr 02:00:00:00:00:99 dev ca &&
+		echo "hit=rx_drop@nth=1 hit=rx_dup@nth=2 hit=rx_drop@nth=4" > "$cfs/rxb/fault"
 }
 
-# Every REQ of the module's connections was answered: ours to ours made
-# four REQs to rxb (one connected, one rejected by the consumer, one for
-# a port nobody listens on, one whose listener went); rxc took one REQ
-# from the kernel's rdma_cm and sent one to it. (10.84.0.99 answers
-# nothing: its MAC is nobody's.)
+# Every REQ of the module's connections was answered: rxb received six
+# REQs (the lost one never arrived, its resend twice; then one connected,
+# one rejected by the consumer, one for a port nobody listens on, one
+# whose listener went); rxc took one REQ from the kernel's rdma_cm and
+# sent one to it (10.84.0.99 answers nothing: its MAC is nobody's). Every
+# fault armed on rxb fired.
 counters() {
 	b=/sys/class/rdma_rs/rxb/ports/1
 	c=/sys/class/rdma_rs/rxc/ports/1
@@ -38,8 +40,9 @@ counters() {
 		v=$(cat "$1") || return 1
 		[ "$v" = "$2" ] || { echo "$1: $v, want $2"; return 1; }
 	}
-	want "$b/cm_rx_msgs/req" 4 && want "$b/cm_tx_msgs/rej" 3 && want "$b/cm_tx_msgs/rep" 1 &&
-		want "$b/cm_rx_msgs/rtu" 1 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
+	grep -qx "hits_pending 0" "$cfs/rxb/fault" || { cat "$cfs/rxb/fault"; return 1; }
+	want "$b/cm_rx_msgs/req" 6 && want "$b/cm_rx_duplicates/req" 1 && want "$b/cm_tx_msgs/rej" 3 &&
+		want "$b/cm_tx_msgs/rep" 2 && want "$b/cm_rx_msgs/rtu" 2 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 

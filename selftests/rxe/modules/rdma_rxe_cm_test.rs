@@ -365,6 +365,54 @@ fn ours_to_ours() -> Result {
     Ok(())
 }
 
+/// Loss and duplicates on the wire, by rxb's fault injection (cm.sh arms
+/// it before the first case: the first packet rxb receives is dropped,
+/// the second duplicated, the fourth dropped): our first REQ is lost and
+/// sent again after its timeout; that one arrives twice, and the second
+/// is a duplicate the passive side drops; after the RTU, our DREQ is lost
+/// and sent again, and both sides still end disconnected.
+fn lost_and_duplicated() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([0; 4], 5010))?;
+    listener.listen()?;
+    let re0 = [
+        cm(&a, Group::TxRetries, CM_ATTR_REQ),
+        cm(&a, Group::TxRetries, CM_ATTR_DREQ),
+    ];
+    let dup0 = cm(&b, Group::RxDuplicates, CM_ATTR_REQ);
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5010))?;
+    let mut p = param(b"through loss")?;
+    p.cm_response_timeout = Some(8);
+    id.connect(&p)?;
+    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    make_qp(&b, &server)?;
+    server.accept(&param(b"ok")?)?;
+    ra.take(EventKind::Established)?;
+    rb.take(EventKind::Established)?;
+    check(
+        cm(&a, Group::TxRetries, CM_ATTR_REQ) == re0[0] + 1,
+        "the lost REQ sent again",
+    )?;
+    check(
+        cm(&b, Group::RxDuplicates, CM_ATTR_REQ) == dup0 + 1,
+        "the duplicated REQ dropped as a duplicate",
+    )?;
+    check(rb.seen.lock().is_empty(), "one connection request only")?;
+    id.disconnect()?;
+    ra.take(EventKind::Disconnected)?;
+    rb.take(EventKind::Disconnected)?;
+    check(
+        cm(&a, Group::TxRetries, CM_ATTR_DREQ) == re0[1] + 1,
+        "the lost DREQ sent again",
+    )?;
+    drop(server);
+    drop(listener);
+    Ok(())
+}
+
 /// Nobody listens on the port: REJECTED with reason 8.
 fn no_listener() -> Result {
     let a = Side::new(c_str!("rxa"))?;
@@ -600,6 +648,7 @@ impl kernel::workqueue::WorkItem for ConnectWork {
 }
 
 const CASES: &[FnCase<()>] = &[
+    case!("req_lost_duplicated_dreq_lost", |()| lost_and_duplicated()),
     case!("ours_to_ours", |()| ours_to_ours()),
     case!("no_listener_rejected", |()| no_listener()),
     case!("consumer_reject_with_data", |()| consumer_reject()),
