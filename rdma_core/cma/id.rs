@@ -998,6 +998,8 @@ impl ListenUser for CmIdCore {
             .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
             .ok_or_else(eaddrnotavail)?;
         let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone())?;
+        // Before the child's lock: the list of ids comes first.
+        let parent = self.me();
         {
             let mut st = child.st.lock();
             st.phase = Phase::ReqRcvd;
@@ -1017,7 +1019,7 @@ impl ListenUser for CmIdCore {
             });
             st.req = Some(*req);
             st.conn = Some(conn.clone());
-            st.parent = self.me();
+            st.parent = parent;
         }
         let ids = IDS.get().ok_or(ENODEV)?;
         ids.list.lock().push(child.clone(), GFP_KERNEL)?;

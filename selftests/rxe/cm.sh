@@ -27,10 +27,10 @@ setup() {
 		echo "hit=rx_drop@nth=1 hit=rx_dup@nth=2 hit=rx_drop@nth=4" > "$cfs/rxb/fault"
 }
 
-# Every REQ of the module's connections was answered: rxb received six
+# Every REQ of the module's connections was answered: rxb received seven
 # REQs (the lost one never arrived, its resend twice; then one connected,
 # one rejected by the consumer, one for a port nobody listens on, one
-# whose listener went); rxc took one REQ from the kernel's rdma_cm and
+# whose listener went, one whose client's device went); rxc took one REQ from the kernel's rdma_cm and
 # sent one to it (10.84.0.99 answers nothing: its MAC is nobody's). Every
 # fault armed on rxb fired.
 counters() {
@@ -41,8 +41,8 @@ counters() {
 		[ "$v" = "$2" ] || { echo "$1: $v, want $2"; return 1; }
 	}
 	grep -qx "hits_pending 0" "$cfs/rxb/fault" || { cat "$cfs/rxb/fault"; return 1; }
-	want "$b/cm_rx_msgs/req" 6 && want "$b/cm_rx_duplicates/req" 1 && want "$b/cm_tx_msgs/rej" 3 &&
-		want "$b/cm_tx_msgs/rep" 2 && want "$b/cm_rx_msgs/rtu" 2 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
+	want "$b/cm_rx_msgs/req" 7 && want "$b/cm_rx_duplicates/req" 1 && want "$b/cm_tx_msgs/rej" 3 &&
+		want "$b/cm_tx_msgs/rep" 3 && want "$b/cm_rx_msgs/rtu" 3 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 
@@ -88,11 +88,23 @@ rping_done() {
 	fi
 }
 
+# The module's last case asks for rxa to be removed under its connection.
+remove_watch() {
+	for _ in $(seq 1200); do
+		if dmesg | grep -q "cm: ready for removal of rxa"; then
+			echo 0 > "$cfs/rxa/enable"
+			return
+		fi
+		sleep 0.1
+	done
+}
+
 teardown() {
 	rmmod rdma_rxe_cm_test 2>/dev/null
 	rmmod rdma_rxe_rping_test 2>/dev/null
 	rmmod rxe_cpeer 2>/dev/null
-	for d in rxa rxb rxc; do echo 0 > "$cfs/$d/enable" && rmdir "$cfs/$d" || return 1; done
+	# rxa is disabled already (the removal case).
+	for d in rxa rxb rxc; do echo 0 > "$cfs/$d/enable" 2>/dev/null; rmdir "$cfs/$d" || return 1; done
 	rdma link delete cxc && ip link del ci && ip netns del cma && ip netns del cmb && ip netns del cmc &&
 		rmmod rdma_rs_rxe && rmmod rdma_core &&
 		{ rmmod rdma_ucm rdma_cm iw_cm ib_cm rdma_rxe ib_uverbs 2>/dev/null || true; }
@@ -100,7 +112,12 @@ teardown() {
 
 ktap_plan
 ktap_check "setup" setup
+dmesg -c > /dev/null
+remove_watch &
+watch=$!
+cleanup_add kill "$watch"
 ktap_module rdma_rxe_cm_test
+wait "$watch"
 ktap_check "counters" counters
 rping_start
 ktap_module rdma_rxe_rping_test

@@ -612,6 +612,58 @@ fn c_to_ours() -> Result {
     Ok(())
 }
 
+/// rxa is removed under a connected id (cm.sh disables it when this
+/// case prints that it is ready): the id gets DEVICE_REMOVAL, the core
+/// lets go of its QP and device and the id is unusable; the test then
+/// lets go of rxa too, and the unregistration completes. (The DREQ the
+/// CM sends then need not reach the peer: rxe stops sending when it is
+/// disabled, before the device is unregistered; the peer's side is
+/// destroyed without waiting for it.)
+fn device_removed_under_connection() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([0; 4], 5020))?;
+    listener.listen()?;
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5020))?;
+    id.connect(&param(b"soon gone")?)?;
+    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    make_qp(&b, &server)?;
+    server.accept(&param(b"ok")?)?;
+    ra.take(EventKind::Established)?;
+    rb.take(EventKind::Established)?;
+    pr_info!("cm: ready for removal of rxa\n");
+    for _ in 0..6000 {
+        if ra
+            .seen
+            .lock()
+            .iter()
+            .any(|e| e.kind == EventKind::DeviceRemoval)
+        {
+            break;
+        }
+        testing::msleep(10);
+    }
+    ra.take(EventKind::DeviceRemoval)?;
+    // Our own objects on rxa hold it: they go now.
+    drop(a);
+    let mut released = false;
+    for _ in 0..1000 {
+        if id.qp().is_none() && id.device().is_none() {
+            released = true;
+            break;
+        }
+        testing::msleep(10);
+    }
+    check(released, "the id let go of its QP and device")?;
+    check(id.connect(&param(b"again")?).is_err(), "the id is unusable")?;
+    drop(id);
+    drop(server);
+    drop(listener);
+    Ok(())
+}
+
 /// The outcome of the C client's connect.
 #[pin_data]
 struct Connecting {
@@ -658,6 +710,9 @@ const CASES: &[FnCase<()>] = &[
     }),
     case!("ours_to_kernel_rdma_cm", |()| ours_to_c()),
     case!("kernel_rdma_cm_to_ours", |()| c_to_ours()),
+    case!("device_removed_under_connection", |()| {
+        device_removed_under_connection()
+    }),
 ];
 
 struct RxeCmTest;
