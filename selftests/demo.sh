@@ -2,8 +2,10 @@
 # `make run`: load our stack (rdma_core, a software test device, a ULP with
 # verbs objects on it) and the kernel's C stack side by side and show their
 # state; then two rdma_rs_rxe devices on a veth pair between two network
-# namespaces move 1 MiB with an RDMA WRITE and an RDMA READ. Prints KTAP so
-# the host can judge the run.
+# namespaces move 1 MiB with an RDMA WRITE and an RDMA READ; then our
+# rdma_cm connects with rdma-core's rping over the kernel's rxe, both ways
+# (connections negotiated by the CM on QP1). Prints KTAP so the host can
+# judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 # shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
@@ -13,6 +15,8 @@ cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/netns.sh
 # shellcheck source=lib/rxe.sh
 . ../lib/rxe.sh
+# shellcheck source=lib/cmtools.sh
+. ../lib/cmtools.sh
 
 show() {
 	echo "### $*"
@@ -74,5 +78,34 @@ show rxe_ports
 ktap_module rdma_rxe_demo
 show rxe_summary
 show rxe_counters
+
+# Our rdma_cm against rdma-core's rping, rdma_client/rdma_server and
+# ucmatose (userspace, librdmacm, over the kernel's rxe cxc): our rxc
+# (10.85.0.2, namespace demo_c) serves their clients and connects to their
+# servers on 10.85.0.1.
+cm_setup() {
+	modprobe rdma_cm && modprobe rdma_ucm && netns_add demo_c && netns_veth - dci demo_c dcc &&
+		netns_addr - dci 10.85.0.1/24 && netns_addr demo_c dcc 10.85.0.2/24 &&
+		rxe_bind demo_c dcc rxc && c_rxe_add cxc dci
+}
+cm_summary() {
+	dmesg | sed -n -E "s/^.*rdma_rxe_cmtools_test: ((rping|rdma_server|rdma_client|ucmatose): )/\1/p"
+	for f in cm_rx_msgs/req cm_tx_msgs/rep cm_rx_msgs/rtu cm_tx_msgs/req cm_rx_msgs/rep cm_tx_msgs/rtu \
+		cm_tx_msgs/dreq cm_rx_msgs/dreq; do
+		printf "%-48s %s\n" "/sys/class/rdma_rs/rxc/ports/1/$f" "$(cat "/sys/class/rdma_rs/rxc/ports/1/$f")"
+	done
+}
+cm_teardown() {
+	rmmod rdma_rxe_cmtools_test 2>/dev/null
+	echo 0 > "$cfs/rxc/enable" && rmdir "$cfs/rxc" && rdma link delete cxc && ip link del dci &&
+		ip netns del demo_c
+}
+ktap_check "cm_devices_ours_and_the_kernels" cm_setup
+cmtools_start 10.85.0.1 10.85.0.2
+ktap_module rdma_rxe_cmtools_test
+ktap_check "rdma_core_tools_both_ways" cmtools_done
+show cmtools_show
+show cm_summary
+ktap_check "cm_teardown" cm_teardown
 ktap_check "rxe_teardown" rxe_teardown
 ktap_finish

@@ -5,14 +5,17 @@
 # cxc (10.85.0.1, initial namespace) on another, for ours to the kernel's
 # rdma_cm both ways (through the C endpoints of rxe_cpeer). The cases are
 # in modules/rdma_rxe_cm_test.rs; afterwards the CM counters in sysfs must
-# show what went on the wire. Then rdma-core's rping (librdmacm over the
-# kernel's rxe, from userspace) against modules/rdma_rxe_rping_test.rs,
-# which speaks rping's protocol: rping -c to our server and our client to
-# rping -s, five iterations each, data validated on both ends.
+# show what went on the wire. Then rdma-core's rping, rdma_client,
+# rdma_server and ucmatose (librdmacm over the kernel's rxe, from
+# userspace) against modules/rdma_rxe_cmtools_test.rs, which speaks their
+# protocols, each tool both ways: rping's five iterations validated on
+# both ends, rdma_client/rdma_server's exchange, ucmatose's three
+# connections of ten messages each way.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/cmtools.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
@@ -46,48 +49,6 @@ counters() {
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 
-# rping -s on the kernel's device, for our client; rping -c for our
-# server, retried until our server listens (the module starts it). Each
-# leaves its exit status in a file (the checks run in a subshell, which
-# cannot wait for them).
-rping_start() {
-	(
-		rping -s -a 10.85.0.1 -p 7175 -S 100 -v > "$tmpd/rping_s.out" 2>&1
-		echo $? > "$tmpd/rping_s.rc"
-	) &
-	_ps=$!
-	(
-		for _ in $(seq 60); do
-			if rping -c -a 10.85.0.2 -p 7174 -C 5 -S 100 -V -v > "$tmpd/rping_c.out" 2>&1; then
-				echo 0 > "$tmpd/rping_c.rc"
-				exit 0
-			fi
-			sleep 1
-		done
-		echo 1 > "$tmpd/rping_c.rc"
-	) &
-	cleanup_add kill "$_ps" "$!"
-}
-
-# rping -c validated five iterations against our server and ended well;
-# rping -s served five iterations of our client and ended well.
-rping_done() {
-	for _ in $(seq 300); do
-		[ -f "$tmpd/rping_c.rc" ] && [ -f "$tmpd/rping_s.rc" ] && break
-		sleep 0.1
-	done
-	_c=$(cat "$tmpd/rping_c.rc" 2>/dev/null)
-	_s=$(cat "$tmpd/rping_s.rc" 2>/dev/null)
-	_nc=$(grep -c '^ping data: rdma-ping-' "$tmpd/rping_c.out")
-	_ns=$(grep -c '^server ping data: rdma-ping-' "$tmpd/rping_s.out")
-	if [ "$_c" != 0 ] || [ "$_s" != 0 ] || [ "$_nc" != 5 ] || [ "$_ns" != 5 ]; then
-		echo "rping -c: exit $_c, $_nc pings; rping -s: exit $_s, $_ns pings"
-		sed 's/^/rping -c: /' "$tmpd/rping_c.out"
-		sed 's/^/rping -s: /' "$tmpd/rping_s.out"
-		return 1
-	fi
-}
-
 # The module's last case asks for rxa to be removed under its connection.
 remove_watch() {
 	for _ in $(seq 1200); do
@@ -101,7 +62,7 @@ remove_watch() {
 
 teardown() {
 	rmmod rdma_rxe_cm_test 2>/dev/null
-	rmmod rdma_rxe_rping_test 2>/dev/null
+	rmmod rdma_rxe_cmtools_test 2>/dev/null
 	rmmod rxe_cpeer 2>/dev/null
 	# rxa is disabled already (the removal case).
 	for d in rxa rxb rxc; do echo 0 > "$cfs/$d/enable" 2>/dev/null; rmdir "$cfs/$d" || return 1; done
@@ -119,8 +80,8 @@ cleanup_add kill "$watch"
 ktap_module rdma_rxe_cm_test
 wait "$watch"
 ktap_check "counters" counters
-rping_start
-ktap_module rdma_rxe_rping_test
-ktap_check "rping_done" rping_done
+cmtools_start 10.85.0.1 10.85.0.2
+ktap_module rdma_rxe_cmtools_test
+ktap_check "cmtools_done" cmtools_done
 ktap_check "teardown" teardown
 ktap_finish

@@ -1,0 +1,107 @@
+#!/bin/sh
+# shellcheck disable=SC2154 # tmpd comes from cleanup.sh, sourced first
+# rdma-core's rping, rdma_client and rdma_server against our test module
+# that speaks their protocols (modules/rdma_rxe_cmtools_test.rs), for cm.sh
+# and make run (sourced, after cleanup.sh).
+#
+#   cmtools_start THEIRS OURS
+#       starts `rping -s` on THEIRS (an address of the kernel's rxe, port
+#       7175, 100-byte pings) for our client, and `rping -c` to OURS (port
+#       7174, five validated pings), retried until our server listens (the
+#       module starts it); and the same for `rdma_server -p 7472` and
+#       `rdma_client -s OURS -p 7471`, and `ucmatose -p 7474 -c 3` and
+#       `ucmatose -s OURS -p 7473 -c 3`. Each leaves its exit status in a
+#       file: the checks run in a subshell, which cannot wait for them.
+#   cmtools_done
+#       succeeds if both rpings ended well with five pings each, and
+#       rdma_client, rdma_server and both ucmatoses ended well; else prints
+#       what they printed.
+#   cmtools_show
+#       prints what they printed.
+
+cmtools_start() {
+	(
+		rping -s -a "$1" -p 7175 -S 100 -v > "$tmpd/rping_s.out" 2>&1
+		echo $? > "$tmpd/rping_s.rc"
+	) &
+	_ps=$!
+	(
+		for _ in $(seq 60); do
+			if rping -c -a "$2" -p 7174 -C 5 -S 100 -V -v > "$tmpd/rping_c.out" 2>&1; then
+				echo 0 > "$tmpd/rping_c.rc"
+				exit 0
+			fi
+			sleep 1
+		done
+		echo 1 > "$tmpd/rping_c.rc"
+	) &
+	_pc=$!
+	(
+		rdma_server -p 7472 > "$tmpd/rdma_server.out" 2>&1
+		echo $? > "$tmpd/rdma_server.rc"
+	) &
+	_rs=$!
+	(
+		for _ in $(seq 120); do
+			# Until our server listens (after the rpings).
+			if rdma_client -s "$2" -p 7471 > "$tmpd/rdma_client.out" 2>&1; then
+				echo 0 > "$tmpd/rdma_client.rc"
+				exit 0
+			fi
+			sleep 1
+		done
+		echo 1 > "$tmpd/rdma_client.rc"
+	) &
+	_rc=$!
+	(
+		ucmatose -p 7474 -c 3 > "$tmpd/ucmatose_s.out" 2>&1
+		echo $? > "$tmpd/ucmatose_s.rc"
+	) &
+	_us=$!
+	(
+		for _ in $(seq 180); do
+			# Until our server listens (after the rpings and rdma_*).
+			if ucmatose -s "$2" -p 7473 -c 3 > "$tmpd/ucmatose_c.out" 2>&1; then
+				echo 0 > "$tmpd/ucmatose_c.rc"
+				exit 0
+			fi
+			sleep 1
+		done
+		echo 1 > "$tmpd/ucmatose_c.rc"
+	) &
+	cleanup_add kill "$_ps" "$_pc" "$_rs" "$_rc" "$_us" "$!"
+}
+
+cmtools_show() {
+	sed 's/^/rping -c: /' "$tmpd/rping_c.out"
+	sed 's/^/rping -s: /' "$tmpd/rping_s.out"
+	sed 's/^/rdma_client: /' "$tmpd/rdma_client.out"
+	sed 's/^/rdma_server: /' "$tmpd/rdma_server.out"
+	sed 's/^/ucmatose -s: /' "$tmpd/ucmatose_c.out"
+	sed 's/^/ucmatose: /' "$tmpd/ucmatose_s.out"
+}
+
+cmtools_done() {
+	for _ in $(seq 300); do
+		[ -f "$tmpd/rping_c.rc" ] && [ -f "$tmpd/rping_s.rc" ] &&
+			[ -f "$tmpd/rdma_client.rc" ] && [ -f "$tmpd/rdma_server.rc" ] &&
+			[ -f "$tmpd/ucmatose_c.rc" ] && [ -f "$tmpd/ucmatose_s.rc" ] && break
+		sleep 0.1
+	done
+	_uc=$(cat "$tmpd/ucmatose_c.rc" 2>/dev/null)
+	_us=$(cat "$tmpd/ucmatose_s.rc" 2>/dev/null)
+	_rc=$(cat "$tmpd/rdma_client.rc" 2>/dev/null)
+	_rs=$(cat "$tmpd/rdma_server.rc" 2>/dev/null)
+	_c=$(cat "$tmpd/rping_c.rc" 2>/dev/null)
+	_s=$(cat "$tmpd/rping_s.rc" 2>/dev/null)
+	_nc=$(grep -c '^ping data: rdma-ping-' "$tmpd/rping_c.out")
+	_ns=$(grep -c '^server ping data: rdma-ping-' "$tmpd/rping_s.out")
+	if [ "$_c" != 0 ] || [ "$_s" != 0 ] || [ "$_nc" != 5 ] || [ "$_ns" != 5 ] ||
+		[ "$_rc" != 0 ] || [ "$_rs" != 0 ] || [ "$_uc" != 0 ] || [ "$_us" != 0 ]; then
+		echo "rping -c: exit $_c, $_nc pings; rping -s: exit $_s, $_ns pings"
+		echo "rdma_client: exit $_rc; rdma_server: exit $_rs"
+		echo "ucmatose client: exit $_uc; ucmatose server: exit $_us"
+		cmtools_show
+		return 1
+	fi
+}
