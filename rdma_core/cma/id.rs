@@ -949,7 +949,9 @@ impl ConnUser for CmIdCore {
                     CmEvent::new(EventKind::Unreachable, etimedout().to_errno())
                 }
                 ConnEvent::Disconnected => {
-                    Self::qp_to_err(&st);
+                    // As rdma_cm: the QP is left as it is, so that what
+                    // arrived before the DREQ still completes; the user's
+                    // `disconnect` moves it to ERR.
                     st.phase = Phase::Disconnected;
                     CmEvent::new(EventKind::Disconnected, 0)
                 }

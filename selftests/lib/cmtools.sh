@@ -7,8 +7,8 @@
 #   cmtools_start THEIRS OURS
 #       starts `rping -s` on THEIRS (an address of the kernel's rxe, port
 #       7175, 100-byte pings) for our client, and `rping -c` to OURS (port
-#       7174, five validated pings), retried until our server listens (the
-#       module starts it); and the same for `rdma_server -p 7472` and
+#       7174, five validated pings) once the module says our server
+#       listens; and the same for `rdma_server -p 7472` and
 #       `rdma_client -s OURS -p 7471`, and `ucmatose -p 7474 -c 3` and
 #       `ucmatose -s OURS -p 7473 -c 3`. Each leaves its exit status in a
 #       file: the checks run in a subshell, which cannot wait for them.
@@ -19,56 +19,40 @@
 #   cmtools_show
 #       prints what they printed.
 
+# Waits (five minutes at most) for our module's line "$1", then runs the
+# rest, writing its output to $tmpd/$2.out and its status to $tmpd/$2.rc.
+cmtools_when() {
+	_line=$1 _out=$2
+	shift 2
+	for _ in $(seq 3000); do
+		dmesg | grep -q "$_line" && break
+		sleep 0.1
+	done
+	"$@" > "$tmpd/$_out.out" 2>&1
+	echo $? > "$tmpd/$_out.rc"
+}
+
 cmtools_start() {
 	(
 		rping -s -a "$1" -p 7175 -S 100 -v > "$tmpd/rping_s.out" 2>&1
 		echo $? > "$tmpd/rping_s.rc"
 	) &
 	_ps=$!
-	(
-		for _ in $(seq 60); do
-			if rping -c -a "$2" -p 7174 -C 5 -S 100 -V -v > "$tmpd/rping_c.out" 2>&1; then
-				echo 0 > "$tmpd/rping_c.rc"
-				exit 0
-			fi
-			sleep 1
-		done
-		echo 1 > "$tmpd/rping_c.rc"
-	) &
+	cmtools_when "rping: listening on 7174" rping_c rping -c -a "$2" -p 7174 -C 5 -S 100 -V -v &
 	_pc=$!
 	(
 		rdma_server -p 7472 > "$tmpd/rdma_server.out" 2>&1
 		echo $? > "$tmpd/rdma_server.rc"
 	) &
 	_rs=$!
-	(
-		for _ in $(seq 120); do
-			# Until our server listens (after the rpings).
-			if rdma_client -s "$2" -p 7471 > "$tmpd/rdma_client.out" 2>&1; then
-				echo 0 > "$tmpd/rdma_client.rc"
-				exit 0
-			fi
-			sleep 1
-		done
-		echo 1 > "$tmpd/rdma_client.rc"
-	) &
+	cmtools_when "rdma_server: listening on 7471" rdma_client rdma_client -s "$2" -p 7471 &
 	_rc=$!
 	(
 		ucmatose -p 7474 -c 3 > "$tmpd/ucmatose_s.out" 2>&1
 		echo $? > "$tmpd/ucmatose_s.rc"
 	) &
 	_us=$!
-	(
-		for _ in $(seq 180); do
-			# Until our server listens (after the rpings and rdma_*).
-			if ucmatose -s "$2" -p 7473 -c 3 > "$tmpd/ucmatose_c.out" 2>&1; then
-				echo 0 > "$tmpd/ucmatose_c.rc"
-				exit 0
-			fi
-			sleep 1
-		done
-		echo 1 > "$tmpd/ucmatose_c.rc"
-	) &
+	cmtools_when "ucmatose: listening on 7473" ucmatose_c ucmatose -s "$2" -p 7473 -c 3 &
 	cleanup_add kill "$_ps" "$_pc" "$_rs" "$_rc" "$_us" "$!"
 }
 

@@ -26,16 +26,21 @@ setup() {
 		netns_addr - ci 10.85.0.1/24 && netns_addr cmc cc 10.85.0.2/24 &&
 		rxe_bind cma ca rxa && rxe_bind cmb cb rxb && rxe_bind cmc cc rxc &&
 		c_rxe_add cxc ci &&
-		ip netns exec cma ip neigh add 10.84.0.99 lladdr 02:00:00:00:00:99 dev ca &&
-		echo "hit=rx_drop@nth=1 hit=rx_dup@nth=2 hit=rx_drop@nth=4" > "$cfs/rxb/fault"
+		ip netns exec cma ip neigh add 10.84.0.99 lladdr 02:00:00:00:00:99 dev ca
 }
 
-# Every REQ of the module's connections was answered: rxb received seven
-# REQs (the lost one never arrived, its resend twice; then one connected,
-# one rejected by the consumer, one for a port nobody listens on, one
-# whose listener went, one whose client's device went); rxc took one REQ from the kernel's rdma_cm and
-# sent one to it (10.84.0.99 answers nothing: its MAC is nobody's). Every
-# fault armed on rxb fired.
+# The loss case, the module's first: the first packet rxb receives from
+# now on is dropped, the second duplicated, the fourth dropped.
+arm_faults() {
+	echo "hit=rx_drop@nth=1 hit=rx_dup@nth=2 hit=rx_drop@nth=4" > "$cfs/rxb/fault"
+}
+
+# Every REQ was answered. rxb received eight REQs: the unloaded ULP's,
+# then the module's (the lost one never arrived, its resend twice; one
+# connected, one rejected by the consumer, one for a port nobody listens
+# on, one whose listener went, one whose client's device went). rxc took
+# one REQ from the kernel's rdma_cm and sent one to it (10.84.0.99 answers
+# nothing: its MAC is nobody's). Every fault armed on rxb fired.
 counters() {
 	b=/sys/class/rdma_rs/rxb/ports/1
 	c=/sys/class/rdma_rs/rxc/ports/1
@@ -44,8 +49,8 @@ counters() {
 		[ "$v" = "$2" ] || { echo "$1: $v, want $2"; return 1; }
 	}
 	grep -qx "hits_pending 0" "$cfs/rxb/fault" || { cat "$cfs/rxb/fault"; return 1; }
-	want "$b/cm_rx_msgs/req" 7 && want "$b/cm_rx_duplicates/req" 1 && want "$b/cm_tx_msgs/rej" 3 &&
-		want "$b/cm_tx_msgs/rep" 3 && want "$b/cm_rx_msgs/rtu" 3 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
+	want "$b/cm_rx_msgs/req" 8 && want "$b/cm_rx_duplicates/req" 1 && want "$b/cm_tx_msgs/rej" 3 &&
+		want "$b/cm_tx_msgs/rep" 4 && want "$b/cm_rx_msgs/rtu" 4 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 
@@ -60,8 +65,19 @@ remove_watch() {
 	done
 }
 
+# A ULP unloaded with its ids alive (a connection and a listener): the
+# client's DREQ reaches the server's side, which answers it, and both
+# ends and the listener go with the module.
+ulp_unloads_with_ids() {
+	_dreq=$(cat /sys/class/rdma_rs/rxb/ports/1/cm_rx_msgs/dreq) &&
+		modprobe rdma_rxe_cm_ulp && dmesg | grep -q "cm ulp: connected" && rmmod rdma_rxe_cm_ulp || return 1
+	[ "$(cat /sys/class/rdma_rs/rxb/ports/1/cm_rx_msgs/dreq)" = $((_dreq + 1)) ] ||
+		{ echo "rxb: no DREQ from the unloaded ULP"; return 1; }
+}
+
 teardown() {
 	rmmod rdma_rxe_cm_test 2>/dev/null
+	rmmod rdma_rxe_cm_ulp 2>/dev/null
 	rmmod rdma_rxe_cmtools_test 2>/dev/null
 	rmmod rxe_cpeer 2>/dev/null
 	# rxa is disabled already (the removal case).
@@ -77,6 +93,8 @@ dmesg -c > /dev/null
 remove_watch &
 watch=$!
 cleanup_add kill "$watch"
+ktap_check "ulp_unloads_with_ids" ulp_unloads_with_ids
+ktap_check "arm_faults" arm_faults
 ktap_module rdma_rxe_cm_test
 wait "$watch"
 ktap_check "counters" counters
