@@ -14,6 +14,10 @@
 //! What the CM does today with a message no connection of ours takes, as
 //! the C CM does:
 //!
+//! - a REQ for a GID the port does not have: REJ, reason INVALID_GID (12),
+//!   with the GID as additional information;
+//! - a REQ from a QP (and node) a connection of ours still holds, timewait
+//!   included: REJ, reason STALE_CONN (10);
 //! - a REQ for a service ID nobody listens on: REJ, reason
 //!   INVALID_SERVICE_ID (8), to the REQ's sender with its transaction ID;
 //! - a REP for a communication ID we do not know: REJ, reason
@@ -24,15 +28,16 @@
 //! - a MAD of the CM class that does not parse is dropped and logged
 //!   (rate-limited).
 //!
-//! The per-connection state machine is the host-tested
-//! `crate::spec::cm_state`; its kernel glue (ids, listeners by service ID,
-//! timewait and stale-connection tables) and the rdma_cm API above it are
-//! the next steps (`Documentation/cm.rst` says what exists).
+//! A connection end ([`conn::CmConn`]) wraps the host-tested state
+//! machine `crate::spec::cm_state`; [`table`] holds the connections and
+//! the listeners by service ID and runs their deadlines; the rdma_cm API
+//! for ULPs is [`crate::cma`] (`Documentation/cm.rst` has all of it).
 //!
 //! # Locking
 //!
 //! The CM's handlers run from the MAD layer's work (process context) with
-//! no CM lock held while they send.
+//! no CM lock held while they send. The table's lock comes before a
+//! connection's; a connection's user is called with neither held.
 
 pub mod conn;
 pub mod counters;

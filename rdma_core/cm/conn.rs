@@ -156,6 +156,15 @@ impl CmConn {
         st.conn.remote_comm_id() == Some(comm_id) && st.remote_guid == guid
     }
 
+    /// Whether this connection (not idle) has the peer's QP `qpn` of the
+    /// node `guid`: a new REQ from that QP is for a stale connection.
+    pub(crate) fn holds_remote_qp(&self, qpn: u32, guid: u64) -> bool {
+        let st = self.st.lock();
+        st.conn.state() != State::Idle
+            && st.conn.remote_qpn() == Some(qpn)
+            && st.remote_guid == guid
+    }
+
     /// Sets the user.
     pub fn set_user(&self, user: Option<Arc<dyn ConnUser>>) {
         self.st.lock().user = user;
@@ -220,6 +229,22 @@ impl CmConn {
         );
         drop(st);
         self.run(acts)
+    }
+
+    /// Passive: asks for more time to answer the REQ, delayed
+    /// (`ib_send_cm_mra` with `IB_CM_MRA_FLAG_DELAY`, as rdma_cm does when
+    /// its consumer has not accepted from within the REQ event): nothing
+    /// goes now; a duplicate REQ is answered by an MRA of
+    /// `service_timeout` (IBA time). Only in `ReqRcvd`.
+    pub fn mra_delayed(self: &Arc<Self>, service_timeout: u8) {
+        let acts = self
+            .st
+            .lock()
+            .conn
+            .send_mra(now_ms(), service_timeout, true);
+        if !acts.is_drop() {
+            let _ = self.run(acts);
+        }
     }
 
     /// Rejects with `reason` and private data (`ib_send_cm_rej`): legal

@@ -20,7 +20,7 @@ use crate::kshim::global::Global;
 use crate::kshim::sync::SpinLockIrq;
 use crate::mad::agent::AgentCore;
 use crate::mad::{Agent, MadHandler, RecvMad, SendOpts, SendStatus};
-use crate::spec::cm_msg::{CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
+use crate::spec::cm_msg::{Bytes, CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
 use crate::spec::mad::{CLASS_CM, CM_CLASS_VERSION, MAD_SIZE};
 
 /// What the CM of one port shares with its connections.
@@ -110,6 +110,40 @@ impl CmAgent {
     fn on_req(&self, agent: &AgentCore, mad: &RecvMad, req: &Req) {
         if let Some(conn) = table::find_peer(req.local_comm_id, req.local_ca_guid) {
             conn.on_msg(&CmMessage::Req(*req), mad.hdr.tid);
+            return;
+        }
+        // A REQ for a GID this port does not have: REJ INVALID_GID, the
+        // GID in the additional information, as the C CM answers.
+        let gid = req.primary_path.remote_gid;
+        if self
+            .shared
+            .device()
+            .find_gid_on_port(self.shared.port_num(), &gid)
+            .is_none()
+        {
+            let rej = Rej {
+                local_comm_id: 0,
+                remote_comm_id: req.local_comm_id,
+                message_rejected: MsgResponse::Req as u8,
+                reason: RejReason::InvalidGid as u16,
+                reject_info_length: 16,
+                ari: Bytes::from_slice(&gid.0).unwrap_or_default(),
+                ..Rej::default()
+            };
+            self.answer(agent, mad, CmMessage::Rej(rej));
+            return;
+        }
+        // A new REQ from a QP a connection of ours still holds (the peer
+        // must have lost it): REJ STALE_CONN, as the C CM answers.
+        if table::find_remote_qp(req.local_qpn, req.local_ca_guid).is_some() {
+            self.reject(
+                agent,
+                mad,
+                req.local_comm_id,
+                0,
+                MsgResponse::Req,
+                RejReason::StaleConn,
+            );
             return;
         }
         let Some(listener) = table::find_listener(&self.shared, req) else {

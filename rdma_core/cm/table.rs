@@ -204,6 +204,18 @@ pub(crate) fn find_peer(comm_id: u32, guid: u64) -> Option<Arc<CmConn>> {
         .cloned()
 }
 
+/// A connection that still holds the peer's QP `qpn` of node `guid`
+/// (`cm_insert_remote_qpn` of the C finds it), timewait included.
+pub(crate) fn find_remote_qp(qpn: u32, guid: u64) -> Option<Arc<CmConn>> {
+    let t = TABLES.get()?;
+    let inner = t.inner.lock();
+    inner
+        .conns
+        .iter()
+        .find(|c| c.holds_remote_qp(qpn, guid))
+        .cloned()
+}
+
 /// The listener of `req`'s service ID that takes it.
 pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
     let t = TABLES.get()?;

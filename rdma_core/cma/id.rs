@@ -42,6 +42,9 @@ const PACKET_LIFE_TIME: u8 = 16;
 const CM_RESPONSE_TIMEOUT: u8 = 20;
 /// The REQ's Max CM Retries rdma_cm asks for.
 const MAX_CM_RETRIES: u8 = 15;
+/// The service timeout of the MRA rdma_cm sends for a request its consumer
+/// has not accepted yet (`CMA_CM_MRA_SETTING`: about 65 s).
+const MRA_SERVICE_TIMEOUT: u8 = 24;
 /// The ACK delay of our software devices (IBA time), as rxe reports.
 const CA_ACK_DELAY: u8 = 15;
 /// The rdma_cm header in front of a REQ's private data.
@@ -288,8 +291,11 @@ impl WorkItem for CmIdCore {
                 drop(ev);
                 continue;
             }
+            let request = ev.kind == EventKind::ConnectRequest;
             if this.handler.event(&this, ev) == Disposition::Destroy {
                 this.destroy();
+            } else if request {
+                this.mra_if_unanswered();
             }
         }
     }
@@ -395,6 +401,22 @@ impl CmIdCore {
         };
         if start {
             let _ = workqueue::system_unbound().enqueue(self.clone());
+        }
+    }
+
+    /// After the request's event: if the consumer has not answered yet,
+    /// a delayed MRA, so that a duplicate REQ is answered with an MRA
+    /// while the consumer decides (rdma_cm does the same).
+    fn mra_if_unanswered(&self) {
+        let conn = {
+            let st = self.st.lock();
+            if st.phase != Phase::ReqRcvd {
+                return;
+            }
+            st.conn.clone()
+        };
+        if let Some(c) = conn {
+            c.mra_delayed(MRA_SERVICE_TIMEOUT);
         }
     }
 

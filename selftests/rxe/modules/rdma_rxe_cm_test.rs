@@ -30,9 +30,17 @@ use rdma::device::{self, DeviceRef};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::route::NetNs;
 use rdma::kshim::testing;
-use rdma::spec::mad::{CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU};
+use rdma::mad::agent::AgentCore;
+use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
+use rdma::spec::attr::Gid;
+use rdma::spec::cm_msg::{tcp_service_id, CmMessage, Req, ReqPath};
+use rdma::spec::mad::{
+    CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_MRA, CM_ATTR_REJ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU,
+    MAD_SIZE,
+};
 use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::spec::qp_state::QpType;
+use rdma::verbs::ah::{AhAttr, GlobalRoute};
 use rdma::verbs::cq::Cq;
 use rdma::verbs::mr::Mr;
 use rdma::verbs::pd::Pd;
@@ -281,6 +289,58 @@ fn buffer_pdata(side: &Side) -> [u8; 16] {
     p
 }
 
+/// A MAD handler that takes nothing (the stale REQ's sender).
+struct Nobody;
+
+impl MadHandler for Nobody {
+    fn recv(&self, _agent: &AgentCore, _mad: &RecvMad) {}
+
+    fn send_done(&self, _agent: &AgentCore, _cookie: u64, _status: SendStatus) {}
+}
+
+/// Sends rxb's CM a REQ from rxa's QP `qpn` with a communication ID no
+/// connection has, for port 5000, naming `to_gid` as rxb's GID.
+fn forged_req(a: &Side, qpn: u32, to_gid: Gid) -> Result {
+    let agent = Agent::register(&a.dev, 1, 0x0a, 1, Arc::new(Nobody, GFP_KERNEL)?)?;
+    let (src, dst) = (
+        Gid::from_ipv4([10, 84, 0, 1]),
+        Gid::from_ipv4([10, 84, 0, 2]),
+    );
+    let (_, index) = a.dev.find_gid_on_port(1, &src).ok_or(EINVAL)?;
+    let req = Req {
+        local_comm_id: 0x0057_a1e0,
+        service_id: tcp_service_id(5000),
+        local_ca_guid: a.dev.node_guid(),
+        local_qpn: qpn,
+        max_cm_retries: 15,
+        primary_path: ReqPath {
+            local_gid: src,
+            remote_gid: to_gid,
+            ..ReqPath::default()
+        },
+        ..Req::default()
+    };
+    let mut mad = [0u8; MAD_SIZE];
+    CmMessage::Req(req)
+        .write_mad(agent.new_tid(), 0, &mut mad)
+        .map_err(|_| EINVAL)?;
+    let to = MadAddr {
+        ah: AhAttr {
+            port_num: 1,
+            grh: GlobalRoute {
+                dgid: dst,
+                sgid_index: index as u8,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            },
+            ..AhAttr::default()
+        },
+        remote_qpn: 1,
+        pkey_index: 0,
+    };
+    agent.send(&to, &mad, SendOpts::default())
+}
+
 /// Ours to ours: rxa connects to a listener on rxb (private data both
 /// ways), SENDs and WRITEs into the address the accept gave, then
 /// disconnects; both sides see every event, the counters say what went.
@@ -345,13 +405,47 @@ fn ours_to_ours() -> Result {
         verify::same(&a.buf, 4096, &b.buf, 8192, 3000)?,
         "the WRITE's bytes",
     )?;
+    // A new REQ from the client's QP while its connection lives (forged
+    // through a MAD agent of rxa): rxb's CM rejects it as stale and the
+    // listener never hears of it; the connection still carries data.
+    let rej0 = cm(&b, Group::TxMsgs, CM_ATTR_REJ);
+    let qpn = id.qp().ok_or(EINVAL)?.qpn();
+    forged_req(&a, qpn, Gid::from_ipv4([10, 84, 0, 2]))?;
+    // And a REQ (from another QP) for a GID rxb does not have: rejected
+    // with INVALID_GID, and no connection request either.
+    forged_req(&a, qpn + 0x1000, Gid::from_ipv4([10, 84, 0, 77]))?;
+    for _ in 0..500 {
+        if cm(&b, Group::TxMsgs, CM_ATTR_REJ) >= rej0 + 2 {
+            break;
+        }
+        testing::msleep(10);
+    }
+    check(
+        cm(&b, Group::TxMsgs, CM_ATTR_REJ) == rej0 + 2,
+        "the stale REQ and the one for a GID not ours rejected",
+    )?;
+    testing::msleep(200);
+    check(
+        !rb.seen
+            .lock()
+            .iter()
+            .any(|e| e.kind == EventKind::ConnectRequest),
+        "no connection request for either",
+    )?;
+    post_recv(&b, &server, 0, 4096)?;
+    post_send(&a, &id, 0, 100, None)?;
+    completed(&a, "a SEND after the stale REQ")?;
+    completed(&b, "it arrived")?;
     // Disconnect from the client.
     id.disconnect()?;
     ra.take(EventKind::Disconnected)?;
     rb.take(EventKind::Disconnected)?;
     ra.take(EventKind::TimewaitExit)?;
     rb.take(EventKind::TimewaitExit)?;
-    check(cm(&b, Group::RxMsgs, CM_ATTR_REQ) == req0 + 1, "one REQ")?;
+    check(
+        cm(&b, Group::RxMsgs, CM_ATTR_REQ) == req0 + 3,
+        "the REQ and the two forged ones",
+    )?;
     check(
         cm(&a, Group::RxMsgs, CM_ATTR_REP) >= 1
             && cm(&b, Group::RxMsgs, CM_ATTR_RTU) >= 1
@@ -408,6 +502,63 @@ fn lost_and_duplicated() -> Result {
         cm(&a, Group::TxRetries, CM_ATTR_DREQ) == re0[1] + 1,
         "the lost DREQ sent again",
     )?;
+    drop(server);
+    drop(listener);
+    Ok(())
+}
+
+/// The listener's owner takes its time: the REQ's event passes without an
+/// accept, so the CM arms a delayed MRA; the client's REQ times out (short
+/// timers) and comes again, and that duplicate is answered with an MRA,
+/// after which the client waits instead of resending; the late accept
+/// then connects.
+fn slow_accept_mra() -> Result {
+    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+    let listener = CmId::new(b.ns()?, rb.0.clone())?;
+    listener.bind_addr(v4([0; 4], 5011))?;
+    listener.listen()?;
+    let (mra_tx0, mra_rx0, re0) = (
+        cm(&b, Group::TxMsgs, CM_ATTR_MRA),
+        cm(&a, Group::RxMsgs, CM_ATTR_MRA),
+        cm(&a, Group::TxRetries, CM_ATTR_REQ),
+    );
+    let id = client(&a, &ra, v4([10, 84, 0, 2], 5011))?;
+    let mut p = param(b"take your time")?;
+    p.cm_response_timeout = Some(8);
+    id.connect(&p)?;
+    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    // The REQ's timeout is about half a second: its resend comes.
+    for _ in 0..300 {
+        if cm(&b, Group::TxMsgs, CM_ATTR_MRA) > mra_tx0 {
+            break;
+        }
+        testing::msleep(10);
+    }
+    check(
+        cm(&b, Group::TxMsgs, CM_ATTR_MRA) > mra_tx0,
+        "the duplicate REQ answered with an MRA",
+    )?;
+    check(
+        cm(&a, Group::RxMsgs, CM_ATTR_MRA) > mra_rx0,
+        "the MRA arrived",
+    )?;
+    let retries = cm(&a, Group::TxRetries, CM_ATTR_REQ);
+    check(retries > re0, "the REQ was resent")?;
+    // The MRA stretched the client's wait: no more resends.
+    testing::msleep(1500);
+    check(
+        cm(&a, Group::TxRetries, CM_ATTR_REQ) == retries,
+        "no resend after the MRA",
+    )?;
+    make_qp(&b, &server)?;
+    server.accept(&param(b"finally")?)?;
+    ra.take(EventKind::Established)?;
+    rb.take(EventKind::Established)?;
+    id.disconnect()?;
+    ra.take(EventKind::Disconnected)?;
+    rb.take(EventKind::Disconnected)?;
     drop(server);
     drop(listener);
     Ok(())
@@ -702,6 +853,7 @@ impl kernel::workqueue::WorkItem for ConnectWork {
 const CASES: &[FnCase<()>] = &[
     case!("req_lost_duplicated_dreq_lost", |()| lost_and_duplicated()),
     case!("ours_to_ours", |()| ours_to_ours()),
+    case!("slow_accept_mra", |()| slow_accept_mra()),
     case!("no_listener_rejected", |()| no_listener()),
     case!("consumer_reject_with_data", |()| consumer_reject()),
     case!("unreachable_after_retries", |()| unreachable()),

@@ -89,7 +89,9 @@ fn rdma_client_to_ours() -> Result {
     let wc = ep.wait(&rec, WcOpcode::Recv)?.ok_or(EINVAL)?;
     check(wc.byte_len == 16, "rdma_client's 16 bytes")?;
     ep.send_info(&id, 0x7264_6d61_5f73_7276, 0, 16)?;
-    ep.wait(&rec, WcOpcode::Send)?.ok_or(EINVAL)?;
+    // rdma_client disconnects as soon as it has our answer, and its QP
+    // may go to ERR before it ACKs it: our SEND's completion is not
+    // waited for; rdma_client's exit status (cm.sh) says it got it.
     rec.take(EventKind::Disconnected, 20)?;
     pr_info!("rdma_server: served rdma_client\n");
     rec.clear();
