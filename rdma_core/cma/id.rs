@@ -341,6 +341,30 @@ fn gid_of(ip: IpAddr) -> Gid {
     Gid(ip.to16())
 }
 
+/// Moves a connected QP to RTR with `rtr`, then to RTS with `rts` (what
+/// rdma_cm's `cma_modify_qp_rtr` and `_rts` set from the REQ and REP).
+fn to_rts(qp: &Qp, rtr: &QpAttr, rts: &QpAttr) -> Result {
+    qp.modify(
+        rtr,
+        AttrMask::STATE
+            | AttrMask::AV
+            | AttrMask::PATH_MTU
+            | AttrMask::DEST_QPN
+            | AttrMask::RQ_PSN
+            | AttrMask::MAX_DEST_RD_ATOMIC
+            | AttrMask::MIN_RNR_TIMER,
+    )?;
+    qp.modify(
+        rts,
+        AttrMask::STATE
+            | AttrMask::SQ_PSN
+            | AttrMask::TIMEOUT
+            | AttrMask::RETRY_CNT
+            | AttrMask::RNR_RETRY
+            | AttrMask::MAX_QP_RD_ATOMIC,
+    )
+}
+
 /// The addresses of an rdma_cm header: (source, destination).
 fn hdr_addrs(hdr: &CmaHeader) -> (IpAddr, IpAddr) {
     match (hdr.src_ipv4(), hdr.dst_ipv4()) {
@@ -724,16 +748,6 @@ impl CmIdCore {
                 min_rnr_timer: 0,
                 ..QpAttr::default()
             };
-            qp.modify(
-                &rtr,
-                AttrMask::STATE
-                    | AttrMask::AV
-                    | AttrMask::PATH_MTU
-                    | AttrMask::DEST_QPN
-                    | AttrMask::RQ_PSN
-                    | AttrMask::MAX_DEST_RD_ATOMIC
-                    | AttrMask::MIN_RNR_TIMER,
-            )?;
             let rts = QpAttr {
                 qp_state: QpState::Rts,
                 sq_psn: req.starting_psn,
@@ -743,15 +757,7 @@ impl CmIdCore {
                 max_rd_atomic: param.initiator_depth,
                 ..QpAttr::default()
             };
-            qp.modify(
-                &rts,
-                AttrMask::STATE
-                    | AttrMask::SQ_PSN
-                    | AttrMask::TIMEOUT
-                    | AttrMask::RETRY_CNT
-                    | AttrMask::RNR_RETRY
-                    | AttrMask::MAX_QP_RD_ATOMIC,
-            )?;
+            to_rts(qp, &rtr, &rts)?;
             let rep = Rep {
                 local_qpn: qp.qpn(),
                 starting_psn: psn,
@@ -912,16 +918,6 @@ impl ConnUser for CmIdCore {
             min_rnr_timer: 0,
             ..QpAttr::default()
         };
-        qp.modify(
-            &rtr,
-            AttrMask::STATE
-                | AttrMask::AV
-                | AttrMask::PATH_MTU
-                | AttrMask::DEST_QPN
-                | AttrMask::RQ_PSN
-                | AttrMask::MAX_DEST_RD_ATOMIC
-                | AttrMask::MIN_RNR_TIMER,
-        )?;
         let rts = QpAttr {
             qp_state: QpState::Rts,
             sq_psn: rep.starting_psn,
@@ -931,15 +927,7 @@ impl ConnUser for CmIdCore {
             max_rd_atomic: rep.responder_resources,
             ..QpAttr::default()
         };
-        qp.modify(
-            &rts,
-            AttrMask::STATE
-                | AttrMask::SQ_PSN
-                | AttrMask::TIMEOUT
-                | AttrMask::RETRY_CNT
-                | AttrMask::RNR_RETRY
-                | AttrMask::MAX_QP_RD_ATOMIC,
-        )?;
+        to_rts(qp, &rtr, &rts)?;
         let mut data = KVec::new();
         data.extend_from_slice(rep.private_data.as_ref(), GFP_KERNEL)?;
         st.rep_data = data;

@@ -531,7 +531,7 @@ fn slow_accept_mra() -> Result {
     let server = ev.new_id.take().ok_or(EINVAL)?;
     // The REQ's timeout is about half a second: its resend comes.
     for _ in 0..300 {
-        if cm(&b, Group::TxMsgs, CM_ATTR_MRA) > mra_tx0 {
+        if cm(&a, Group::RxMsgs, CM_ATTR_MRA) > mra_rx0 {
             break;
         }
         testing::msleep(10);
