@@ -525,12 +525,12 @@ fn slow_accept_mra() -> Result {
     );
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5011))?;
     let mut p = param(b"take your time")?;
-    p.cm_response_timeout = Some(8);
+    p.cm_response_timeout = Some(18);
     id.connect(&p)?;
     let mut ev = rb.take(EventKind::ConnectRequest)?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
-    // The REQ's timeout is about half a second: its resend comes.
-    for _ in 0..300 {
+    // The REQ's timeout is about 1.5 s: its resend comes.
+    for _ in 0..1000 {
         if cm(&a, Group::RxMsgs, CM_ATTR_MRA) > mra_rx0 {
             break;
         }
