@@ -97,7 +97,7 @@ impl core::fmt::Write for Writer<'_> {
 #[pin_data]
 pub(crate) struct Recorder {
     #[pin]
-    seen: Mutex<KVec<CmEvent>>,
+    pub(crate) seen: Mutex<KVec<CmEvent>>,
 }
 
 impl CmHandler for Recorder {
@@ -107,17 +107,36 @@ impl CmHandler for Recorder {
     }
 }
 
+/// A recorder, emptied when dropped: the ids inside its events (new ids
+/// of connection requests) go, and with them the recorder's last users.
+pub(crate) struct Rec(pub(crate) Arc<Recorder>);
+
+impl core::ops::Deref for Rec {
+    type Target = Arc<Recorder>;
+
+    fn deref(&self) -> &Arc<Recorder> {
+        &self.0
+    }
+}
+
+impl Drop for Rec {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 impl Recorder {
-    pub(crate) fn make() -> Result<Arc<Recorder>> {
-        Arc::pin_init(
+    pub(crate) fn make() -> Result<Rec> {
+        Ok(Rec(Arc::pin_init(
             pin_init!(Recorder {
                 seen <- new_mutex!(KVec::new(), "Recorder::seen"),
             }),
             GFP_KERNEL,
-        )
+        )?))
     }
 
-    /// Waits (up to `secs`) for an event of `kind`; takes it.
+    /// Waits (up to `secs`) for an event of `kind`; takes it. Fails at
+    /// once when a connection or resolution failure shows up instead.
     pub(crate) fn take(&self, kind: EventKind, secs: u32) -> Result<CmEvent> {
         for _ in 0..secs * 100 {
             {
@@ -125,10 +144,16 @@ impl Recorder {
                 if let Some(i) = seen.iter().position(|e| e.kind == kind) {
                     return rdma::kshim::vec::remove(&mut seen, i).ok_or(EINVAL);
                 }
-                if let Some(e) = seen
-                    .iter()
-                    .find(|e| matches!(e.kind, EventKind::Rejected | EventKind::Unreachable))
-                {
+                if let Some(e) = seen.iter().find(|e| {
+                    e.kind != kind
+                        && matches!(
+                            e.kind,
+                            EventKind::Rejected
+                                | EventKind::Unreachable
+                                | EventKind::AddrError
+                                | EventKind::RouteError
+                        )
+                }) {
                     pr_err!("waiting for {:?}: {:?} {}\n", kind, e.kind, e.status);
                     return Err(EINVAL);
                 }
@@ -379,7 +404,6 @@ pub(crate) fn serve(ep: &Ep, port: u16, wait_s: u32) -> Result<u32> {
     }
     pr_info!("rping: served {} iterations\n", done);
     let _ = id.disconnect();
-    rec.clear();
     drop(id);
     drop(listener);
     Ok(done)
@@ -419,7 +443,6 @@ pub(crate) fn ping(ep: &Ep, dst: SockAddr) -> Result {
     pr_info!("rping: {} iterations against {:?}\n", COUNT, dst);
     id.disconnect()?;
     rec.take(EventKind::Disconnected, 20)?;
-    rec.clear();
     drop(id);
     Ok(())
 }

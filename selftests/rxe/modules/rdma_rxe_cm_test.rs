@@ -17,18 +17,12 @@
 #![deny(unsafe_code)]
 
 use kernel::c_str;
-use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
+use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
-use rdma::cma::{
-    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
-};
-use rdma::device::{self, DeviceRef};
-use rdma::kshim::mem::Buffer;
-use rdma::kshim::route::NetNs;
+use rdma::cma::{CmId, CmIdCore, ConnParam, EventKind, IpAddr, SockAddr};
 use rdma::kshim::testing;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
@@ -38,13 +32,8 @@ use rdma::spec::mad::{
     CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_MRA, CM_ATTR_REJ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU,
     MAD_SIZE,
 };
-use rdma::spec::opcodes::{Access, WcStatus};
-use rdma::spec::qp_state::QpType;
+use rdma::spec::opcodes::WcStatus;
 use rdma::verbs::ah::{AhAttr, GlobalRoute};
-use rdma::verbs::cq::Cq;
-use rdma::verbs::mr::Mr;
-use rdma::verbs::pd::Pd;
-use rdma::verbs::qp::{QpCap, QpInitAttr};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 #[path = "../../lib/ktap.rs"]
@@ -57,155 +46,17 @@ mod verify;
 #[allow(dead_code)]
 mod cpeer_sys;
 
+#[path = "../../lib/rping.rs"]
+#[allow(dead_code)]
+mod rping;
+use rping::{Ep, Rec, Recorder, BUF};
+
 module! {
     type: RxeCmTest,
     name: "rdma_rxe_cm_test",
     author: "rdma-rs developers",
     description: "Selftest: rdma_cm connections, ours and the kernel's",
     license: "GPL",
-}
-
-const BUF: usize = 64 * 1024;
-
-/// One device's verbs objects for the test's connections.
-struct Side {
-    buf: Arc<Buffer>,
-    mr: Mr,
-    cq: Cq,
-    pd: Pd,
-    dev: DeviceRef,
-}
-
-impl Side {
-    fn new(name: &CStr) -> Result<Side> {
-        let dev = device::get_by_name(name).ok_or(ENODEV)?;
-        let pd = Pd::alloc(dev.arc())?;
-        let cq = Cq::create(dev.arc(), 64, None)?;
-        let buf = Buffer::new(BUF)?;
-        let mr = Mr::reg_buffer(
-            pd.core(),
-            &buf,
-            0,
-            BUF,
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
-        )?;
-        Ok(Side {
-            buf,
-            mr,
-            cq,
-            pd,
-            dev,
-        })
-    }
-
-    /// The namespace of the device's netdev.
-    fn ns(&self) -> Result<NetNs> {
-        let nd = self.dev.netdev(1).ok_or(ENODEV)?;
-        NetNs::of(&nd)
-    }
-}
-
-/// Creates the RC QP of `id` on `side`.
-fn make_qp(side: &Side, id: &Arc<CmIdCore>) -> Result {
-    id.create_qp(
-        side.pd.core(),
-        &QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: side.cq.core(),
-            recv_cq: side.cq.core(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: true,
-            port_num: 1,
-        },
-    )
-}
-
-/// What a handler saw: the events of its ids, in order.
-#[pin_data]
-struct Recorder {
-    #[pin]
-    seen: Mutex<KVec<CmEvent>>,
-}
-
-impl CmHandler for Recorder {
-    fn event(&self, _id: &Arc<CmIdCore>, ev: CmEvent) -> Disposition {
-        let _ = self.seen.lock().push(ev, GFP_KERNEL);
-        Disposition::Keep
-    }
-}
-
-/// A recorder, emptied when dropped: the ids inside its events (new ids
-/// of connection requests) go, and with them the recorder's last users.
-struct Rec(Arc<Recorder>);
-
-impl core::ops::Deref for Rec {
-    type Target = Arc<Recorder>;
-
-    fn deref(&self) -> &Arc<Recorder> {
-        &self.0
-    }
-}
-
-impl Drop for Rec {
-    fn drop(&mut self) {
-        let events = core::mem::take(&mut *self.0.seen.lock());
-        drop(events);
-    }
-}
-
-impl Recorder {
-    fn make() -> Result<Rec> {
-        Ok(Rec(Arc::pin_init(
-            pin_init!(Recorder {
-                seen <- new_mutex!(KVec::new(), "Recorder::seen"),
-            }),
-            GFP_KERNEL,
-        )?))
-    }
-
-    /// Waits (20 s at most) for the first event of `kind` and takes it
-    /// and the events before it.
-    fn take(&self, kind: EventKind) -> Result<CmEvent> {
-        for _ in 0..2000 {
-            {
-                let mut seen = self.seen.lock();
-                if let Some(i) = seen.iter().position(|e| e.kind == kind) {
-                    let mut ev = None;
-                    for _ in 0..=i {
-                        ev = rdma::kshim::vec::remove(&mut seen, 0);
-                    }
-                    return ev.ok_or(EINVAL);
-                }
-                if let Some(other) = seen.iter().find(|e| {
-                    matches!(
-                        e.kind,
-                        EventKind::Rejected
-                            | EventKind::Unreachable
-                            | EventKind::AddrError
-                            | EventKind::RouteError
-                    ) && e.kind != kind
-                }) {
-                    pr_err!(
-                        "waiting for {:?}, got {:?} ({})\n",
-                        kind,
-                        other.kind,
-                        other.status
-                    );
-                    return Err(EINVAL);
-                }
-            }
-            testing::msleep(10);
-        }
-        pr_err!("waited in vain for {:?}\n", kind);
-        Err(EAGAIN)
-    }
 }
 
 fn v4(a: [u8; 4], port: u16) -> SockAddr {
@@ -216,13 +67,13 @@ fn v4(a: [u8; 4], port: u16) -> SockAddr {
 }
 
 /// A client id on `side` resolved to `dst`, with its QP.
-fn client(side: &Side, rec: &Rec, dst: SockAddr) -> Result<CmId> {
+fn client(side: &Ep, rec: &Rec, dst: SockAddr) -> Result<CmId> {
     let id = CmId::new(side.ns()?, rec.0.clone())?;
     id.resolve_addr(None, dst)?;
-    rec.take(EventKind::AddrResolved)?;
+    rec.take(EventKind::AddrResolved, 20)?;
     id.resolve_route()?;
-    rec.take(EventKind::RouteResolved)?;
-    make_qp(side, &id)?;
+    rec.take(EventKind::RouteResolved, 20)?;
+    side.make_qp(&id)?;
     Ok(id)
 }
 
@@ -239,7 +90,7 @@ fn param(data: &[u8]) -> Result<ConnParam> {
 }
 
 /// Posts a receive of `len` bytes at `off` of `side`'s buffer on `id`'s QP.
-fn post_recv(side: &Side, id: &CmIdCore, off: usize, len: u32) -> Result {
+fn post_recv(side: &Ep, id: &CmIdCore, off: usize, len: u32) -> Result {
     let qp = id.qp().ok_or(EINVAL)?;
     let sg = [side.buf.sge(off, len, side.mr.lkey())?];
     qp.post_recv(&[RecvWr {
@@ -251,13 +102,7 @@ fn post_recv(side: &Side, id: &CmIdCore, off: usize, len: u32) -> Result {
 }
 
 /// Posts a SEND of `len` bytes at `off`, or a WRITE to `remote`.
-fn post_send(
-    side: &Side,
-    id: &CmIdCore,
-    off: usize,
-    len: u32,
-    remote: Option<(u64, u32)>,
-) -> Result {
+fn post_send(side: &Ep, id: &CmIdCore, off: usize, len: u32, remote: Option<(u64, u32)>) -> Result {
     let qp = id.qp().ok_or(EINVAL)?;
     let sg = [side.buf.sge(off, len, side.mr.lkey())?];
     let op = match remote {
@@ -268,7 +113,7 @@ fn post_send(
 }
 
 /// One completion of `side`'s CQ, successful.
-fn completed(side: &Side, what: &str) -> Result {
+fn completed(side: &Ep, what: &str) -> Result {
     let wc = verify::poll(&side.cq, 1)?;
     if wc[0].status != WcStatus::Success {
         pr_err!("{}: {:?}\n", what, wc[0].status);
@@ -276,12 +121,12 @@ fn completed(side: &Side, what: &str) -> Result {
     check(wc[0].status == WcStatus::Success, what)
 }
 
-fn cm(side: &Side, g: Group, attr: u16) -> u64 {
+fn cm(side: &Ep, g: Group, attr: u16) -> u64 {
     rdma::cm::port::counters(&side.dev, 1).map_or(u64::MAX, |c| c.get(g, attr))
 }
 
 /// The private data of an accept: our buffer's address, key and length.
-fn buffer_pdata(side: &Side) -> [u8; 16] {
+fn buffer_pdata(side: &Ep) -> [u8; 16] {
     let mut p = [0u8; 16];
     p[..8].copy_from_slice(&side.buf.addr(0).to_be_bytes());
     p[8..12].copy_from_slice(&side.mr.rkey().to_be_bytes());
@@ -300,7 +145,7 @@ impl MadHandler for Nobody {
 
 /// Sends rxb's CM a REQ from rxa's QP `qpn` with a communication ID no
 /// connection has, for port 5000, naming `to_gid` as rxb's GID.
-fn forged_req(a: &Side, qpn: u32, to_gid: Gid) -> Result {
+fn forged_req(a: &Ep, qpn: u32, to_gid: Gid) -> Result {
     let agent = Agent::register(&a.dev, 1, 0x0a, 1, Arc::new(Nobody, GFP_KERNEL)?)?;
     let (src, dst) = (
         Gid::from_ipv4([10, 84, 0, 1]),
@@ -345,7 +190,7 @@ fn forged_req(a: &Side, qpn: u32, to_gid: Gid) -> Result {
 /// ways), SENDs and WRITEs into the address the accept gave, then
 /// disconnects; both sides see every event, the counters say what went.
 fn ours_to_ours() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([0; 4], 5000))?;
@@ -353,7 +198,7 @@ fn ours_to_ours() -> Result {
     let req0 = cm(&b, Group::RxMsgs, CM_ATTR_REQ);
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5000))?;
     id.connect(&param(b"hello")?)?;
-    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
     check(
         ev.private_data.len() == 56 && ev.private_data[..5] == *b"hello",
         "the REQ's private data",
@@ -369,15 +214,15 @@ fn ours_to_ours() -> Result {
             .is_some_and(|d| d.ip == IpAddr::V4([10, 84, 0, 1])),
         "the peer's address from the rdma_cm header",
     )?;
-    make_qp(&b, &server)?;
+    b.make_qp(&server)?;
     post_recv(&b, &server, 0, 4096)?;
     server.accept(&param(&buffer_pdata(&b))?)?;
-    let est = ra.take(EventKind::Established)?;
+    let est = ra.take(EventKind::Established, 20)?;
     check(
         est.private_data.len() == 196,
         "the REP's private data, all of it",
     )?;
-    rb.take(EventKind::Established)?;
+    rb.take(EventKind::Established, 20)?;
     let mut rkey = [0u8; 4];
     rkey.copy_from_slice(&est.private_data[8..12]);
     let mut addr = [0u8; 8];
@@ -438,10 +283,10 @@ fn ours_to_ours() -> Result {
     completed(&b, "it arrived")?;
     // Disconnect from the client.
     id.disconnect()?;
-    ra.take(EventKind::Disconnected)?;
-    rb.take(EventKind::Disconnected)?;
-    ra.take(EventKind::TimewaitExit)?;
-    rb.take(EventKind::TimewaitExit)?;
+    ra.take(EventKind::Disconnected, 20)?;
+    rb.take(EventKind::Disconnected, 20)?;
+    ra.take(EventKind::TimewaitExit, 20)?;
+    rb.take(EventKind::TimewaitExit, 20)?;
     check(
         cm(&b, Group::RxMsgs, CM_ATTR_REQ) == req0 + 3,
         "the REQ and the two forged ones",
@@ -466,7 +311,7 @@ fn ours_to_ours() -> Result {
 /// is a duplicate the passive side drops; after the RTU, our DREQ is lost
 /// and sent again, and both sides still end disconnected.
 fn lost_and_duplicated() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([0; 4], 5010))?;
@@ -480,12 +325,12 @@ fn lost_and_duplicated() -> Result {
     let mut p = param(b"through loss")?;
     p.cm_response_timeout = Some(8);
     id.connect(&p)?;
-    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
-    make_qp(&b, &server)?;
+    b.make_qp(&server)?;
     server.accept(&param(b"ok")?)?;
-    ra.take(EventKind::Established)?;
-    rb.take(EventKind::Established)?;
+    ra.take(EventKind::Established, 20)?;
+    rb.take(EventKind::Established, 20)?;
     check(
         cm(&a, Group::TxRetries, CM_ATTR_REQ) == re0[0] + 1,
         "the lost REQ sent again",
@@ -496,8 +341,8 @@ fn lost_and_duplicated() -> Result {
     )?;
     check(rb.seen.lock().is_empty(), "one connection request only")?;
     id.disconnect()?;
-    ra.take(EventKind::Disconnected)?;
-    rb.take(EventKind::Disconnected)?;
+    ra.take(EventKind::Disconnected, 20)?;
+    rb.take(EventKind::Disconnected, 20)?;
     check(
         cm(&a, Group::TxRetries, CM_ATTR_DREQ) == re0[1] + 1,
         "the lost DREQ sent again",
@@ -513,7 +358,7 @@ fn lost_and_duplicated() -> Result {
 /// after which the client waits instead of resending; the late accept
 /// then connects.
 fn slow_accept_mra() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([0; 4], 5011))?;
@@ -527,7 +372,7 @@ fn slow_accept_mra() -> Result {
     let mut p = param(b"take your time")?;
     p.cm_response_timeout = Some(18);
     id.connect(&p)?;
-    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
     // The REQ's timeout is about 1.5 s: its resend comes.
     for _ in 0..1000 {
@@ -552,13 +397,13 @@ fn slow_accept_mra() -> Result {
         cm(&a, Group::TxRetries, CM_ATTR_REQ) == retries,
         "no resend after the MRA",
     )?;
-    make_qp(&b, &server)?;
+    b.make_qp(&server)?;
     server.accept(&param(b"finally")?)?;
-    ra.take(EventKind::Established)?;
-    rb.take(EventKind::Established)?;
+    ra.take(EventKind::Established, 20)?;
+    rb.take(EventKind::Established, 20)?;
     id.disconnect()?;
-    ra.take(EventKind::Disconnected)?;
-    rb.take(EventKind::Disconnected)?;
+    ra.take(EventKind::Disconnected, 20)?;
+    rb.take(EventKind::Disconnected, 20)?;
     drop(server);
     drop(listener);
     Ok(())
@@ -566,28 +411,28 @@ fn slow_accept_mra() -> Result {
 
 /// Nobody listens on the port: REJECTED with reason 8.
 fn no_listener() -> Result {
-    let a = Side::new(c_str!("rxa"))?;
+    let a = Ep::new(c_str!("rxa"))?;
     let ra = Recorder::make()?;
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5999))?;
     id.connect(&param(b"anyone?")?)?;
-    let ev = ra.take(EventKind::Rejected)?;
+    let ev = ra.take(EventKind::Rejected, 20)?;
     check(ev.status == 8, "INVALID_SERVICE_ID")
 }
 
 /// The listener's owner rejects, with private data: the client sees
 /// REJECTED, reason 28, and the data.
 fn consumer_reject() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([10, 84, 0, 2], 5002))?;
     listener.listen()?;
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5002))?;
     id.connect(&param(b"let me in")?)?;
-    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
     server.reject(b"go away")?;
-    let ev = ra.take(EventKind::Rejected)?;
+    let ev = ra.take(EventKind::Rejected, 20)?;
     check(ev.status == 28, "CONSUMER_DEFINED")?;
     check(
         ev.private_data.len() == 148 && ev.private_data[..7] == *b"go away",
@@ -603,7 +448,7 @@ fn consumer_reject() -> Result {
 /// timeout and two retries the REQ is sent three times and the id sees
 /// UNREACHABLE (-ETIMEDOUT), as rdma_cm reports it.
 fn unreachable() -> Result {
-    let a = Side::new(c_str!("rxa"))?;
+    let a = Ep::new(c_str!("rxa"))?;
     let ra = Recorder::make()?;
     let tx0 = cm(&a, Group::TxMsgs, CM_ATTR_REQ);
     let re0 = cm(&a, Group::TxRetries, CM_ATTR_REQ);
@@ -612,7 +457,7 @@ fn unreachable() -> Result {
     p.cm_response_timeout = Some(8);
     p.max_cm_retries = Some(2);
     id.connect(&p)?;
-    let ev = ra.take(EventKind::Unreachable)?;
+    let ev = ra.take(EventKind::Unreachable, 20)?;
     check(ev.status == -110, "ETIMEDOUT")?;
     check(
         cm(&a, Group::TxMsgs, CM_ATTR_REQ) == tx0 + 1
@@ -625,30 +470,30 @@ fn unreachable() -> Result {
 /// (the new id never taken): the request is rejected, the client sees
 /// REJECTED, and nothing is left.
 fn listener_destroyed_with_pending() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([0; 4], 5003))?;
     listener.listen()?;
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5003))?;
     id.connect(&param(b"pending")?)?;
-    let ev = rb.take(EventKind::ConnectRequest)?;
+    let ev = rb.take(EventKind::ConnectRequest, 20)?;
     drop(listener);
     // The request's new id goes with its event, untaken: rejected.
     drop(ev);
-    let ev = ra.take(EventKind::Rejected)?;
+    let ev = ra.take(EventKind::Rejected, 20)?;
     check(ev.status == 28, "rejected by the consumer's side")
 }
 
 /// Our client to the kernel's rdma_cm listener (rxe_cpeer): it echoes
 /// our SEND, and our WRITE lands in the buffer its accept gave.
 fn ours_to_c() -> Result {
-    let c = Side::new(c_str!("rxc"))?;
+    let c = Ep::new(c_str!("rxc"))?;
     let peer = cpeer_sys::CmPeer::listen(&cpeer_sys::cm_v4([0, 0, 0, 0]), 6000, 65536)?;
     let rc = Recorder::make()?;
     let id = client(&c, &rc, v4([10, 85, 0, 1], 6000))?;
     id.connect(&param(b"from rust")?)?;
-    let est = rc.take(EventKind::Established)?;
+    let est = rc.take(EventKind::Established, 20)?;
     // The C side is established when our RTU arrives.
     let mut info = peer.info()?;
     for _ in 0..1000 {
@@ -689,7 +534,7 @@ fn ours_to_c() -> Result {
     c.buf.read(4096, &mut ours)?;
     check(theirs == ours, "the WRITE's bytes in the C buffer")?;
     id.disconnect()?;
-    rc.take(EventKind::Disconnected)?;
+    rc.take(EventKind::Disconnected, 20)?;
     drop(id);
     drop(peer);
     Ok(())
@@ -698,7 +543,7 @@ fn ours_to_c() -> Result {
 /// The kernel's rdma_cm client (rxe_cpeer) to our listener: we accept
 /// with private data, echo its SEND; it disconnects.
 fn c_to_ours() -> Result {
-    let c = Side::new(c_str!("rxc"))?;
+    let c = Ep::new(c_str!("rxc"))?;
     let rs = Recorder::make()?;
     let listener = CmId::new(c.ns()?, rs.0.clone())?;
     listener.bind_addr(v4([0; 4], 6001))?;
@@ -721,16 +566,16 @@ fn c_to_ours() -> Result {
         GFP_KERNEL,
     )?;
     let _ = kernel::workqueue::system_unbound().enqueue(w);
-    let mut ev = rs.take(EventKind::ConnectRequest)?;
+    let mut ev = rs.take(EventKind::ConnectRequest, 20)?;
     check(
         ev.private_data[..7] == *b"from c!",
         "the C client's private data",
     )?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
-    make_qp(&c, &server)?;
+    c.make_qp(&server)?;
     post_recv(&c, &server, 0, 256)?;
     server.accept(&param(&buffer_pdata(&c))?)?;
-    rs.take(EventKind::Established)?;
+    rs.take(EventKind::Established, 20)?;
     let mut peer = None;
     for _ in 0..2000 {
         if let Some(p) = done.out.lock().take() {
@@ -756,7 +601,7 @@ fn c_to_ours() -> Result {
         "the echo's bytes",
     )?;
     peer.disconnect(10_000)?;
-    rs.take(EventKind::Disconnected)?;
+    rs.take(EventKind::Disconnected, 20)?;
     drop(peer);
     drop(server);
     drop(listener);
@@ -771,19 +616,19 @@ fn c_to_ours() -> Result {
 /// disabled, before the device is unregistered; the peer's side is
 /// destroyed without waiting for it.)
 fn device_removed_under_connection() -> Result {
-    let (a, b) = (Side::new(c_str!("rxa"))?, Side::new(c_str!("rxb"))?);
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
     let (ra, rb) = (Recorder::make()?, Recorder::make()?);
     let listener = CmId::new(b.ns()?, rb.0.clone())?;
     listener.bind_addr(v4([0; 4], 5020))?;
     listener.listen()?;
     let id = client(&a, &ra, v4([10, 84, 0, 2], 5020))?;
     id.connect(&param(b"soon gone")?)?;
-    let mut ev = rb.take(EventKind::ConnectRequest)?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
     let server = ev.new_id.take().ok_or(EINVAL)?;
-    make_qp(&b, &server)?;
+    b.make_qp(&server)?;
     server.accept(&param(b"ok")?)?;
-    ra.take(EventKind::Established)?;
-    rb.take(EventKind::Established)?;
+    ra.take(EventKind::Established, 20)?;
+    rb.take(EventKind::Established, 20)?;
     pr_info!("cm: ready for removal of rxa\n");
     for _ in 0..6000 {
         if ra
@@ -796,7 +641,7 @@ fn device_removed_under_connection() -> Result {
         }
         testing::msleep(10);
     }
-    ra.take(EventKind::DeviceRemoval)?;
+    ra.take(EventKind::DeviceRemoval, 20)?;
     // Our own objects on rxa hold it: they go now.
     drop(a);
     let mut released = false;

@@ -94,7 +94,6 @@ fn rdma_client_to_ours() -> Result {
     // waited for; rdma_client's exit status (cm.sh) says it got it.
     rec.take(EventKind::Disconnected, 20)?;
     pr_info!("rdma_server: served rdma_client\n");
-    rec.clear();
     drop(id);
     drop(listener);
     Ok(())
@@ -137,7 +136,6 @@ fn ours_to_rdma_server() -> Result {
     id.disconnect()?;
     rec.take(EventKind::Disconnected, 20)?;
     pr_info!("rdma_client: done with rdma_server\n");
-    rec.clear();
     drop(id);
     Ok(())
 }
@@ -254,7 +252,6 @@ fn ucmatose_client_to_ours() -> Result {
         rec.take(EventKind::Disconnected, 20)?;
     }
     pr_info!("ucmatose: served {} connections\n", UCMA_CONNS);
-    rec.clear();
     drop(ids);
     drop(listener);
     Ok(())
@@ -301,7 +298,6 @@ fn ours_to_ucmatose_server() -> Result {
         "ucmatose: {} connections to ucmatose's server\n",
         UCMA_CONNS
     );
-    rec.clear();
     drop(ids);
     Ok(())
 }
