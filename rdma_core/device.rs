@@ -230,6 +230,23 @@ pub trait DeviceOps: Send + Sync {
     fn netdev(&self, _port: u32) -> Option<ARef<crate::kshim::net::NetDevice>> {
         None
     }
+
+    /// Whether the device honours the invalidation of peer memory
+    /// (`crate::verbs::umem`): a peer memory client that requires
+    /// invalidation gives memory only to devices that do. Every access of
+    /// a provider to a region goes through the core, which stops them all
+    /// when the client invalidates; a provider answers `true` when it also
+    /// turns the refused accesses into completions with an error (remote
+    /// access error for a peer's, local protection error for its own)
+    /// and keeps no copy of the memory's pages of its own.
+    fn peer_invalidate(&self) -> bool {
+        false
+    }
+
+    /// The core tells the provider that the memory of the region of key
+    /// `lkey` was invalidated: no access reaches it any more (the core
+    /// refuses them). Process context.
+    fn mr_invalidated(&self, _lkey: u32) {}
 }
 
 /// The usage count of a device and whether new usage is still allowed.
@@ -421,6 +438,12 @@ impl Device {
     /// Whether `port` has a MAD layer on QP1 ([`DeviceOps::has_mad`]).
     pub fn has_mad(&self, port: u32) -> bool {
         self.check_port(port).is_ok() && self.ops().is_ok_and(|o| o.has_mad(port))
+    }
+
+    /// Whether the device honours the invalidation of peer memory
+    /// ([`DeviceOps::peer_invalidate`]).
+    pub fn peer_invalidate(&self) -> bool {
+        self.ops().is_ok_and(|o| o.peer_invalidate())
     }
 
     /// The netdev behind `port`, if the provider has one

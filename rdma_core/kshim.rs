@@ -20,11 +20,13 @@
 pub(crate) mod bindings;
 pub mod configfs;
 pub mod errno;
-pub(crate) mod gate;
+pub mod gate;
 pub mod global;
 pub mod irq_poll;
 pub mod mem;
 pub mod net;
+pub mod pages;
+pub mod peer_abi;
 pub mod random;
 pub mod route;
 pub mod sync;

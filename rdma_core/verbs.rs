@@ -14,6 +14,8 @@
 //! - [`qp`]: queue pairs: creation, the state machine (`qp/modify.rs`),
 //!   posting (`qp/post.rs`), drain (`qp/drain.rs`) and the provider's side
 //!   of the queues (`qp/provider.rs`).
+//! - [`umem`]: the memory of regions on user memory: pinned pages, or a
+//!   peer memory client's, behind the gate its invalidation closes.
 //! - [`wr`], [`wc`]: work requests as posted and completions as polled.
 //! - [`restrack`]: the per-device tables every object is numbered in, and
 //!   the teardown of objects a ULP leaked; [`object`]: the one life cycle
@@ -31,6 +33,7 @@ pub mod pd;
 pub mod qp;
 pub mod restrack;
 pub mod srq;
+pub mod umem;
 pub mod wc;
 pub mod wr;
 

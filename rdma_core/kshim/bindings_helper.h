@@ -17,3 +17,5 @@
 #include "net_glue.h"
 #include "udp_glue.h"
 #include "sysfs_glue.h"
+#include "pages_glue.h"
+#include "../../include/rdma/peer_mem.h"

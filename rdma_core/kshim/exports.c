@@ -11,3 +11,11 @@
 #define EXPORT_SYMBOL_RUST_GPL(sym) extern int sym; EXPORT_SYMBOL_GPL(sym)
 
 #include "exports_generated.h"
+
+/*
+ * The C entry points of the peer memory API (kshim/peer_abi.rs), which
+ * peer_mem.ko's ib_register_peer_memory_client and
+ * ib_unregister_peer_memory_client call.
+ */
+EXPORT_SYMBOL_RUST_GPL(rdma_rs_peer_register);
+EXPORT_SYMBOL_RUST_GPL(rdma_rs_peer_unregister);

@@ -36,7 +36,7 @@ const CLOSED: usize = 1 << (usize::BITS - 1);
 /// - The low bits of `count` are the readers inside, each holding a
 ///   [`RevocableGuard`]; a reader only enters while `CLOSED` is clear.
 #[pin_data]
-pub(crate) struct Revocable<T> {
+pub struct Revocable<T> {
     /// [`CLOSED`] plus the number of readers inside.
     count: AtomicUsize,
     value: UnsafeCell<Option<T>>,
@@ -56,7 +56,7 @@ unsafe impl<T: Send> Send for Revocable<T> {}
 
 impl<T> Revocable<T> {
     /// A gate, open, around `value`.
-    pub(crate) fn new(value: T) -> impl PinInit<Self> {
+    pub fn new(value: T) -> impl PinInit<Self> {
         pin_init!(Revocable {
             count: AtomicUsize::new(0),
             value: UnsafeCell::new(Some(value)),
@@ -66,7 +66,7 @@ impl<T> Revocable<T> {
     }
 
     /// Enters the gate: `None` once it is closed. Any context.
-    pub(crate) fn access(&self) -> Option<RevocableGuard<'_, T>> {
+    pub fn access(&self) -> Option<RevocableGuard<'_, T>> {
         let before = self.count.fetch_add(1, Ordering::Acquire);
         if before & CLOSED != 0 {
             self.leave();
@@ -89,7 +89,7 @@ impl<T> Revocable<T> {
 
     /// Closes the gate, waits until no reader is inside and returns the
     /// value (`None` if another caller revoked it first). Process context.
-    pub(crate) fn revoke(&self) -> Option<T> {
+    pub fn revoke(&self) -> Option<T> {
         crate::kshim::verb::might_sleep();
         let before = self.count.fetch_or(CLOSED, Ordering::AcqRel);
         if before & CLOSED != 0 {
@@ -118,7 +118,7 @@ impl<T> Revocable<T> {
 ///
 /// The guard counts as a reader inside `gate`, which was open when it
 /// entered, so the value is present until the guard drops.
-pub(crate) struct RevocableGuard<'a, T> {
+pub struct RevocableGuard<'a, T> {
     gate: &'a Revocable<T>,
 }
 

@@ -3,7 +3,7 @@
 //! Memory regions (`ib_get_dma_mr`, `ib_alloc_mr`, `ib_map_mr_sg`,
 //! `ib_dereg_mr`) and the checked memory access providers use.
 //!
-//! Three kinds:
+//! Four kinds:
 //!
 //! - a *buffer* MR covers a range of a [`Buffer`] and keeps it alive;
 //! - a *fast-registration* MR ([`Mr::alloc_fast_reg`]) gets its pages from
@@ -14,7 +14,10 @@
 //!   global key of a PD allocated with `UNSAFE_GLOBAL_RKEY`
 //!   ([`crate::verbs::pd::PdFlags`]), as in the C core; an address that no
 //!   live buffer holds is refused (`Bounds`), so the key cannot reach other
-//!   kernel memory.
+//!   kernel memory;
+//! - a *user* MR ([`Mr::reg_user`]) covers a range of a process's memory:
+//!   pinned pages, or a peer memory client's pages (`super::umem`), behind
+//!   a gate the client's invalidation closes.
 //!
 //! Keys are `index << 8 | key`: the index is the MR's slot in its device's
 //! table, the low byte changes on every fast registration so a stale key is
@@ -40,6 +43,7 @@ use crate::spec::opcodes::Access;
 use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table};
+use crate::verbs::umem::{UserKind, UserMem, UserMrFlags};
 
 /// Why an access to registered memory was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +64,8 @@ pub enum AccessError {
 enum Piece<'a> {
     Buffer(&'a Arc<Buffer>, u64),
     Live(u64),
+    /// Pages of a user region, from a byte offset into it.
+    Pages(&'a crate::kshim::pages::PageList, usize),
 }
 
 impl Piece<'_> {
@@ -67,6 +73,7 @@ impl Piece<'_> {
         match self {
             Piece::Buffer(b, a) => b.write_at(*a, data),
             Piece::Live(a) => mem::dma_write(*a, data),
+            Piece::Pages(l, o) => l.write(*o, data),
         }
         .map_err(|_| AccessError::Bounds)
     }
@@ -75,6 +82,7 @@ impl Piece<'_> {
         match self {
             Piece::Buffer(b, a) => b.read_at(*a, out),
             Piece::Live(a) => mem::dma_read(*a, out),
+            Piece::Pages(l, o) => l.read(*o, out),
         }
         .map_err(|_| AccessError::Bounds)
     }
@@ -89,6 +97,8 @@ pub enum MrKind {
     Buffer,
     /// Pages set by `map_mr_sg`, valid after `REG_MR`.
     FastReg,
+    /// A range of a process's memory ([`Mr::reg_user`]).
+    User,
 }
 
 /// A piece of a buffer, for [`MrCore::map_mr_sg`].
@@ -131,6 +141,8 @@ pub struct MrCore {
     kind: MrKind,
     /// The buffer of a buffer MR (immutable after creation).
     buffer: Option<Arc<Buffer>>,
+    /// The memory of a user MR (immutable after creation).
+    user: Option<Arc<UserMem>>,
     max_segs: u32,
     #[pin]
     state: SpinLockIrq<MrState>,
@@ -167,9 +179,15 @@ impl MrCore {
         self.state.lock().access
     }
 
-    /// Whether the region can be accessed now.
+    /// Whether the region can be accessed now (a user region's memory
+    /// not invalidated by its peer client).
     pub fn is_valid(&self) -> bool {
-        self.state.lock().valid
+        self.state.lock().valid && !self.user.as_ref().is_some_and(|u| u.is_invalidated())
+    }
+
+    /// The memory of a user region.
+    pub fn user_mem(&self) -> Option<&Arc<UserMem>> {
+        self.user.as_ref()
     }
 
     /// The PD of the region.
@@ -316,6 +334,15 @@ impl MrCore {
                     f(Piece::Buffer(buf, iova), len as usize)?;
                 }
             }
+            MrKind::User => {
+                let off = (iova - st.iova) as usize;
+                drop(st);
+                // The gate stays open while `f` copies: an invalidation
+                // waits for it, and refuses the accesses after it.
+                let user = self.user.as_ref().ok_or(AccessError::Key)?;
+                user.with_pages(|l| f(Piece::Pages(l, off), len as usize))
+                    .ok_or(AccessError::Key)??;
+            }
             MrKind::FastReg => {
                 let mut off = iova - st.iova;
                 let mut left = len;
@@ -424,26 +451,24 @@ impl MrCore {
         if iova % 8 != 0 {
             return Err(AccessError::Bounds);
         }
-        let mut target: Option<(Option<Arc<Buffer>>, u64)> = None;
+        let mut result: Option<Result<u64>> = None;
         self.access_with(key, pd, iova, 8, need, |p, n| {
             if n == 8 {
-                target = Some(match p {
-                    Piece::Buffer(b, a) => (Some(b.clone()), a),
-                    Piece::Live(a) => (None, a),
+                // Atomic in itself (see `Buffer::atomic_at`): atomics
+                // through other regions on the same bytes are serialised
+                // with this one. A user region's gate is held meanwhile.
+                result = Some(match p {
+                    Piece::Buffer(b, a) => b.atomic_at(a, &f),
+                    Piece::Live(a) => mem::dma_atomic(a, &f),
+                    Piece::Pages(l, o) => l.atomic(o, &f),
                 });
             }
             Ok(())
         })?;
-        let Some((buf, addr)) = target else {
-            return Err(AccessError::Bounds);
-        };
-        // Atomic in itself (see `Buffer::atomic_at`): atomics through other
-        // regions on the same bytes are serialised with this one.
-        match buf {
-            Some(b) => b.atomic_at(addr, f),
-            None => mem::dma_atomic(addr, f),
+        match result {
+            Some(Ok(v)) => Ok(v),
+            _ => Err(AccessError::Bounds),
         }
-        .map_err(|_| AccessError::Bounds)
     }
 }
 
@@ -470,6 +495,11 @@ impl Object for MrCore {
             core::mem::take(&mut st.segs)
         };
         drop(segs);
+        // A user region's memory goes back (unpinned, or to its peer
+        // client) once no access is inside.
+        if let Some(u) = &self.user {
+            u.release();
+        }
     }
 }
 
@@ -480,7 +510,7 @@ impl Handle<MrCore> {
     fn create(
         pd: &Arc<PdCore>,
         kind: MrKind,
-        buffer: Option<Arc<Buffer>>,
+        (buffer, user): (Option<Arc<Buffer>>, Option<Arc<UserMem>>),
         iova: u64,
         length: u64,
         access: Access,
@@ -511,6 +541,7 @@ impl Handle<MrCore> {
                 life: Life::new(number, pd_use),
                 kind,
                 buffer,
+                user,
                 max_segs,
                 state <- crate::new_spinlock_irq!(state, "MrCore::state"),
             }),
@@ -538,7 +569,7 @@ impl Handle<MrCore> {
         Mr::create(
             pd,
             MrKind::Buffer,
-            Some(buf.clone()),
+            (Some(buf.clone()), None),
             iova,
             len as u64,
             access,
@@ -561,14 +592,68 @@ impl Handle<MrCore> {
         if max_num_sg == 0 || max_num_sg > attr.max_fast_reg_page_list_len {
             return Err(EINVAL);
         }
-        Mr::create(pd, MrKind::FastReg, None, 0, 0, Access::NONE, max_num_sg)
+        Mr::create(
+            pd,
+            MrKind::FastReg,
+            (None, None),
+            0,
+            0,
+            Access::NONE,
+            max_num_sg,
+        )
     }
 
     /// A DMA MR (`ib_get_dma_mr`): every live [`Buffer`], for a PD's
     /// global key ([`crate::verbs::pd::PdFlags::UNSAFE_GLOBAL_RKEY`]). May
     /// sleep.
     pub(crate) fn dma(pd: &Arc<PdCore>, access: Access) -> Result<Mr> {
-        Mr::create(pd, MrKind::Dma, None, 0, u64::MAX, access, 0)
+        Mr::create(pd, MrKind::Dma, (None, None), 0, u64::MAX, access, 0)
+    }
+
+    /// Registers `[addr, addr + len)` of the current process
+    /// (`ib_umem_get` and `reg_user_mr`): the pages are pinned (writable
+    /// if `access` grants any write), or, as `flags` allow, given by a peer
+    /// memory client (`super::umem`). The region's I/O virtual address is
+    /// `addr`. `EINVAL` for an empty or wrapping range or bad access flags,
+    /// `EFAULT` if the range is not mapped (or not pinnable, and no client
+    /// claims it), `ENOMEM` past `RLIMIT_MEMLOCK`, a client's error.
+    /// Process context: the current process's; may sleep.
+    pub fn reg_user(
+        pd: &Arc<PdCore>,
+        addr: u64,
+        len: u64,
+        access: Access,
+        flags: UserMrFlags,
+    ) -> Result<Mr> {
+        crate::kshim::verb::might_sleep();
+        if len == 0 || addr.checked_add(len).is_none() || !access.check() {
+            return Err(EINVAL);
+        }
+        let dev = pd.device();
+        let _usage = dev.try_get().ok_or(ENODEV)?;
+        let write = access.contains(Access::LOCAL_WRITE)
+            || access.contains(Access::REMOTE_WRITE)
+            || access.contains(Access::REMOTE_ATOMIC);
+        let user = UserMem::get(dev, addr, len, write, flags)?;
+        let mr = Mr::create(
+            pd,
+            MrKind::User,
+            (None, Some(user.clone())),
+            addr,
+            len,
+            access,
+            0,
+        );
+        match &mr {
+            Ok(m) => {
+                if user.kind() == UserKind::Peer {
+                    user.arm(m.lkey());
+                }
+            }
+            // The pages go back now: the region never existed.
+            Err(_) => user.release(),
+        }
+        mr
     }
 
     /// Deregisters the region (`ib_dereg_mr`): [`Handle::destroy`], which

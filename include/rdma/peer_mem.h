@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Peer-Direct: the API through which a driver that owns memory of its own
+ * (a GPU, an accelerator, a storage device) lets RDMA devices register
+ * memory regions on it. The peer_mem module of rdma-rs provides it.
+ *
+ * The layout, names and calling conventions are those of the out-of-tree
+ * peer_mem.h that existing peer memory clients (nvidia-peermem, amdkfd's
+ * peer client) carry a copy of: a client built against its own copy loads
+ * against peer_mem.ko unchanged. Documentation/peer_mem.rst describes the
+ * callbacks, the contexts, the locking rules and what the core guarantees
+ * when an invalidation returns.
+ */
+#ifndef RDMA_PEER_MEM_H
+#define RDMA_PEER_MEM_H
+
+#include <linux/types.h>
+
+#define IB_PEER_MEMORY_NAME_MAX 64
+#define IB_PEER_MEMORY_VER_MAX 16
+
+/*
+ * core_context is a u64 (older copies of the header had a void *): the
+ * core's values fit in 32 bits, so a client of either kind works.
+ */
+#define PEER_MEM_U64_CORE_CONTEXT
+
+struct device;
+struct sg_table;
+
+/**
+ * struct peer_memory_client - what a peer memory client gives the core
+ * @name: the client's name, unique among registered clients; names its
+ *        statistics directory in sysfs
+ * @version: the client's version string; a non-zero last byte says the
+ *           structure is the first member of a &struct peer_memory_client_ex
+ * @acquire: is [@addr, @addr + @size) of the current process the client's
+ *           memory? Returns 1 and sets *@client_context if so, 0 if not.
+ *           Mandatory.
+ * @get_pages: pins the pages of the range and describes them in @sg_head
+ *             (allocated by the client with sg_alloc_table()); remembers
+ *             @core_context for invalidation. Returns 0 or a -errno.
+ *             Mandatory.
+ * @dma_map: maps @sg_head for @dma_device; sets *@nmap to the number of
+ *           mapped entries. Returns 0 or a -errno. Mandatory.
+ * @dma_unmap: undoes @dma_map. Mandatory.
+ * @put_pages: undoes @get_pages (frees the table). Mandatory.
+ * @get_page_size: the size of the pages @get_pages gave, a power of two of
+ *                 at least PAGE_SIZE. Mandatory.
+ * @release: the core is done with @client_context. Optional.
+ * @get_context_private_data: unused by this core; kept for the layout.
+ * @put_context_private_data: unused by this core; kept for the layout.
+ */
+struct peer_memory_client {
+	char name[IB_PEER_MEMORY_NAME_MAX];
+	char version[IB_PEER_MEMORY_VER_MAX];
+	int (*acquire)(unsigned long addr, size_t size,
+		       void *peer_mem_private_data, char *peer_mem_name,
+		       void **client_context);
+	int (*get_pages)(unsigned long addr, size_t size, int write, int force,
+			 struct sg_table *sg_head, void *client_context,
+			 u64 core_context);
+	int (*dma_map)(struct sg_table *sg_head, void *client_context,
+		       struct device *dma_device, int dmasync, int *nmap);
+	int (*dma_unmap)(struct sg_table *sg_head, void *client_context,
+			 struct device *dma_device);
+	void (*put_pages)(struct sg_table *sg_head, void *client_context);
+	unsigned long (*get_page_size)(void *client_context);
+	void (*release)(void *client_context);
+	void *(*get_context_private_data)(u64 peer_id);
+	void (*put_context_private_data)(void *context);
+};
+
+enum {
+	/*
+	 * The client's own invalidation tears its mapping down: the core
+	 * never calls dma_unmap or put_pages for memory it was told to
+	 * invalidate (it still calls release).
+	 */
+	PEER_MEM_INVALIDATE_UNMAPS = 1 << 0,
+};
+
+/**
+ * struct peer_memory_client_ex - the extended registration
+ * @client: the base structure; its version's last byte must be non-zero
+ * @ex_size: sizeof(struct peer_memory_client_ex) as the client knows it
+ * @flags: PEER_MEM_* flags
+ */
+struct peer_memory_client_ex {
+	struct peer_memory_client client;
+	size_t ex_size;
+	u32 flags;
+};
+
+/*
+ * The core's invalidation entry point, handed to a client that asks for it
+ * at registration: the client calls it with the handle registration gave
+ * and the core_context get_pages was given. When it returns, no RDMA
+ * access reaches that memory any more. Returns 0, or -EINVAL for an
+ * unknown handle.
+ */
+typedef int (*invalidate_peer_memory)(void *reg_handle, u64 core_context);
+
+/*
+ * Registers a client. A client that passes @invalidate_callback gets the
+ * core's invalidation function there, and requires invalidation: the core
+ * uses it only for devices that support invalidation. Returns the handle to
+ * unregister and invalidate with, or NULL (a mandatory callback missing, a
+ * name already registered, no memory).
+ */
+void *ib_register_peer_memory_client(const struct peer_memory_client *peer_client,
+				     invalidate_peer_memory *invalidate_callback);
+
+/*
+ * Unregisters a client: its memory regions still alive are invalidated
+ * first; when this returns, the core makes no further call into the
+ * client.
+ */
+void ib_unregister_peer_memory_client(void *reg_handle);
+
+#endif /* RDMA_PEER_MEM_H */
