@@ -18,12 +18,15 @@
 //! networking arrive in later kernels), the shim here is what goes.
 
 pub(crate) mod bindings;
+pub mod chardev;
 pub mod configfs;
 pub mod errno;
 pub mod gate;
 pub mod global;
 pub mod irq_poll;
+pub mod kobj;
 pub mod mem;
+pub mod module_ref;
 pub mod net;
 pub mod pages;
 pub mod peer_abi;

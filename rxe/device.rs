@@ -277,6 +277,15 @@ impl DeviceOps for RxeOps {
         true
     }
 
+    /// Peer memory invalidation: every access rxe makes to a region goes
+    /// through the core's checked copies (`rdma::verbs::mr`), which the
+    /// invalidation stops, and a refused access already completes as a
+    /// remote access error NAK (responder) or a local protection error
+    /// (requester); rxe keeps no pages of its own.
+    fn peer_invalidate(&self) -> bool {
+        true
+    }
+
     fn netdev(&self, _port: u32) -> Option<ARef<NetDevice>> {
         Some(self.rd.netdev.clone())
     }

@@ -44,7 +44,9 @@ struct sg_table;
  * @dma_map: maps @sg_head for @dma_device; sets *@nmap to the number of
  *           mapped entries. Returns 0 or a -errno. Mandatory.
  * @dma_unmap: undoes @dma_map. Mandatory.
- * @put_pages: undoes @get_pages (frees the table). Mandatory.
+ * @put_pages: undoes @get_pages (frees the table's entries; the table
+ *             itself is the core's and stays valid until @release returns).
+ *             Mandatory.
  * @get_page_size: the size of the pages @get_pages gave, a power of two of
  *                 at least PAGE_SIZE. Mandatory.
  * @release: the core is done with @client_context. Optional.
@@ -96,8 +98,11 @@ struct peer_memory_client_ex {
  * The core's invalidation entry point, handed to a client that asks for it
  * at registration: the client calls it with the handle registration gave
  * and the core_context get_pages was given. When it returns, no RDMA
- * access reaches that memory any more. Returns 0, or -EINVAL for an
- * unknown handle.
+ * access reaches that memory any more, and (unless the client registered
+ * with PEER_MEM_INVALIDATE_UNMAPS) dma_unmap and put_pages were called for
+ * it from inside the call. Returns 0, or -EINVAL for an unknown handle or
+ * context (a region already released). Process context; the client must
+ * hold no lock its own callbacks take.
  */
 typedef int (*invalidate_peer_memory)(void *reg_handle, u64 core_context);
 

@@ -18,4 +18,6 @@
 #include "udp_glue.h"
 #include "sysfs_glue.h"
 #include "pages_glue.h"
+#include "chardev_glue.h"
+#include "kobj_glue.h"
 #include "../../include/rdma/peer_mem.h"

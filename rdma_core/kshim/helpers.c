@@ -7,6 +7,7 @@
  */
 #include <linux/bottom_half.h>
 #include <linux/delay.h>
+#include <linux/module.h>
 #include <linux/irq_work.h>
 #include <linux/jiffies.h>
 #include <linux/percpu.h>
@@ -206,4 +207,14 @@ void rdma_rs_wq_drain(struct workqueue_struct *wq)
 void rdma_rs_wq_destroy(struct workqueue_struct *wq)
 {
 	destroy_workqueue(wq);
+}
+
+bool rdma_rs_module_get(struct module *module)
+{
+	return try_module_get(module);
+}
+
+void rdma_rs_module_put(struct module *module)
+{
+	module_put(module);
 }

@@ -43,5 +43,8 @@ struct workqueue_struct *rdma_rs_wq_alloc(const char *name);
 void rdma_rs_wq_drain(struct workqueue_struct *wq);
 void rdma_rs_wq_destroy(struct workqueue_struct *wq);
 void rdma_rs_globals_unlock(unsigned long flags);
+struct module;
+bool rdma_rs_module_get(struct module *module);
+void rdma_rs_module_put(struct module *module);
 
 #endif

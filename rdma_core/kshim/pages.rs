@@ -27,10 +27,9 @@ use kernel::prelude::*;
 
 use crate::kshim::bindings;
 
-/// The size of a page.
-pub fn page_size() -> usize {
-    // SAFETY: returns a constant.
-    unsafe { bindings::rdma_rs_page_size() as usize }
+/// The size of a page (a constant: dividing by it has no panic path).
+pub const fn page_size() -> usize {
+    kernel::page::PAGE_SIZE
 }
 
 /// A page with a reference held.

@@ -228,13 +228,13 @@ pub trait CRegistrar: Send + Sync {
 }
 
 /// The installed registrar.
-pub struct Registrar(KBox<dyn CRegistrar>);
+pub struct Registrar(Arc<dyn CRegistrar>);
 
 static REGISTRAR: Global<Registrar> = Global::new();
 
 /// Installs the broker (`peer_mem` at init) or removes it (`None`, at its
 /// exit, when no C client is left: each holds a reference on its module).
-pub fn set_registrar(r: Option<KBox<dyn CRegistrar>>) -> Result {
+pub fn set_registrar(r: Option<Arc<dyn CRegistrar>>) -> Result {
     let new = match r {
         Some(b) => Some(Arc::new(Registrar(b), GFP_KERNEL)?),
         None => None,

@@ -74,12 +74,10 @@ pub struct PeerRequest<'a> {
     pub can_invalidate: bool,
 }
 
-/// A region a peer memory client provides. Dropping it gives the memory
-/// back to the client (`dma_unmap`, `put_pages` unless invalidation did,
-/// `release`). Process context.
+/// A region a peer memory client provides. Dropping the last reference
+/// gives the memory back to the client (`dma_unmap`, `put_pages` unless
+/// invalidation did, `release`). Process context.
 pub trait PeerRegion: Send + Sync {
-    /// The pages, taken once, to build the memory region on.
-    fn take_pages(&mut self) -> Option<PageList>;
     /// Connects the client's invalidation to `target`; if the client
     /// invalidated the memory already, `target` is invalidated now.
     fn arm(&self, target: Arc<dyn PeerInvalidate>);
@@ -98,30 +96,44 @@ pub trait PeerInvalidate: Send + Sync {
 pub trait PeerSource: Send + Sync {
     /// Asks the clients, in registration order, whether the range is
     /// theirs; the first that claims it builds the region. `Ok(None)` if
-    /// none does; an error from the client that claimed it.
-    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<KBox<dyn PeerRegion>>>;
+    /// none does; an error from the client that claimed it. The region
+    /// comes with its pages.
+    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>>;
 }
 
-/// The installed broker.
-pub struct PeerSlot(KBox<dyn PeerSource>);
+/// The installed broker, behind a gate: removing it waits for the
+/// requests in progress, so that the broker's module may go.
+#[pin_data]
+pub struct PeerSlot {
+    #[pin]
+    source: Revocable<Arc<dyn PeerSource>>,
+}
 
 static PEER: Global<PeerSlot> = Global::new();
 
 /// Installs the peer memory broker (`peer_mem` at init), or removes it
-/// (`None`, at its exit).
-pub fn set_peer_source(source: Option<KBox<dyn PeerSource>>) -> Result {
+/// (`None`, at its exit: waits for the requests in progress). Process
+/// context.
+pub fn set_peer_source(source: Option<Arc<dyn PeerSource>>) -> Result {
     let new = match source {
-        Some(s) => Some(Arc::new(PeerSlot(s), GFP_KERNEL)?),
+        Some(s) => Some(Arc::pin_init(
+            pin_init!(PeerSlot {
+                source <- Revocable::new(s),
+            }),
+            GFP_KERNEL,
+        )?),
         None => None,
     };
-    drop(PEER.replace(new));
+    if let Some(old) = PEER.replace(new) {
+        drop(old.source.revoke());
+    }
     Ok(())
 }
 
 /// Where a user region's pages come from; given back at release.
 pub(crate) enum Source {
     Pinned(#[allow(dead_code)] PinnedPages),
-    Peer(KBox<dyn PeerRegion>),
+    Peer(Arc<dyn PeerRegion>),
 }
 
 /// The kind of memory behind a user memory region.
@@ -165,6 +177,9 @@ impl UserMem {
             let Some(slot) = PEER.get() else {
                 return Ok(None);
             };
+            let Some(source) = slot.source.access() else {
+                return Ok(None);
+            };
             let req = PeerRequest {
                 addr,
                 len,
@@ -172,14 +187,13 @@ impl UserMem {
                 device: dev,
                 can_invalidate: dev.peer_invalidate(),
             };
-            let Some(mut region) = slot.0.acquire(&req)? else {
+            let Some((pages, region)) = source.acquire(&req)? else {
                 return Ok(None);
             };
             let mut name = [0u8; 64];
             let n = region.client_name();
             let l = core::cmp::min(n.len(), 63);
             name[..l].copy_from_slice(&n[..l]);
-            let pages = region.take_pages().ok_or(EINVAL)?;
             Ok(Some((pages, Source::Peer(region), name)))
         };
         let mut found = None;

@@ -26,6 +26,7 @@
 # Libraries known here, and the folder (under the project's top) that
 # builds each one:
 rust-lib-dir-rdma := rdma_core
+rust-lib-dir-peer_memory := peer_mem
 
 # --- consumers -------------------------------------------------------------
 $(foreach lib,$(patsubst rust-lib-dir-%,%,$(filter rust-lib-dir-%,$(.VARIABLES))), \

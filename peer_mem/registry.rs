@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The broker: registered clients in registration order, and the regions
+//! built on their memory.
+//!
+//! Nothing here is generic over the client: a client is an
+//! [`ErasedClient`] trait object whose code may live in the client's own
+//! module, and every call into it, including the drop of its contexts and
+//! pages, happens with its gate (`Registered::client`) open. The
+//! unregistration undoes the client's regions, then closes the gate,
+//! waiting for the calls in progress: afterwards no object of the client's
+//! is left here, and its module may go while memory regions that were
+//! built on its memory still exist (they are closed, and their handles in
+//! this module hold a reference on `peer_mem` instead).
+//!
+//! Locks, in the order they nest (an outer one is never taken while an
+//! inner one is held):
+//!
+//! 1. `Broker::clients` (the list): held only to read or change the list,
+//!    never while calling a client.
+//! 2. `Registered::regions` (a client's table of regions): held only to
+//!    look a region up, insert or remove it, or to close the client; never
+//!    while calling a client.
+//! 3. `Region::state` (one region): held across the client callbacks that
+//!    change the region (`dma_unmap`, `put_pages`, `release`) and across
+//!    the closing of the memory region's gate, so that an invalidation, a
+//!    deregistration and an unregistration run one after the other on a
+//!    region. A client must therefore not call the invalidation from
+//!    inside a callback, nor hold across it a lock its callbacks take.
+
+use core::any::Any;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::kshim::gate::Revocable;
+use rdma::kshim::global::Global;
+use rdma::kshim::kobj::StatsDir;
+use rdma::kshim::module_ref::ModuleRef;
+use rdma::kshim::pages::{page_size, PageList, SharedPage};
+use rdma::verbs::umem::{PeerInvalidate, PeerRegion, PeerRequest, PeerSource};
+
+use crate::stats::{Roots, Stats};
+
+/// A client's context or pages, type-erased.
+pub(crate) type Erased = Arc<dyn Any + Send + Sync>;
+
+/// A client as the broker calls it (see `crate::client::PeerClient` for
+/// the meaning of each call).
+pub(crate) trait ErasedClient: Send + Sync {
+    fn acquire(&self, addr: u64, len: u64) -> Option<Erased>;
+    fn get_pages(&self, ctx: &Erased, addr: u64, len: u64, write: bool, core: u64)
+        -> Result<Erased>;
+    fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVec<SharedPage>>;
+    fn dma_unmap(&self, ctx: &Erased, pages: &Erased);
+    fn put_pages(&self, ctx: &Erased, pages: &Erased);
+    fn page_size(&self, ctx: &Erased) -> u64;
+    fn release(&self, ctx: &Erased);
+    fn invalidate_unmaps(&self) -> bool;
+}
+
+/// A registered client, as the broker lists it.
+struct Slot {
+    handle: usize,
+    reg: Arc<Registered>,
+    _dirs: (StatsDir, StatsDir),
+}
+
+fn until_nul(b: &[u8]) -> &[u8] {
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    &b[..n]
+}
+
+/// The broker, one per loaded `peer_mem`.
+#[pin_data]
+pub(crate) struct Broker {
+    #[pin]
+    clients: Mutex<KVec<Slot>>,
+    next_handle: AtomicUsize,
+    roots: Roots,
+}
+
+static BROKER: Global<Broker> = Global::new();
+
+/// Sets the broker up (module init).
+pub(crate) fn init() -> Result {
+    let roots = Roots::new()?;
+    let b = Arc::pin_init(
+        pin_init!(Broker {
+            clients <- new_mutex!(KVec::new(), "peer_mem::Broker::clients"),
+            next_handle: AtomicUsize::new(1),
+            roots,
+        }),
+        GFP_KERNEL,
+    )?;
+    drop(BROKER.replace(Some(b)));
+    Ok(())
+}
+
+/// Drops the broker (module exit: no client is left, each holding a
+/// reference on this module).
+pub(crate) fn exit() {
+    drop(BROKER.replace(None));
+}
+
+/// The broker as the core's [`PeerSource`].
+pub(crate) struct Source;
+
+impl PeerSource for Source {
+    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>> {
+        let Some(b) = BROKER.get() else {
+            return Ok(None);
+        };
+        // A snapshot: no lock is held while clients are asked.
+        let mut order = KVec::new();
+        for s in b.clients.lock().iter() {
+            order.push(s.reg.clone(), GFP_KERNEL)?;
+        }
+        for reg in order.iter() {
+            if let Some(r) = reg.try_build(req)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Checks a client's name: 1 to 63 printable ASCII bytes, no `/`.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.len() < 64 && name.iter().all(|&c| c.is_ascii_graphic() && c != b'/')
+}
+
+fn log_refused(name: &[u8], why: &str) {
+    if rdma::kshim::verb::log_allowed() {
+        pr_warn!(
+            "peer_mem: client \"{}\" refused: {}\n",
+            core::str::from_utf8(name).unwrap_or("?"),
+            why
+        );
+    }
+}
+
+/// Registers a client; returns its handle and its registration.
+pub(crate) fn register(
+    client: Arc<dyn ErasedClient>,
+    name: &[u8],
+    version: &[u8],
+    requires_invalidation: bool,
+) -> Result<(usize, Arc<Registered>)> {
+    let b = BROKER.get().ok_or(ENODEV)?;
+    if !valid_name(name) {
+        log_refused(name, "bad name (EINVAL)");
+        return Err(EINVAL);
+    }
+    let counts = Arc::new(Stats::new(version), GFP_KERNEL)?;
+    let unmaps = client.invalidate_unmaps();
+    let reg_counts = counts.clone();
+    let mut cname = [0u8; 64];
+    cname[..name.len()].copy_from_slice(name);
+    let reg = Arc::pin_init(
+        pin_init!(Registered {
+            client <- Revocable::new(client),
+            name: cname,
+            unmaps,
+            requires_invalidation,
+            regions <- new_mutex!(
+                Regions {
+                    map: RBTree::new(),
+                    next: 1,
+                    closing: false,
+                },
+                "peer_mem::Registered::regions"
+            ),
+            stats: reg_counts,
+        }),
+        GFP_KERNEL,
+    )?;
+    let mut clients = b.clients.lock();
+    if clients.iter().any(|s| s.reg.name() == name) {
+        drop(clients);
+        log_refused(name, "name already registered (EEXIST)");
+        return Err(EEXIST);
+    }
+    let cstr = CStr::from_bytes_with_nul(&cname[..=name.len()])?;
+    let dirs = b.roots.add(cstr, counts)?;
+    let handle = b.next_handle.fetch_add(1, Ordering::Relaxed);
+    clients.push(
+        Slot {
+            handle,
+            reg: reg.clone(),
+            _dirs: dirs,
+        },
+        GFP_KERNEL,
+    )?;
+    Ok((handle, reg))
+}
+
+/// Takes the client of `handle` off the list, undoes its regions and
+/// closes it: when this returns, the core makes no call into the client.
+/// `EINVAL` for an unknown handle. Process context.
+pub(crate) fn unregister(handle: usize) -> Result {
+    let b = BROKER.get().ok_or(EINVAL)?;
+    let slot = {
+        let mut clients = b.clients.lock();
+        let i = clients
+            .iter()
+            .position(|s| s.handle == handle)
+            .ok_or(EINVAL)?;
+        rdma::kshim::vec::remove(&mut clients, i).ok_or(EINVAL)?
+    };
+    slot.reg.undo_all();
+    slot.reg.close();
+    // The sysfs directories go with the slot.
+    drop(slot);
+    Ok(())
+}
+
+/// The client of `handle`, for its invalidation.
+pub(crate) fn find(handle: usize) -> Result<Arc<Registered>> {
+    let b = BROKER.get().ok_or(EINVAL)?;
+    let clients = b.clients.lock();
+    clients
+        .iter()
+        .find(|s| s.handle == handle)
+        .map(|s| s.reg.clone())
+        .ok_or(EINVAL)
+}
+
+/// A client's regions, by core context.
+struct Regions {
+    map: RBTree<u32, Arc<Region>>,
+    next: u32,
+    /// The client is being unregistered: no region is added any more.
+    closing: bool,
+}
+
+/// A region's node in its client's table.
+type RegionNode = RBTreeNode<u32, Arc<Region>>;
+
+/// A registered client.
+#[pin_data]
+pub(crate) struct Registered {
+    #[pin]
+    client: Revocable<Arc<dyn ErasedClient>>,
+    name: [u8; 64],
+    unmaps: bool,
+    requires_invalidation: bool,
+    #[pin]
+    regions: Mutex<Regions>,
+    stats: Arc<Stats>,
+}
+
+/// Where a region is in its life.
+enum Phase {
+    /// Built: the client's pages are in use.
+    Live { ctx: Erased, pages: Erased },
+    /// The client invalidated it: the pages went back (or, for a client
+    /// that unmaps itself, are kept only to be dropped); the context
+    /// awaits release.
+    Invalidated { ctx: Erased, pages: Option<Erased> },
+    /// Being built: in the table (an invalidation is recorded in
+    /// `pending`), not yet live.
+    Building,
+    /// Released, or never live.
+    Gone,
+}
+
+struct RegionState {
+    phase: Phase,
+    /// Pages of the region, for the statistics.
+    npages: u64,
+    /// The memory region's gate, once armed.
+    target: Option<Arc<dyn PeerInvalidate>>,
+    /// The client invalidated the region while it was being built.
+    pending: bool,
+}
+
+/// A region built on a client's memory.
+#[pin_data]
+struct Region {
+    owner: Arc<Registered>,
+    core: u32,
+    bytes: u64,
+    #[pin]
+    state: Mutex<RegionState>,
+}
+
+impl Region {
+    /// Closes the memory region's gate (no access any more) and gives the
+    /// pages back; `by_client`: the client's own invalidation (a client
+    /// that unmaps itself then keeps its pages). With the state locked and
+    /// the client's gate open.
+    fn stop(&self, client: &dyn ErasedClient, st: &mut RegionState, by_client: bool) {
+        let Phase::Live { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone) else {
+            return;
+        };
+        if let Some(t) = st.target.take() {
+            t.invalidate();
+        }
+        let pages = if by_client && self.owner.unmaps {
+            Some(pages)
+        } else {
+            client.dma_unmap(&ctx, &pages);
+            client.put_pages(&ctx, &pages);
+            drop(pages);
+            None
+        };
+        self.owner.stats.unpinned(st.npages, self.bytes);
+        st.phase = Phase::Invalidated { ctx, pages };
+    }
+
+    /// Releases the region (its memory region's deregistration, or the
+    /// client's unregistration). With the state locked and the client's
+    /// gate open.
+    fn release(&self, client: &dyn ErasedClient, st: &mut RegionState) {
+        self.stop(client, st, false);
+        st.target = None;
+        if let Phase::Invalidated { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone)
+        {
+            // The client may still look at its table in `release` (an
+            // unmapping client frees its entries there): the pages go
+            // after.
+            client.release(&ctx);
+            drop(pages);
+            drop(ctx);
+            self.owner
+                .stats
+                .dealloc_mrs
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Registered {
+    fn name(&self) -> &[u8] {
+        until_nul(&self.name)
+    }
+
+    /// The client invalidates region `core`: when this returns, no access
+    /// reaches its memory.
+    pub(crate) fn invalidate(&self, core: u64) -> Result {
+        let key = u32::try_from(core).map_err(|_| EINVAL)?;
+        let region = self.regions.lock().map.get(&key).cloned().ok_or(EINVAL)?;
+        self.stats.free_callbacks.fetch_add(1, Ordering::Relaxed);
+        let Some(client) = self.client.access() else {
+            return Ok(());
+        };
+        let mut st = region.state.lock();
+        if matches!(st.phase, Phase::Building) {
+            st.pending = true;
+        } else {
+            region.stop(&**client, &mut st, true);
+        }
+        Ok(())
+    }
+
+    /// Closes the client's gate: waits for calls in progress; none
+    /// follows, and the client object is dropped here.
+    pub(crate) fn close(&self) {
+        drop(self.client.revoke());
+    }
+
+    /// Undoes every region (unregistration).
+    fn undo_all(&self) {
+        let all = {
+            let mut r = self.regions.lock();
+            r.closing = true;
+            let mut all = KVec::new();
+            while let Some(k) = r.map.iter().next().map(|(k, _)| *k) {
+                if let Some(reg) = r.map.remove(&k) {
+                    if all.push(reg, GFP_KERNEL).is_err() {
+                        break;
+                    }
+                }
+            }
+            all
+        };
+        if let Some(client) = self.client.access() {
+            for region in all.iter() {
+                let mut st = region.state.lock();
+                region.release(&**client, &mut st);
+            }
+        }
+    }
+
+    /// A new region's number, the region (being built) and its node for
+    /// the table.
+    fn prepare(self: &Arc<Self>, bytes: u64) -> Result<(Arc<Region>, RegionNode)> {
+        let core = {
+            let mut r = self.regions.lock();
+            let mut n = r.next;
+            while n == 0 || r.map.get(&n).is_some() {
+                n = n.wrapping_add(1);
+            }
+            r.next = n.wrapping_add(1);
+            n
+        };
+        let region = Arc::pin_init(
+            pin_init!(Region {
+                owner: self.clone(),
+                core,
+                bytes,
+                state <- new_mutex!(
+                    RegionState {
+                        phase: Phase::Building,
+                        npages: 0,
+                        target: None,
+                        pending: false,
+                    },
+                    "peer_mem::Region::state"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let node = RBTreeNode::new(core, region.clone(), GFP_KERNEL)?;
+        Ok((region, node))
+    }
+
+    /// `dma_map` and the page list of a region (undoing `dma_map` on
+    /// failure).
+    fn map(
+        &self,
+        client: &dyn ErasedClient,
+        ctx: &Erased,
+        pages: &Erased,
+        req: &PeerRequest<'_>,
+    ) -> Result<PageList> {
+        let ps = page_size() as u64;
+        let cps = client.page_size(ctx);
+        if cps < ps || !cps.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        let start = req.addr & !(cps - 1);
+        let first = req.addr & !(ps - 1);
+        let mapped = client.dma_map(ctx, pages)?;
+        let skip = ((first - start) / ps) as usize;
+        let built = (|| {
+            let mut list = KVec::with_capacity(mapped.len().saturating_sub(skip), GFP_KERNEL)?;
+            for p in mapped.iter().skip(skip) {
+                list.push(p.clone(), GFP_KERNEL)?;
+            }
+            PageList::new(list, (req.addr - first) as usize, req.len as usize)
+        })();
+        if built.is_err() {
+            client.dma_unmap(ctx, pages);
+        }
+        built
+    }
+
+    /// Builds a region on `req` if the client claims it.
+    fn try_build(
+        self: &Arc<Self>,
+        req: &PeerRequest<'_>,
+    ) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>> {
+        if self.requires_invalidation && !req.can_invalidate {
+            return Ok(None);
+        }
+        let Some(client) = self.client.access() else {
+            return Ok(None);
+        };
+        let client: &dyn ErasedClient = &**client;
+        let Some(ctx) = client.acquire(req.addr, req.len) else {
+            return Ok(None);
+        };
+        // What may fail for want of memory first, while giving the context
+        // back is all there is to undo.
+        let prepared = (|| {
+            let module = ModuleRef::get(&crate::THIS_MODULE).ok_or(ENODEV)?;
+            let (region, node) = self.prepare(req.len)?;
+            let handle = Arc::new(
+                RegionHandle {
+                    region,
+                    _module: module,
+                },
+                GFP_KERNEL,
+            )?;
+            Ok::<_, Error>((handle, node))
+        })();
+        let (handle, node) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                client.release(&ctx);
+                return Err(e);
+            }
+        };
+        // In the table before `get_pages` gives the client the number: an
+        // invalidation that comes before the region is live is recorded.
+        let listed = {
+            let mut r = self.regions.lock();
+            if r.closing {
+                false
+            } else {
+                drop(r.map.insert(node));
+                true
+            }
+        };
+        if !listed {
+            client.release(&ctx);
+            return Ok(None);
+        }
+        let core = handle.region.core;
+        // From here, dropping `handle` takes the region out of the table.
+        let pages = match client.get_pages(&ctx, req.addr, req.len, req.write, core.into()) {
+            Ok(p) => p,
+            Err(e) => {
+                client.release(&ctx);
+                return Err(e);
+            }
+        };
+        let list = match self.map(client, &ctx, &pages, req) {
+            Ok(l) => l,
+            Err(e) => {
+                client.put_pages(&ctx, &pages);
+                client.release(&ctx);
+                drop(pages);
+                return Err(e);
+            }
+        };
+        let npages = list.pages() as u64;
+        self.stats.built(npages, req.len);
+        {
+            let mut st = handle.region.state.lock();
+            st.phase = Phase::Live { ctx, pages };
+            st.npages = npages;
+            if st.pending {
+                // Invalidated while being built: the memory region starts
+                // closed (`arm`).
+                handle.region.stop(client, &mut st, true);
+            }
+        }
+        if self.regions.lock().closing {
+            // The client is being unregistered and may have missed this
+            // region: undone here, through the access this call holds.
+            let mut st = handle.region.state.lock();
+            handle.region.release(client, &mut st);
+            return Ok(None);
+        }
+        Ok(Some((list, handle as Arc<dyn PeerRegion>)))
+    }
+}
+
+/// A region as the memory region holds it; its drop is the
+/// deregistration. It keeps `peer_mem` loaded (its code is here), not the
+/// client's module.
+struct RegionHandle {
+    region: Arc<Region>,
+    _module: ModuleRef,
+}
+
+impl PeerRegion for RegionHandle {
+    fn arm(&self, target: Arc<dyn PeerInvalidate>) {
+        let mut st = self.region.state.lock();
+        if matches!(st.phase, Phase::Live { .. }) {
+            st.target = Some(target);
+        } else {
+            // Invalidated (or the client left) before the memory region
+            // existed: it starts closed.
+            drop(st);
+            target.invalidate();
+        }
+    }
+
+    fn client_name(&self) -> &[u8] {
+        self.region.owner.name()
+    }
+}
+
+impl Drop for RegionHandle {
+    fn drop(&mut self) {
+        let owner = &self.region.owner;
+        if let Some(client) = owner.client.access() {
+            let mut st = self.region.state.lock();
+            self.region.release(&**client, &mut st);
+        }
+        let node = owner.regions.lock().map.remove_node(&self.region.core);
+        drop(node);
+    }
+}

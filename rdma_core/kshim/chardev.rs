@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Misc character devices (`/dev/<name>`, mode 0600) for test modules and
+//! example drivers: `open`, `ioctl`, `mmap` and `release` in safe Rust.
+//!
+//! C header: [`include/linux/miscdevice.h`](srctree/include/linux/miscdevice.h)
+//!
+//! A driver implements [`CharDevOps`] and registers it with
+//! [`MiscDev::register`]. Every `open` makes a [`CharDevOps::File`], which
+//! the open file owns, together with a reference to the operations, until
+//! its `release`: a device may be dropped (and the node gone) while files
+//! are still open, and those keep working. Every open file also pins the
+//! module that registered the device, so the driver's code stays loaded
+//! until the last file is closed.
+//!
+//! An `mmap` handler gets a [`Vma`]: it may map pages ([`Vma::map_pages`],
+//! a `VM_PFNMAP` mapping that `pin_user_pages` refuses) and ask to be told
+//! when the mapping goes ([`Vma::on_close`]). The mapping keeps its own
+//! reference on every page it maps until then, so no safe code can leave a
+//! process with a mapping of a freed page.
+//!
+//! The 6.12 kernel crate has no `miscdevice` and no VMA abstraction; the
+//! plumbing is C (`chardev_glue.c`, which says why every open file is moved
+//! to file operations of its own).
+
+use core::ffi::{c_int, c_void};
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use kernel::error::{from_err_ptr, to_result};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+use kernel::ThisModule;
+
+use crate::kshim::bindings;
+use crate::kshim::pages::{page_size, SharedPage};
+
+/// An identity of the current process's address space (its `mm` address,
+/// 0 for a kernel thread), to compare a mapping's process with the one
+/// that registered something.
+pub use crate::kshim::pages::current_mm_id;
+
+/// What a misc device does.
+///
+/// Every method runs in process context and may sleep. `open` runs with
+/// the misc core's lock held: it must not register or drop a [`MiscDev`].
+/// `ioctl` and `mmap` may run concurrently on one file.
+pub trait CharDevOps: Send + Sync + 'static {
+    /// What an open file holds.
+    type File: Send + Sync + 'static;
+
+    /// Opens a file; an error fails `open(2)`.
+    fn open(&self) -> Result<Self::File>;
+
+    /// An `ioctl(2)` on `file`. `arg` is the caller's raw argument: build a
+    /// [`kernel::uaccess::UserSlice`] from it to reach user memory. The
+    /// value is what the system call returns (an error, `-errno`).
+    fn ioctl(&self, file: &Self::File, cmd: u32, arg: usize) -> Result<isize>;
+
+    /// An `mmap(2)` of `file`: set the mapping up through `vma`. On error
+    /// nothing of what was done through `vma` stays (no pages, no
+    /// `on_close`).
+    fn mmap(&self, _file: &Self::File, _vma: &mut Vma) -> Result {
+        Err(ENODEV)
+    }
+
+    /// The last reference to `file` is gone (every descriptor closed and
+    /// every mapping of it unmapped, so every `on_close` has run).
+    fn release(&self, _file: Self::File) {}
+}
+
+/// A registered misc device; deregistered when dropped.
+///
+/// Dropping it removes `/dev/<name>` and waits for any `open` in progress;
+/// files already open stay open, each with its own reference to the
+/// operations.
+///
+/// # Invariants
+///
+/// - `raw` came from a successful `rdma_rs_chardev_register` and is
+///   unregistered (and freed) only in `drop`.
+/// - The context pointer the glue holds is the address of `ctx`'s content,
+///   which is freed after that unregistration (field drop order).
+pub struct MiscDev<T: CharDevOps> {
+    raw: NonNull<bindings::rdma_rs_chardev>,
+    /// Handed to C for `open`; freed after `raw` is unregistered.
+    _ctx: KBox<DevCtx<T>>,
+}
+
+// SAFETY: the handle only unregisters the device, which may be done from
+// any thread in process context; the context it owns holds an `Arc<T>` with
+// `T: Send + Sync`.
+unsafe impl<T: CharDevOps> Send for MiscDev<T> {}
+// SAFETY: `&MiscDev` gives access to nothing.
+unsafe impl<T: CharDevOps> Sync for MiscDev<T> {}
+
+impl<T: CharDevOps> MiscDev<T> {
+    /// Registers `/dev/<name>` (a dynamic minor, mode 0600) whose files
+    /// `ops` serves, for `module`, the caller's `THIS_MODULE`: each open
+    /// file pins it until released. Process context.
+    pub fn register(
+        name: &'static CStr,
+        ops: Arc<T>,
+        module: &'static ThisModule,
+    ) -> Result<Pin<KBox<Self>>> {
+        if name.is_empty() || name.as_bytes().contains(&b'/') {
+            return Err(EINVAL);
+        }
+        let ctx = KBox::new(
+            DevCtx {
+                open: DevCtx::<T>::open_file,
+                ops,
+            },
+            GFP_KERNEL,
+        )?;
+        let ctx_ptr = core::ptr::from_ref::<DevCtx<T>>(&ctx).cast::<c_void>();
+        // SAFETY:
+        // - `name` is NUL-terminated and copied by the glue.
+        // - `ctx_ptr` is only used by the glue's open, which cannot run once
+        //   the device is unregistered; `drop` does that before it frees
+        //   `ctx` (field order), and moving the box does not move its
+        //   content.
+        // - `module` is the caller's module (documented), alive while it
+        //   runs; the glue only takes references on it.
+        let raw = unsafe { register_raw(module, name, ctx_ptr)? };
+        // INVARIANT: registered above, with `ctx`'s content as context.
+        Ok(KBox::pin(MiscDev { raw, _ctx: ctx }, GFP_KERNEL)?)
+    }
+}
+
+impl<T: CharDevOps> Drop for MiscDev<T> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is registered (type invariant) and this is its only
+        // unregistration; it returns once no open is in progress, and no
+        // open can start after it, so `_ctx` is unused when freed next.
+        unsafe { unregister_raw(self.raw) }
+    }
+}
+
+/// `rdma_rs_chardev_register`, from this crate's object whatever the `T`
+/// of the [`MiscDev`] (a consumer's instance of the generic code cannot
+/// reach the C glue, which is not exported).
+///
+/// # Safety
+///
+/// As the glue requires: `ctx` valid for the device's life, `module` the
+/// caller's own module.
+#[inline(never)]
+unsafe fn register_raw(
+    module: &'static ThisModule,
+    name: &CStr,
+    ctx: *const c_void,
+) -> Result<NonNull<bindings::rdma_rs_chardev>> {
+    // SAFETY: the caller's guarantees; `name` is NUL-terminated and copied.
+    let raw = unsafe {
+        bindings::rdma_rs_chardev_register(module.as_ptr().cast(), name.as_char_ptr(), ctx)
+    };
+    let raw = from_err_ptr(raw)?;
+    NonNull::new(raw).ok_or(EINVAL)
+}
+
+/// `rdma_rs_chardev_unregister`, non-generic (see [`register_raw`]).
+///
+/// # Safety
+///
+/// `raw` came from [`register_raw`] and is unregistered once.
+#[inline(never)]
+unsafe fn unregister_raw(raw: NonNull<bindings::rdma_rs_chardev>) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdma_rs_chardev_unregister(raw.as_ptr()) }
+}
+
+/// How the glue's open reaches a device's `T`.
+type OpenFn = unsafe fn(*const c_void, *mut *mut c_void) -> Result;
+
+/// A device's context, as the glue holds it (a thin pointer).
+///
+/// `#[repr(C)]` with `open` first: the non-generic [`rdma_rs_chardev_open`]
+/// reads it through a pointer to any `DevCtx<T>`.
+#[repr(C)]
+struct DevCtx<T: CharDevOps> {
+    open: OpenFn,
+    ops: Arc<T>,
+}
+
+impl<T: CharDevOps> DevCtx<T> {
+    /// Opens a file of the device at `this` and stores its object in
+    /// `*out`.
+    ///
+    /// # Safety
+    ///
+    /// `this` must point at a live `DevCtx<T>` and `out` be writable.
+    unsafe fn open_file(this: *const c_void, out: *mut *mut c_void) -> Result {
+        // SAFETY: per the function's contract.
+        let this = unsafe { &*this.cast::<Self>() };
+        // Allocated before `open`, so that every file `open` makes reaches
+        // `release`.
+        let slot = KBox::<OpenFile<T>>::new_uninit(GFP_KERNEL)?;
+        let file = this.ops.open()?;
+        let file = KBox::write(
+            slot,
+            OpenFile {
+                vtable: &OpenFile::<T>::VTABLE,
+                ops: this.ops.clone(),
+                file,
+            },
+        );
+        // SAFETY: `out` is writable (the function's contract).
+        unsafe { *out = KBox::into_raw(file).cast() };
+        Ok(())
+    }
+}
+
+/// The operations of an open file with its type erased, for the
+/// non-generic entry points.
+struct FileVTable {
+    /// # Safety: the pointer is a live `OpenFile<T>` of this vtable's `T`.
+    ioctl: unsafe fn(*const c_void, u32, usize) -> Result<isize>,
+    /// # Safety: as for `ioctl`, in an mmap call.
+    mmap: unsafe fn(*const c_void, &mut Vma) -> Result,
+    /// # Safety: the pointer came from `KBox::into_raw` of an
+    /// `OpenFile<T>` of this vtable's `T`, and is not used again.
+    release: unsafe fn(*mut c_void),
+}
+
+/// The object `file->private_data` leads to: the file and the operations
+/// it keeps alive.
+///
+/// `#[repr(C)]` with `vtable` first: a pointer to any `OpenFile<T>` is one
+/// to its vtable.
+#[repr(C)]
+struct OpenFile<T: CharDevOps> {
+    vtable: &'static FileVTable,
+    ops: Arc<T>,
+    file: T::File,
+}
+
+impl<T: CharDevOps> OpenFile<T> {
+    const VTABLE: FileVTable = FileVTable {
+        ioctl: Self::ioctl,
+        mmap: Self::mmap,
+        release: Self::release,
+    };
+
+    /// # Safety
+    ///
+    /// `this` must point at a live `OpenFile<T>`.
+    unsafe fn ioctl(this: *const c_void, cmd: u32, arg: usize) -> Result<isize> {
+        // SAFETY: per the function's contract; only shared references to
+        // an open file are made until its release.
+        let this = unsafe { &*this.cast::<Self>() };
+        this.ops.ioctl(&this.file, cmd, arg)
+    }
+
+    /// # Safety
+    ///
+    /// `this` must point at a live `OpenFile<T>`.
+    unsafe fn mmap(this: *const c_void, vma: &mut Vma) -> Result {
+        // SAFETY: as in `ioctl`.
+        let this = unsafe { &*this.cast::<Self>() };
+        this.ops.mmap(&this.file, vma)
+    }
+
+    /// # Safety
+    ///
+    /// `this` must come from `KBox::into_raw` of an `OpenFile<T>` (in
+    /// `open_file`) and not be used by anything after this call.
+    unsafe fn release(this: *mut c_void) {
+        // SAFETY: per the function's contract, the box is ours again.
+        let this = unsafe { KBox::from_raw(this.cast::<Self>()) };
+        let OpenFile { ops, file, .. } = KBox::into_inner(this);
+        ops.release(file);
+    }
+}
+
+/// The vtable of the open file at `file`.
+///
+/// # Safety
+///
+/// `file` must point at a live `OpenFile<T>`, for any `T`.
+unsafe fn vtable_of(file: *const c_void) -> &'static FileVTable {
+    // SAFETY: an `OpenFile` is `#[repr(C)]` with its vtable reference first,
+    // and `file` points at a live one (the function's contract).
+    unsafe { *file.cast::<&'static FileVTable>() }
+}
+
+/// A mapping being set up by [`CharDevOps::mmap`]; valid during that call
+/// only.
+///
+/// # Invariants
+///
+/// `raw` is the VMA of the `mmap` call in progress on this thread, with
+/// the process's mmap lock held for writing, for as long as the `Vma`
+/// lives (it lives in [`rdma_rs_chardev_mmap`]'s frame). `state` is not
+/// shared with C yet.
+pub struct Vma {
+    raw: NonNull<bindings::vm_area_struct>,
+    state: KBox<MapState>,
+}
+
+impl Vma {
+    /// The first address of the mapping.
+    pub fn start(&self) -> u64 {
+        // SAFETY: the VMA is valid (type invariant).
+        unsafe { bindings::rdma_rs_vma_start(self.raw.as_ptr()) as u64 }
+    }
+
+    /// The address after the mapping.
+    pub fn end(&self) -> u64 {
+        // SAFETY: the VMA is valid (type invariant).
+        unsafe { bindings::rdma_rs_vma_end(self.raw.as_ptr()) as u64 }
+    }
+
+    /// The length of the mapping in bytes (a multiple of the page size).
+    pub fn len(&self) -> u64 {
+        self.end() - self.start()
+    }
+
+    /// Whether the mapping is empty (never, for a mapping being made).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The offset `mmap(2)` was given, in pages.
+    pub fn pgoff(&self) -> u64 {
+        // SAFETY: the VMA is valid (type invariant).
+        unsafe { bindings::rdma_rs_vma_pgoff(self.raw.as_ptr()) as u64 }
+    }
+
+    /// Whether it is a shared mapping (`MAP_SHARED`, `VM_SHARED`).
+    pub fn is_shared(&self) -> bool {
+        // SAFETY: the VMA is valid (type invariant).
+        unsafe { bindings::rdma_rs_vma_is_shared(self.raw.as_ptr()) }
+    }
+
+    /// Maps `pages`, in order, over the whole mapping, whose length must be
+    /// `pages.len()` pages (else `EINVAL`).
+    ///
+    /// The mapping becomes `VM_IO | VM_PFNMAP` (`pin_user_pages` and
+    /// `get_user_pages` refuse it), `VM_DONTEXPAND` and `VM_DONTCOPY` (not
+    /// inherited by `fork`). It must be a shared one (`MAP_SHARED`): a
+    /// private writable mapping is refused with `EINVAL`. Only one call per
+    /// mapping (`EBUSY` after a successful one).
+    ///
+    /// The mapping holds a reference of its own on every page (a clone of
+    /// each [`SharedPage`]) until it goes, after its [`Vma::on_close`]
+    /// callback: the caller may drop its own pages at any time.
+    pub fn map_pages(&mut self, pages: &[SharedPage]) -> Result {
+        if !self.state.pages.is_empty() {
+            return Err(EBUSY);
+        }
+        let bytes = (pages.len() as u64)
+            .checked_mul(page_size() as u64)
+            .ok_or(EINVAL)?;
+        if pages.is_empty() || bytes != self.len() {
+            return Err(EINVAL);
+        }
+        let mut held = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        let mut raw = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        for p in pages {
+            held.push(p.clone(), GFP_KERNEL)?;
+            raw.push(p.as_raw(), GFP_KERNEL)?;
+        }
+        // SAFETY:
+        // - The VMA is in its mmap call with the mmap lock held for writing
+        //   (type invariant), as the glue requires.
+        // - `raw` holds `raw.len()` valid pages, each referenced by `held`,
+        //   for the call.
+        // - Once mapped, the pages stay referenced by `held`, kept in
+        //   `state` until the mapping's close (or until the glue's zap if
+        //   the mmap call fails: `rdma_rs_chardev_mmap`).
+        to_result(unsafe {
+            bindings::rdma_rs_vma_map_pages(self.raw.as_ptr(), raw.as_mut_ptr(), raw.len())
+        })?;
+        self.state.pages = held;
+        Ok(())
+    }
+
+    /// Has `f` called once, when the mapping goes (unmapped, or the
+    /// process exits). A later call replaces an earlier `f`, which is then
+    /// dropped without being called; so is `f` if the mmap call fails.
+    ///
+    /// `f` runs in process context, possibly in another thread (or, after
+    /// `mremap`, with the mapping moved), with that process's mmap lock
+    /// held: it must not take the mmap lock (no `pin_user_pages`, no
+    /// copies from user memory). The mapping cannot be split
+    /// (`munmap`/`mprotect` of part of it fail with `EINVAL`) and is not
+    /// inherited by `fork` (`VM_DONTCOPY`), so `f` runs once for all of it.
+    /// (Should the process undo `VM_DONTCOPY` with `MADV_DOFORK`, possible
+    /// when no pages are mapped, `f` runs when the last copy goes.)
+    pub fn on_close<F: FnOnce() + Send + 'static>(&mut self, f: KBox<F>) {
+        self.state.on_close = Some(CloseFn::new(f));
+    }
+}
+
+/// What a mapping owns until it goes: the pages it maps and the callback
+/// for its close. Allocated for every mmap call; handed to C only if used.
+///
+/// # Invariants
+///
+/// Once handed to C (`rdma_rs_vma_install`), `users` counts the VMAs whose
+/// `vm_private_data` points at it; the last one to close frees it.
+struct MapState {
+    users: AtomicUsize,
+    pages: KVec<SharedPage>,
+    on_close: Option<CloseFn>,
+}
+
+impl MapState {
+    fn is_used(&self) -> bool {
+        !self.pages.is_empty() || self.on_close.is_some()
+    }
+}
+
+/// A boxed `FnOnce()` with its type erased: the box's pointer and the
+/// function that calls it (or only frees it).
+///
+/// # Invariants
+///
+/// `data` came from `KBox::into_raw` of a `KBox<F>` owned by this value,
+/// and `finish` is `finish_close::<F>` for that same `F`; it is consumed
+/// exactly once, by `call` or by `drop`.
+struct CloseFn {
+    data: *mut c_void,
+    finish: unsafe fn(*mut c_void, bool),
+}
+
+// SAFETY: the closure it owns is `Send` (`CloseFn::new` requires it), so it
+// may be called or dropped on any thread.
+unsafe impl Send for CloseFn {}
+
+impl CloseFn {
+    fn new<F: FnOnce() + Send + 'static>(f: KBox<F>) -> CloseFn {
+        // INVARIANT: the box's pointer, with the `finish` of its type.
+        CloseFn {
+            data: KBox::into_raw(f).cast(),
+            finish: finish_close::<F>,
+        }
+    }
+
+    fn call(self) {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `data` and `finish` match (type invariant); `this` is not
+        // dropped, so the box is consumed here only.
+        unsafe { (this.finish)(this.data, true) }
+    }
+}
+
+impl Drop for CloseFn {
+    fn drop(&mut self) {
+        // SAFETY: `data` and `finish` match (type invariant), and `call`
+        // did not consume the box (it does not drop `self`).
+        unsafe { (self.finish)(self.data, false) }
+    }
+}
+
+/// Takes the `F` back from its box and calls it if `call`, else drops it.
+///
+/// # Safety
+///
+/// `data` must come from `KBox::<F>::into_raw` and not be used afterwards.
+unsafe fn finish_close<F: FnOnce()>(data: *mut c_void, call: bool) {
+    // SAFETY: per the function's contract, the box is ours again.
+    let f = KBox::into_inner(unsafe { KBox::from_raw(data.cast::<F>()) });
+    if call {
+        f();
+    }
+}
+
+/// A device's `open`, from `chardev_glue.c` (misc core lock held).
+///
+/// # Safety
+///
+/// `dev` must be the context pointer of a registered [`MiscDev`] (a live
+/// `DevCtx<T>`), and `file` writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_open(
+    dev: *const c_void,
+    file: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: `dev` is a live `DevCtx<T>` (the function's contract), which
+    // is `#[repr(C)]` with its `open` first.
+    let open = unsafe { *dev.cast::<OpenFn>() };
+    // SAFETY: `open` is `DevCtx::<T>::open_file` of the `T` that `dev` is a
+    // `DevCtx` of, and `file` is writable (the function's contract).
+    match unsafe { open(dev, file) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ioctl` of an open file, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file` must be an object [`rdma_rs_chardev_open`] stored, not released.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_ioctl(
+    file: *mut c_void,
+    cmd: u32,
+    arg: usize,
+) -> isize {
+    // SAFETY: `file` is a live `OpenFile` (the function's contract), and
+    // its vtable's `ioctl` is that of its type.
+    match unsafe { (vtable_of(file).ioctl)(file, cmd, arg) } {
+        Ok(v) => v,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `mmap` of an open file, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file` as for [`rdma_rs_chardev_ioctl`]; `vma` the VMA of the mmap call
+/// in progress (mmap lock held for writing).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_mmap(
+    file: *mut c_void,
+    vma: *mut bindings::vm_area_struct,
+) -> c_int {
+    let Some(raw) = NonNull::new(vma) else {
+        return EINVAL.to_errno();
+    };
+    let state = MapState {
+        users: AtomicUsize::new(1),
+        pages: KVec::new(),
+        on_close: None,
+    };
+    let Ok(state) = KBox::new(state, GFP_KERNEL) else {
+        return ENOMEM.to_errno();
+    };
+    // INVARIANT: `raw` is the VMA of this mmap call (the function's
+    // contract), and the `Vma` does not leave this frame (the handler only
+    // borrows it).
+    let mut vma = Vma { raw, state };
+    // SAFETY: `file` is a live `OpenFile` (the function's contract), and
+    // its vtable's `mmap` is that of its type.
+    let ret = unsafe { (vtable_of(file).mmap)(file, &mut vma) };
+    let Vma { raw, state } = vma;
+    match ret {
+        Ok(()) if state.is_used() => {
+            // INVARIANT: counted once (`users` is 1), for this VMA.
+            let state = KBox::into_raw(state);
+            // SAFETY: the VMA is still in its successful mmap call; the
+            // state is freed only by the close of the last VMA pointing at
+            // it (`rdma_rs_chardev_vma_close`).
+            unsafe { bindings::rdma_rs_vma_install(raw.as_ptr(), state.cast()) };
+            0
+        }
+        Ok(()) => 0,
+        Err(e) => {
+            if !state.pages.is_empty() {
+                // The failed mmap is undone after this returns; its pages
+                // must not be reachable once `state` drops its references.
+                // SAFETY: the VMA is in its mmap call with the lock held.
+                unsafe { bindings::rdma_rs_vma_zap(raw.as_ptr()) };
+            }
+            drop(state);
+            e.to_errno()
+        }
+    }
+}
+
+/// The last reference to an open file is gone, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file` must be an object [`rdma_rs_chardev_open`] stored; it is not
+/// used again.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_release(file: *mut c_void) {
+    // SAFETY: `file` is a live `OpenFile` (the function's contract).
+    let release = unsafe { vtable_of(file).release };
+    // SAFETY: `release` is that of the file's type; `file` came from
+    // `KBox::into_raw` in `open_file` and is not used after this.
+    unsafe { release(file) }
+}
+
+/// A VMA pointing at `state` was copied (`mremap`, or `fork` after
+/// `MADV_DOFORK`), from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `state` must be the `vm_private_data` of a live VMA of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_vma_open(state: *mut c_void) {
+    // SAFETY: a VMA points at the state (the one copied), so it is live.
+    let state = unsafe { &*state.cast::<MapState>() };
+    // INVARIANT: one more VMA points at it.
+    state.users.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A VMA pointing at `state` goes, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `state` must be the `vm_private_data` of a VMA of ours that is closing;
+/// that VMA does not use it afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_vma_close(state: *mut c_void) {
+    let state = state.cast::<MapState>();
+    // SAFETY: the closing VMA still points at the state, so it is live.
+    let users = unsafe { &(*state).users };
+    if users.fetch_sub(1, Ordering::AcqRel) != 1 {
+        return;
+    }
+    // SAFETY: that was the last VMA pointing at it (type invariant of
+    // `MapState`), so nothing else refers to it; it came from
+    // `KBox::into_raw` in `rdma_rs_chardev_mmap`. The mapping's page table
+    // entries are gone (close comes after the unmap).
+    let mut state = unsafe { KBox::from_raw(state) };
+    if let Some(f) = state.on_close.take() {
+        f.call();
+    }
+    // The pages' references go last, after the callback.
+    drop(state);
+}

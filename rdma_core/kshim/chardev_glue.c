@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Misc character devices for chardev.rs (see chardev_glue.h).
+ *
+ * Lifetimes. A device is a struct rdma_rs_chardev: the miscdevice and a
+ * file_operations of its own whose owner is the module that registered it,
+ * so that misc_open() pins that module while it calls our open. The device
+ * is freed as soon as it is unregistered, open files or not, so no file may
+ * keep pointing into it: __fput() reads file->f_op->owner *after* the
+ * release callback, and a failed open has do_dentry_open() read it after
+ * misc_open() has dropped misc_mtx. Our open therefore moves every file,
+ * whether its open succeeds or not, to one static file_operations owned by
+ * this module (rdma_core), and pins the registering module itself until
+ * release. misc_open() calls our open with misc_mtx held and
+ * misc_deregister() takes it, so the device (and Rust's context pointer)
+ * is valid during open. After open a file reaches Rust only through its
+ * own object (file->private_data), which holds its own references.
+ *
+ * Mappings. An mmap handler may map pages (VM_PFNMAP: the mapping holds no
+ * page references; Rust's state does) and ask for a callback when the
+ * mapping goes. Both live in one Rust object in vm_private_data, counted by
+ * the VMAs that point at it (vm_ops open/close); splitting is refused so
+ * that the mapping stays whole.
+ */
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "chardev_glue.h"
+
+/* Implemented in Rust (chardev.rs). */
+int rdma_rs_chardev_open(const void *dev_ctx, void **file_ctx);
+long rdma_rs_chardev_ioctl(void *file_ctx, unsigned int cmd, unsigned long arg);
+int rdma_rs_chardev_mmap(void *file_ctx, struct vm_area_struct *vma);
+void rdma_rs_chardev_release(void *file_ctx);
+void rdma_rs_chardev_vma_open(void *map_ctx);
+void rdma_rs_chardev_vma_close(void *map_ctx);
+
+struct rdma_rs_chardev {
+	struct miscdevice misc;
+	/* Only open is set: misc_open() installs it, our open replaces it. */
+	struct file_operations fops;
+	const void *ctx;
+	char *name;
+};
+
+/* What file->private_data points at once a file is open. */
+struct rdma_rs_chardev_file {
+	void *ctx;
+	/* Pinned from open to release. */
+	struct module *owner;
+};
+
+static long chardev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+
+	return rdma_rs_chardev_ioctl(f->ctx, cmd, arg);
+}
+
+static int chardev_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+
+	return rdma_rs_chardev_mmap(f->ctx, vma);
+}
+
+static int chardev_release(struct inode *inode, struct file *file)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+	struct module *owner = f->owner;
+
+	rdma_rs_chardev_release(f->ctx);
+	kfree(f);
+	/* The registering module's code has run for the last time. */
+	module_put(owner);
+	return 0;
+}
+
+/* The operations of every open file, whatever its device. */
+static const struct file_operations chardev_file_fops = {
+	.owner = THIS_MODULE,
+	.llseek = noop_llseek,
+	.unlocked_ioctl = chardev_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = chardev_mmap,
+	.release = chardev_release,
+};
+
+/* Called by misc_open() with misc_mtx held and file->f_op == &d->fops. */
+static int chardev_open(struct inode *inode, struct file *file)
+{
+	struct rdma_rs_chardev *d = container_of(file->private_data, struct rdma_rs_chardev,
+						 misc);
+	struct module *owner = d->fops.owner;
+	struct rdma_rs_chardev_file *f;
+	int ret;
+
+	/*
+	 * misc_open() holds a reference on owner (through d->fops), which
+	 * replace_fops() drops: take the file's own first. The reference on
+	 * this module is the one the VFS drops for chardev_file_fops, at
+	 * release or right after a failed open.
+	 */
+	__module_get(owner);
+	__module_get(THIS_MODULE);
+	replace_fops(file, &chardev_file_fops);
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = rdma_rs_chardev_open(d->ctx, &f->ctx);
+	if (ret)
+		goto fail;
+	f->owner = owner;
+	file->private_data = f;
+	return 0;
+
+fail:
+	kfree(f);
+	module_put(owner);
+	return ret;
+}
+
+struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
+						 const void *ctx)
+{
+	struct rdma_rs_chardev *d;
+	int ret;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return ERR_PTR(-ENOMEM);
+	d->name = kstrdup(name, GFP_KERNEL);
+	if (!d->name) {
+		kfree(d);
+		return ERR_PTR(-ENOMEM);
+	}
+	d->ctx = ctx;
+	d->fops.owner = owner;
+	d->fops.open = chardev_open;
+	d->fops.llseek = noop_llseek;
+	d->misc.minor = MISC_DYNAMIC_MINOR;
+	d->misc.name = d->name;
+	d->misc.fops = &d->fops;
+	d->misc.mode = 0600;
+	ret = misc_register(&d->misc);
+	if (ret) {
+		kfree(d->name);
+		kfree(d);
+		return ERR_PTR(ret);
+	}
+	return d;
+}
+
+/* No open of the device is in progress once this returns (misc_mtx). */
+void rdma_rs_chardev_unregister(struct rdma_rs_chardev *d)
+{
+	misc_deregister(&d->misc);
+	kfree(d->name);
+	kfree(d);
+}
+
+unsigned long rdma_rs_vma_start(const struct vm_area_struct *vma)
+{
+	return vma->vm_start;
+}
+
+unsigned long rdma_rs_vma_end(const struct vm_area_struct *vma)
+{
+	return vma->vm_end;
+}
+
+unsigned long rdma_rs_vma_pgoff(const struct vm_area_struct *vma)
+{
+	return vma->vm_pgoff;
+}
+
+bool rdma_rs_vma_is_shared(const struct vm_area_struct *vma)
+{
+	return vma->vm_flags & VM_SHARED;
+}
+
+/*
+ * Maps n pages over the whole of vma (in an mmap handler), page by page.
+ * Refuses a private writable (copy-on-write) mapping, on which
+ * remap_pfn_range() only takes a whole range. On failure nothing stays
+ * mapped.
+ */
+int rdma_rs_vma_map_pages(struct vm_area_struct *vma, struct page **pages, unsigned long n)
+{
+	unsigned long i, addr = vma->vm_start;
+	int ret;
+
+	if (!n || (vma->vm_end - vma->vm_start) >> PAGE_SHIFT != n)
+		return -EINVAL;
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTCOPY);
+	for (i = 0; i < n; i++, addr += PAGE_SIZE) {
+		ret = remap_pfn_range(vma, addr, page_to_pfn(pages[i]), PAGE_SIZE,
+				      vma->vm_page_prot);
+		if (ret) {
+			if (addr > vma->vm_start)
+				zap_vma_ptes(vma, vma->vm_start, addr - vma->vm_start);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Removes what rdma_rs_vma_map_pages() mapped (an mmap handler that fails). */
+void rdma_rs_vma_zap(struct vm_area_struct *vma)
+{
+	zap_vma_ptes(vma, vma->vm_start, vma->vm_end - vma->vm_start);
+}
+
+static void chardev_vma_open(struct vm_area_struct *vma)
+{
+	rdma_rs_chardev_vma_open(vma->vm_private_data);
+}
+
+static void chardev_vma_close(struct vm_area_struct *vma)
+{
+	rdma_rs_chardev_vma_close(vma->vm_private_data);
+}
+
+static int chardev_vma_may_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return -EINVAL;
+}
+
+static const struct vm_operations_struct chardev_vm_ops = {
+	.open = chardev_vma_open,
+	.close = chardev_vma_close,
+	.may_split = chardev_vma_may_split,
+};
+
+/*
+ * Hands state (counted once, for vma) to the mapping, at the end of a
+ * successful mmap handler. VM_DONTEXPAND also keeps the VMA from being
+ * merged with a neighbour; VM_DONTCOPY keeps it out of children.
+ */
+void rdma_rs_vma_install(struct vm_area_struct *vma, void *state)
+{
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTCOPY);
+	vma->vm_private_data = state;
+	vma->vm_ops = &chardev_vm_ops;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The misc character device glue of chardev_glue.c, bound for chardev.rs:
+ * one /dev/<name> per rdma_rs_chardev_register, whose open files call the
+ * rdma_rs_chardev_* functions of chardev.rs, and the accessors an mmap
+ * handler needs on the VMA it is given.
+ */
+#ifndef RDMA_RS_CHARDEV_GLUE_H
+#define RDMA_RS_CHARDEV_GLUE_H
+
+#include <linux/types.h>
+
+struct module;
+struct page;
+struct vm_area_struct;
+struct rdma_rs_chardev;
+
+struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
+						 const void *ctx);
+void rdma_rs_chardev_unregister(struct rdma_rs_chardev *d);
+
+unsigned long rdma_rs_vma_start(const struct vm_area_struct *vma);
+unsigned long rdma_rs_vma_end(const struct vm_area_struct *vma);
+unsigned long rdma_rs_vma_pgoff(const struct vm_area_struct *vma);
+bool rdma_rs_vma_is_shared(const struct vm_area_struct *vma);
+int rdma_rs_vma_map_pages(struct vm_area_struct *vma, struct page **pages, unsigned long n);
+void rdma_rs_vma_zap(struct vm_area_struct *vma);
+void rdma_rs_vma_install(struct vm_area_struct *vma, void *state);
+
+#endif
