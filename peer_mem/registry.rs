@@ -293,6 +293,9 @@ impl Region {
     /// that unmaps itself then keeps its pages). With the state locked and
     /// the client's gate open.
     fn stop(&self, client: &dyn ErasedClient, st: &mut RegionState, by_client: bool) {
+        if !matches!(st.phase, Phase::Live { .. }) {
+            return;
+        }
         let Phase::Live { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone) else {
             return;
         };

@@ -4,8 +4,9 @@
 # state; then two rdma_rs_rxe devices on a veth pair between two network
 # namespaces move 1 MiB with an RDMA WRITE and an RDMA READ; then our
 # rdma_cm connects with rdma-core's rping over the kernel's rxe, both ways
-# (connections negotiated by the CM on QP1). Prints KTAP so the host can
-# judge the run.
+# (connections negotiated by the CM on QP1); then a peer memory client's
+# memory registered from user space and moved by RDMA, with the client's
+# sysfs statistics. Prints KTAP so the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 # shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
@@ -107,5 +108,35 @@ ktap_check "rdma_core_tools_both_ways" cmtools_done
 show cmtools_show
 show cm_summary
 ktap_check "cm_teardown" cm_teardown
+
+# Peer-Direct: a user program maps "device memory" of the example C peer
+# memory client, registers it as a memory region on our rxe pma through
+# the test device, and has pmb's QP write, read and send it by RDMA,
+# checking every byte through the mapping and the client's own view; then
+# the client's statistics in sysfs.
+peer_setup() {
+	modprobe peer_mem && netns_add demo_pa demo_pb && netns_veth demo_pa pmv0 demo_pb pmv1 &&
+		netns_addr demo_pa pmv0 10.79.1.1/24 && netns_addr demo_pb pmv1 10.79.1.2/24 &&
+		rxe_bind demo_pa pmv0 pma && rxe_bind demo_pb pmv1 pmb &&
+		modprobe peer_mem_test && modprobe peer_example_c
+}
+peer_stats() {
+	for f in version num_alloc_mrs num_dealloc_mrs num_reg_pages num_dereg_pages num_reg_bytes \
+		num_dereg_bytes num_free_callbacks; do
+		printf "%-58s %s\n" "/sys/kernel/mm/memory_peers/peer_example_c/$f" \
+			"$(cat "/sys/kernel/mm/memory_peers/peer_example_c/$f")"
+	done
+}
+peer_teardown() {
+	rmmod peer_mem_test peer_example_c peer_mem &&
+		echo 0 > "$cfs/pma/enable" && echo 0 > "$cfs/pmb/enable" && rmdir "$cfs/pma" "$cfs/pmb" &&
+		ip netns del demo_pa && ip netns del demo_pb
+}
+ktap_check "peer_mem_client_and_devices" peer_setup
+peer_rw() { peer_user rw /dev/peer_example_c 1M > "$tmpd/peer_rw" 2>&1; }
+ktap_check "peer_mr_moved_by_rdma" peer_rw
+show cat "$tmpd/peer_rw"
+show peer_stats
+ktap_check "peer_teardown" peer_teardown
 ktap_check "rxe_teardown" rxe_teardown
 ktap_finish

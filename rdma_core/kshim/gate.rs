@@ -60,8 +60,8 @@ impl<T> Revocable<T> {
         pin_init!(Revocable {
             count: AtomicUsize::new(0),
             value: UnsafeCell::new(Some(value)),
-            lock <- crate::new_spinlock_irq!((), "Revocable::lock"),
-            drained <- new_condvar!("Revocable::drained"),
+            lock <- gate_lock(),
+            drained <- gate_drained(),
         })
     }
 
@@ -110,6 +110,21 @@ impl<T> Revocable<T> {
             self.drained.wait(&mut guard);
         }
     }
+}
+
+/// The lock of every gate, from one non-generic function: its lock class
+/// key and name are this crate's whichever crate instantiates the gate's
+/// generic code (a key defined in generic code with a name from another
+/// crate would name one class twice, which lockdep refuses).
+#[inline(never)]
+fn gate_lock() -> impl PinInit<SpinLockIrq<()>> {
+    crate::new_spinlock_irq!((), "Revocable::lock")
+}
+
+/// The condition variable of every gate (see [`gate_lock`]).
+#[inline(never)]
+fn gate_drained() -> impl PinInit<CondVar> {
+    new_condvar!("Revocable::drained")
 }
 
 /// Access to a [`Revocable`]'s value; `revoke` waits for it to drop.

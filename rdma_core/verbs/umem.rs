@@ -230,7 +230,12 @@ impl UserMem {
     pub(crate) fn arm(self: &Arc<Self>, lkey: u32) {
         self.lkey.store(lkey, Ordering::Release);
         let me: Arc<dyn PeerInvalidate> = self.clone();
-        if let Some(Source::Peer(r)) = &*self.source.lock() {
+        // Called without the spinlock: arming takes the region's mutex.
+        let region = match &*self.source.lock() {
+            Some(Source::Peer(r)) => Some(r.clone()),
+            _ => None,
+        };
+        if let Some(r) = region {
             r.arm(me);
         }
     }

@@ -128,13 +128,36 @@ race_holders() {
 pma_back() {
 	rxe_item_remove pma
 	rxe_bind pm_a pmv0 pma && for _ in $(seq 50); do
-		[ "$(cat /sys/class/rdma_rs/pma/ports/1/state 2>/dev/null)" = ACTIVE ] && return 0
+		[ "$(cat /sys/class/rdma_rs/pma/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
+# Everything unloads: the clients' directories go, then the broker.
+clients_unload() {
+	rmmod peer_mem_test peer_example_c peer_example_rust && gone peer_example_c &&
+		gone peer_example_rust && rmmod peer_mem && [ ! -d $ib_peers ] && [ ! -d $mm_peers ]
+}
+
 back_with_c() { pma_back && modprobe peer_example_c; }
+
+# A second client under a registered name: refused, with a log line.
+duplicate_name() {
+	rmmod peer_example_c || return 1
+	dmesg -c > /dev/null
+	! modprobe peer_example_c name=peer_example_rust 2> /dev/null &&
+		dmesg | grep -q 'peer_example_rust. refused: name already registered'
+}
+
+# The device's removal and the client's unload at once.
+removal_and_unload() {
+	rxe_item_remove pma &
+	_rp=$!
+	rmmod peer_example_c
+	_r=$?
+	wait $_rp && [ $_r -eq 0 ]
+}
 
 # Invalidations running (four threads) while pma is removed: the program
 # fails (its device went), nothing hangs, every region is released.
@@ -149,37 +172,40 @@ inval_vs_removal() {
 }
 
 ktap_plan
-if ! setup; then
-	ktap_skip setup "rxe, peer_mem or a test module missing"
-	cleanup_run
-	ktap_finish
-fi
-
+ktap_check setup setup
 ktap_module peer_mem_abi_test
 rmmod peer_mem_abi_test 2>/dev/null
 ktap_check sysfs_dirs sysfs_dirs
 
-for cl in c rust; do
-	dev=/dev/peer_example_$cl
-	ktap_check "rw_$cl" counted peer_example_$cl 1 0 peer_user rw $dev 1M
-	ktap_check "invalidate_$cl" counted peer_example_$cl 20 20 peer_user invalidate $dev 256K 20
-	ktap_check "invalidate_mt_$cl" counted peer_example_$cl 40 40 peer_user invalidate_mt $dev 64K 10 4
-	ktap_check "race_inval_dereg_$cl" counted peer_example_$cl 50 - peer_user race_dereg $dev 64K 50
-	ktap_check "decline_$cl" peer_user decline $dev
-	ktap_check "fail_get_pages_$cl" counted peer_example_$cl 0 0 peer_user fail $dev get_pages
-	ktap_check "fail_dma_map_$cl" counted peer_example_$cl 0 0 peer_user fail $dev dma_map
-	ktap_check "bounds_$cl" peer_user bounds $dev
-	ktap_check "noinval_skipped_$cl" peer_user noinval $dev swdev0
-done
+# Both example clients, one case name each (ktap_plan counts the names).
+pc=/dev/peer_example_c
+pr=/dev/peer_example_rust
+ktap_check rw_c counted peer_example_c 1 0 peer_user rw $pc 1M
+ktap_check rw_rust counted peer_example_rust 1 0 peer_user rw $pr 1M
+ktap_check invalidate_c counted peer_example_c 20 20 peer_user invalidate $pc 256K 20
+ktap_check invalidate_rust counted peer_example_rust 20 20 peer_user invalidate $pr 256K 20
+ktap_check invalidate_mt_c counted peer_example_c 40 40 peer_user invalidate_mt $pc 64K 10 4
+ktap_check invalidate_mt_rust counted peer_example_rust 40 40 peer_user invalidate_mt $pr 64K 10 4
+ktap_check race_inval_dereg_c counted peer_example_c 50 - peer_user race_dereg $pc 64K 50
+ktap_check race_inval_dereg_rust counted peer_example_rust 50 - peer_user race_dereg $pr 64K 50
+ktap_check decline_c peer_user decline $pc
+ktap_check decline_rust peer_user decline $pr
+ktap_check fail_get_pages_c counted peer_example_c 0 0 peer_user fail $pc get_pages
+ktap_check fail_get_pages_rust counted peer_example_rust 0 0 peer_user fail $pr get_pages
+ktap_check fail_dma_map_c counted peer_example_c 0 0 peer_user fail $pc dma_map
+ktap_check fail_dma_map_rust counted peer_example_rust 0 0 peer_user fail $pr dma_map
+ktap_check bounds_c peer_user bounds $pc
+ktap_check bounds_rust peer_user bounds $pr
+ktap_check noinval_skipped_c peer_user noinval $pc swdev0
+ktap_check noinval_skipped_rust peer_user noinval $pr swdev0
 ktap_check pinned peer_user pinned 1M
 
 # An UNMAPS client (the extended registration): never asked to unmap what it
 # invalidated (peer_user checks the client's count of such calls).
 ktap_check unmaps_client_reloaded sh -c 'rmmod peer_example_c && modprobe peer_example_c unmaps=1'
 ktap_check invalidate_unmaps counted peer_example_c 10 10 peer_user invalidate /dev/peer_example_c 64K 10
-ktap_check duplicate_name_refused sh -c '! modprobe peer_example_c name=peer_example_rust 2>/dev/null &&
-	dmesg | grep -q "peer_example_rust\" refused: name already registered"' 
-ktap_check plain_client_reloaded sh -c 'rmmod peer_example_c && modprobe peer_example_c'
+ktap_check duplicate_name_refused duplicate_name
+ktap_check plain_client_reloaded modprobe peer_example_c
 
 # Clients unloaded with live regions: the memory is invalidated first, the
 # region's next access fails, its deregistration works.
@@ -195,11 +221,10 @@ ktap_check device_removed_live hold peer_example_c 64K 'rxe_item_remove pma' 'er
 ktap_check pma_back_1 pma_back
 ktap_check race_dereg_removal race_holders peer_example_rust 'rxe_item_remove pma'
 ktap_check pma_back_2 pma_back
-ktap_check race_unload_removal race_holders peer_example_c 'rxe_item_remove pma & rmmod peer_example_c; wait'
+ktap_check race_unload_removal race_holders peer_example_c removal_and_unload
 ktap_check pma_back_3 back_with_c
 ktap_check race_inval_removal inval_vs_removal
-ktap_check clients_unload sh -c 'rmmod peer_mem_test peer_example_c peer_example_rust && gone peer_example_c &&
-	gone peer_example_rust && rmmod peer_mem'
+ktap_check clients_unload clients_unload
 
 cleanup_run
 ktap_finish
