@@ -49,13 +49,14 @@ impl kernel::Module for PeerMem {
                 return Err(e);
             }
         };
-        let src: Arc<dyn rdma::verbs::umem::PeerSource> = match Arc::new(registry::Source, GFP_KERNEL) {
-            Ok(s) => s,
-            Err(e) => {
-                registry::exit();
-                return Err(e.into());
-            }
-        };
+        let src: Arc<dyn rdma::verbs::umem::PeerSource> =
+            match Arc::new(registry::Source, GFP_KERNEL) {
+                Ok(s) => s,
+                Err(e) => {
+                    registry::exit();
+                    return Err(e.into());
+                }
+            };
         let reg: Arc<dyn rdma::kshim::peer_abi::CRegistrar> = c;
         rdma::kshim::peer_abi::set_registrar(Some(reg))?;
         rdma::verbs::umem::set_peer_source(Some(src))?;

@@ -51,8 +51,14 @@ pub(crate) type Erased = Arc<dyn Any + Send + Sync>;
 /// the meaning of each call).
 pub(crate) trait ErasedClient: Send + Sync {
     fn acquire(&self, addr: u64, len: u64) -> Option<Erased>;
-    fn get_pages(&self, ctx: &Erased, addr: u64, len: u64, write: bool, core: u64)
-        -> Result<Erased>;
+    fn get_pages(
+        &self,
+        ctx: &Erased,
+        addr: u64,
+        len: u64,
+        write: bool,
+        core: u64,
+    ) -> Result<Erased>;
     fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVec<SharedPage>>;
     fn dma_unmap(&self, ctx: &Erased, pages: &Erased);
     fn put_pages(&self, ctx: &Erased, pages: &Erased);
@@ -320,18 +326,14 @@ impl Region {
     fn release(&self, client: &dyn ErasedClient, st: &mut RegionState) {
         self.stop(client, st, false);
         st.target = None;
-        if let Phase::Invalidated { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone)
-        {
+        if let Phase::Invalidated { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone) {
             // The client may still look at its table in `release` (an
             // unmapping client frees its entries there): the pages go
             // after.
             client.release(&ctx);
             drop(pages);
             drop(ctx);
-            self.owner
-                .stats
-                .dealloc_mrs
-                .fetch_add(1, Ordering::Relaxed);
+            self.owner.stats.dealloc_mrs.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

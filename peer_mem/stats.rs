@@ -117,8 +117,7 @@ impl Roots {
     pub(crate) fn new() -> Result<Roots> {
         let ib = KobjDir::new_root(rdma::kshim::kobj::SysRoot::Kernel, c_str!("infiniband"))?;
         let ib_peers = ib.child(c_str!("memory_peers"))?;
-        let mm_peers =
-            KobjDir::new_root(rdma::kshim::kobj::SysRoot::Mm, c_str!("memory_peers"))?;
+        let mm_peers = KobjDir::new_root(rdma::kshim::kobj::SysRoot::Mm, c_str!("memory_peers"))?;
         Ok(Roots {
             ib_peers,
             mm_peers,

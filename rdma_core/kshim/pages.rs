@@ -102,12 +102,7 @@ impl SharedPage {
         // SAFETY: the page is valid and referenced (type invariant); the
         // range is inside it (checked) and `data` is a separate slice.
         unsafe {
-            bindings::rdma_rs_page_write(
-                self.as_raw(),
-                off,
-                data.as_ptr().cast(),
-                data.len(),
-            )
+            bindings::rdma_rs_page_write(self.as_raw(), off, data.as_ptr().cast(), data.len())
         };
         Ok(())
     }

@@ -146,7 +146,15 @@ impl CClient {
         let f = ops.dma_map.ok_or(EINVAL)?;
         let mut nmap: c_int = 0;
         // SAFETY: as in `get_pages`; `nmap` is a valid place.
-        let r = unsafe { f(sg.as_raw().cast(), ctx.0, core::ptr::null_mut(), 0, &mut nmap) };
+        let r = unsafe {
+            f(
+                sg.as_raw().cast(),
+                ctx.0,
+                core::ptr::null_mut(),
+                0,
+                &mut nmap,
+            )
+        };
         errno(r)?;
         u32::try_from(nmap).map_err(|_| EINVAL)
     }
@@ -330,7 +338,11 @@ pub unsafe extern "C" fn rdma_rs_peer_register(
         Ok(handle) => {
             if invalidates {
                 // SAFETY: `cb` is a valid place (the caller's contract).
-                unsafe { cb.write(Some(rdma_rs_peer_invalidate as unsafe extern "C" fn(_, _) -> _)) };
+                unsafe {
+                    cb.write(Some(
+                        rdma_rs_peer_invalidate as unsafe extern "C" fn(_, _) -> _,
+                    ))
+                };
             }
             handle as *mut c_void
         }

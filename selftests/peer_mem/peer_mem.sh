@@ -36,7 +36,7 @@ stat() {
 snap() {
 	for _f in num_alloc_mrs num_dealloc_mrs num_reg_pages num_dereg_pages \
 		num_reg_bytes num_dereg_bytes num_free_callbacks; do
-		printf '%s ' "$(stat "$1" $_f)"
+		printf '%s ' "$(stat "$1" "$_f")"
 	done
 }
 
@@ -44,9 +44,9 @@ sysfs_dirs() {
 	for c in peer_example_c peer_example_rust; do
 		for f in version num_alloc_mrs num_dealloc_mrs num_reg_pages num_dereg_pages \
 			num_reg_bytes num_dereg_bytes num_free_callbacks; do
-			stat $c $f > /dev/null || { echo "no $c/$f"; return 1; }
+			stat "$c" "$f" > /dev/null || { echo "no $c/$f"; return 1; }
 		done
-		[ "$(stat $c version)" = "1.0" ] || { echo "$c version '$(stat $c version)'"; return 1; }
+		[ "$(stat "$c" version)" = "1.0" ] || { echo "$c version '$(stat "$c" version)'"; return 1; }
 	done
 }
 
@@ -81,15 +81,15 @@ hold() {
 	_pid=$!
 	exec 3> "$_d/in"
 	for _ in $(seq 200); do grep -q ready "$_d/out" && break; sleep 0.1; done
-	grep -q ready "$_d/out" || { cat "$_d/out" "$_d/err"; kill $_pid; return 1; }
+	grep -q ready "$_d/out" || { cat "$_d/out" "$_d/err"; kill "$_pid"; return 1; }
 	eval "$3"
 	_act=$?
 	echo go >&3
 	exec 3>&-
-	wait $_pid
+	wait "$_pid"
 	_rc=$?
 	cat "$_d/out"
-	[ $_act -eq 0 ] && [ $_rc -eq 0 ] && grep -q "$4" "$_d/out" && grep -q '^dereg=0' "$_d/out"
+	[ "$_act" -eq 0 ] && [ "$_rc" -eq 0 ] && grep -q "$4" "$_d/out" && grep -q '^dereg=0' "$_d/out"
 }
 
 gone() { [ ! -d "$ib_peers/$1" ] && [ ! -d "$mm_peers/$1" ]; }
@@ -102,26 +102,26 @@ unload_rust() { rmmod peer_example_rust && gone peer_example_rust; }
 race_holders() {
 	_client=$1 _action=$2 _n=4
 	_d=$(mktemp -d) || return 1
-	for i in $(seq $_n); do
+	for i in $(seq "$_n"); do
 		mkfifo "$_d/in$i"
 		peer_user hold "/dev/$_client" 64K < "$_d/in$i" > "$_d/out$i" 2> "$_d/err$i" &
 		eval "_p$i=\$!"
 		eval "exec $((i + 3))> \"$_d/in$i\""
 	done
-	for i in $(seq $_n); do
+	for i in $(seq "$_n"); do
 		for _ in $(seq 200); do grep -q ready "$_d/out$i" && break; sleep 0.1; done
 		grep -q ready "$_d/out$i" || { cat "$_d/err$i"; return 1; }
 	done
-	for i in $(seq $_n); do eval "echo go >&$((i + 3))"; eval "exec $((i + 3))>&-"; done
+	for i in $(seq "$_n"); do eval "echo go >&$((i + 3))"; eval "exec $((i + 3))>&-"; done
 	eval "$_action"
 	_act=$?
 	_rc=0
-	for i in $(seq $_n); do
+	for i in $(seq "$_n"); do
 		eval "wait \$_p$i" || _rc=1
 		sed "s/^/holder $i: /" "$_d/out$i"
 		grep -q '^dereg=0\|^dereg=errno ENODEV' "$_d/out$i" || _rc=1
 	done
-	[ $_act -eq 0 ] && [ $_rc -eq 0 ]
+	[ "$_act" -eq 0 ] && [ "$_rc" -eq 0 ]
 }
 
 # The device pma again, after a test removed it.
@@ -137,7 +137,7 @@ pma_back() {
 # Everything unloads: the clients' directories go, then the broker.
 clients_unload() {
 	rmmod peer_mem_test peer_example_c peer_example_rust && gone peer_example_c &&
-		gone peer_example_rust && rmmod peer_mem && [ ! -d $ib_peers ] && [ ! -d $mm_peers ]
+		gone peer_example_rust && rmmod peer_mem && [ ! -d "$ib_peers" ] && [ ! -d "$mm_peers" ]
 }
 
 back_with_c() { pma_back && modprobe peer_example_c; }
@@ -156,7 +156,7 @@ removal_and_unload() {
 	_rp=$!
 	rmmod peer_example_c
 	_r=$?
-	wait $_rp && [ $_r -eq 0 ]
+	wait "$_rp" && [ "$_r" -eq 0 ]
 }
 
 # Invalidations running (four threads) while pma is removed: the program
@@ -166,7 +166,7 @@ inval_vs_removal() {
 	_pid=$!
 	sleep 2
 	rxe_item_remove pma
-	wait $_pid
+	wait "$_pid"
 	pma_back &&
 		[ "$(stat peer_example_c num_alloc_mrs)" = "$(stat peer_example_c num_dealloc_mrs)" ]
 }

@@ -136,7 +136,11 @@ impl PeerClient for Client {
         let found = if s.mode.load(Ordering::Relaxed) as u32 & MODE_DECLINE != 0 {
             None
         } else {
-            s.maps.lock().iter().find(|m| m.covers(mm, addr, len)).cloned()
+            s.maps
+                .lock()
+                .iter()
+                .find(|m| m.covers(mm, addr, len))
+                .cloned()
         };
         let Some(map) = found else {
             s.counts.acquire_no.fetch_add(1, Ordering::Relaxed);
@@ -250,7 +254,9 @@ impl Shared {
             let reg = self.reg.lock();
             if let Some(r) = reg.as_ref() {
                 for c in todo.iter() {
-                    if r.invalidate(CoreContext(c.core.load(Ordering::Acquire))).is_ok() {
+                    if r.invalidate(CoreContext(c.core.load(Ordering::Acquire)))
+                        .is_ok()
+                    {
                         done += 1;
                     }
                     self.counts.invalidations.fetch_add(1, Ordering::Relaxed);
@@ -334,7 +340,9 @@ impl CharDevOps for Dev {
         match cmd {
             IOC_SET_MODE => {
                 let b = read_arg::<8>(arg)?;
-                self.0.mode.store(u64::from(u32_at(&b, 0)), Ordering::Relaxed);
+                self.0
+                    .mode
+                    .store(u64::from(u32_at(&b, 0)), Ordering::Relaxed);
                 Ok(0)
             }
             IOC_INVALIDATE => self.0.invalidate(arg),

@@ -32,8 +32,8 @@ use rdma::spec::qp_state::QpState;
 use rdma::verbs::ah::{AhAttr, GlobalRoute};
 use rdma::verbs::cq::Cq;
 use rdma::verbs::mr::Mr;
-use rdma::verbs::qp::Qp;
 use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::Qp;
 use rdma::verbs::umem::{UserKind, UserMrFlags};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
@@ -324,12 +324,8 @@ struct FileCtx {
 impl FileCtx {
     fn reg(&self, arg: usize) -> Result<isize> {
         let mut b = read_arg::<136>(arg)?;
-        let (addr, len, access, flags) = (
-            u64_at(&b, 0),
-            u64_at(&b, 8),
-            u32_at(&b, 16),
-            u32_at(&b, 20),
-        );
+        let (addr, len, access, flags) =
+            (u64_at(&b, 0), u64_at(&b, 8), u32_at(&b, 16), u32_at(&b, 20));
         let name = &b[24..56];
         let nlen = name.iter().position(|&c| c == 0).ok_or(EINVAL)?;
         let mut inner = self.inner.lock();
@@ -410,14 +406,18 @@ impl FileCtx {
         let mut data = KVec::from_elem(0u8, n, GFP_KERNEL)?;
         let (status, peer_status) = match op {
             OP_WRITE => {
-                UserSlice::new(buf as usize, n).reader().read_slice(&mut data)?;
+                UserSlice::new(buf as usize, n)
+                    .reader()
+                    .read_slice(&mut data)?;
                 bq.buf.write(0, &data)?;
                 let sg = [bq.sge(0, n)?];
                 let w = SendOp::Write {
                     remote_addr: iova,
                     rkey,
                 };
-                bq.qp.post_send(&[SendWr::new(1, w, &sg)]).map_err(|(_, e)| e)?;
+                bq.qp
+                    .post_send(&[SendWr::new(1, w, &sg)])
+                    .map_err(|(_, e)| e)?;
                 (poll_one(&bq.cq)?.status as i32, 0)
             }
             OP_READ => {
@@ -427,11 +427,15 @@ impl FileCtx {
                     remote_addr: iova,
                     rkey,
                 };
-                bq.qp.post_send(&[SendWr::new(2, r, &sg)]).map_err(|(_, e)| e)?;
+                bq.qp
+                    .post_send(&[SendWr::new(2, r, &sg)])
+                    .map_err(|(_, e)| e)?;
                 let st = poll_one(&bq.cq)?.status;
                 if st == WcStatus::Success {
                     bq.buf.read(0, &mut data)?;
-                    UserSlice::new(buf as usize, n).writer().write_slice(&data)?;
+                    UserSlice::new(buf as usize, n)
+                        .writer()
+                        .write_slice(&data)?;
                 }
                 (st as i32, 0)
             }
@@ -450,13 +454,16 @@ impl FileCtx {
                     length: n as u32,
                     lkey,
                 }];
-                a.qp.post_send(&[SendWr::new(4, SendOp::Send, &sg)]).map_err(|(_, e)| e)?;
+                a.qp.post_send(&[SendWr::new(4, SendOp::Send, &sg)])
+                    .map_err(|(_, e)| e)?;
                 let st = poll_one(&a.cq)?.status;
                 let peer = if st == WcStatus::Success {
                     let pst = poll_one(&bq.cq)?.status;
                     if pst == WcStatus::Success {
                         bq.buf.read(0, &mut data)?;
-                        UserSlice::new(buf as usize, n).writer().write_slice(&data)?;
+                        UserSlice::new(buf as usize, n)
+                            .writer()
+                            .write_slice(&data)?;
                     }
                     pst as i32
                 } else {
