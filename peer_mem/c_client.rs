@@ -114,6 +114,10 @@ impl CRegistrar for CClients {
     }
 
     fn invalidate(&self, handle: usize, core_context: u64) -> Result {
+        // Only a C client's handle: the callback is theirs.
+        if !self.list.lock().iter().any(|e| e.0 == handle) {
+            return Err(EINVAL);
+        }
         registry::find(handle)?.invalidate(core_context)
     }
 }

@@ -27,10 +27,8 @@
 //! `invalidate`, a lock that its callbacks take, nor call it from inside a
 //! callback.
 
-use core::any::Any;
-
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, UniqueArc};
 
 use rdma::kshim::pages::SharedPage;
 
@@ -101,11 +99,12 @@ fn ctx_of<T: 'static>(e: &Erased) -> Option<&T> {
 
 impl<C: PeerClient> ErasedClient for Erase<C> {
     fn acquire(&self, addr: u64, len: u64) -> Option<Erased> {
+        // The room first: once the client has claimed the range, nothing
+        // may fail before its context is the core's.
+        let slot = UniqueArc::<C::Context>::new_uninit(GFP_KERNEL).ok()?;
         let ctx = self.0.acquire(addr, len)?;
-        match Arc::new(ctx, GFP_KERNEL) {
-            Ok(a) => Some(a as Arc<dyn Any + Send + Sync>),
-            Err(_) => None,
-        }
+        let a: Arc<C::Context> = slot.write(ctx).into();
+        Some(a)
     }
 
     fn get_pages(
@@ -117,11 +116,10 @@ impl<C: PeerClient> ErasedClient for Erase<C> {
         core: u64,
     ) -> Result<Erased> {
         let ctx = ctx_of::<C::Context>(ctx).ok_or(EINVAL)?;
+        let slot = UniqueArc::<C::Pages>::new_uninit(GFP_KERNEL)?;
         let pages = self.0.get_pages(ctx, addr, len, write, CoreContext(core))?;
-        match Arc::new(pages, GFP_KERNEL) {
-            Ok(a) => Ok(a as Arc<dyn Any + Send + Sync>),
-            Err(e) => Err(e.into()),
-        }
+        let a: Arc<C::Pages> = slot.write(pages).into();
+        Ok(a)
     }
 
     fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVec<SharedPage>> {
@@ -164,6 +162,7 @@ impl<C: PeerClient> ErasedClient for Erase<C> {
 pub struct Registration {
     handle: usize,
     reg: Arc<Registered>,
+    invalidates: bool,
 }
 
 impl Registration {
@@ -184,13 +183,22 @@ impl Registration {
             version.as_bytes(),
             requires_invalidation,
         )?;
-        Ok(Registration { handle, reg })
+        Ok(Registration {
+            handle,
+            reg,
+            invalidates: requires_invalidation,
+        })
     }
 
     /// Invalidates the region the core knows as `core`: when this
     /// returns, no access reaches its memory (`EINVAL` for an unknown
-    /// one). Process context.
+    /// one, or for a client registered without `requires_invalidation`,
+    /// which the core gives no way to invalidate, as in C). Process
+    /// context.
     pub fn invalidate(&self, core: CoreContext) -> Result {
+        if !self.invalidates {
+            return Err(EINVAL);
+        }
         self.reg.invalidate(core.0)
     }
 }

@@ -58,8 +58,13 @@ impl kernel::Module for PeerMem {
                 }
             };
         let reg: Arc<dyn rdma::kshim::peer_abi::CRegistrar> = c;
-        rdma::kshim::peer_abi::set_registrar(Some(reg))?;
-        rdma::verbs::umem::set_peer_source(Some(src))?;
+        let installed = rdma::kshim::peer_abi::set_registrar(Some(reg))
+            .and_then(|()| rdma::verbs::umem::set_peer_source(Some(src)));
+        if let Err(e) = installed {
+            let _ = rdma::kshim::peer_abi::set_registrar(None);
+            registry::exit();
+            return Err(e);
+        }
         pr_info!("peer_mem: loaded\n");
         Ok(PeerMem)
     }

@@ -27,6 +27,10 @@
 //!    deregistration and an unregistration run one after the other on a
 //!    region. A client must therefore not call the invalidation from
 //!    inside a callback, nor hold across it a lock its callbacks take.
+//!
+//! A region's phases and what each event does to it are
+//! `rdma::spec::peer_region` (kernel-independent, host-tested); this file
+//! carries the steps out.
 
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -40,7 +44,8 @@ use rdma::kshim::global::Global;
 use rdma::kshim::kobj::StatsDir;
 use rdma::kshim::module_ref::ModuleRef;
 use rdma::kshim::pages::{page_size, PageList, SharedPage};
-use rdma::verbs::umem::{PeerInvalidate, PeerRegion, PeerRequest, PeerSource};
+use rdma::spec::peer_region::{step, Event, Phase};
+use rdma::verbs::umem::{PeerGrant, PeerInvalidate, PeerRegion, PeerRequest, PeerSource};
 
 use crate::stats::{Roots, Stats};
 
@@ -115,7 +120,7 @@ pub(crate) fn exit() {
 pub(crate) struct Source;
 
 impl PeerSource for Source {
-    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>> {
+    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<PeerGrant>> {
         let Some(b) = BROKER.get() else {
             return Ok(None);
         };
@@ -258,29 +263,18 @@ pub(crate) struct Registered {
     stats: Arc<Stats>,
 }
 
-/// Where a region is in its life.
-enum Phase {
-    /// Built: the client's pages are in use.
-    Live { ctx: Erased, pages: Erased },
-    /// The client invalidated it: the pages went back (or, for a client
-    /// that unmaps itself, are kept only to be dropped); the context
-    /// awaits release.
-    Invalidated { ctx: Erased, pages: Option<Erased> },
-    /// Being built: in the table (an invalidation is recorded in
-    /// `pending`), not yet live.
-    Building,
-    /// Released, or never live.
-    Gone,
-}
-
+/// A region's state: its phase (`rdma::spec::peer_region`, host-tested)
+/// and what the client gave for it.
 struct RegionState {
     phase: Phase,
+    /// The client's context, until `release`.
+    ctx: Option<Erased>,
+    /// The client's pages, until they go back.
+    pages: Option<Erased>,
     /// Pages of the region, for the statistics.
     npages: u64,
     /// The memory region's gate, once armed.
     target: Option<Arc<dyn PeerInvalidate>>,
-    /// The client invalidated the region while it was being built.
-    pending: bool,
 }
 
 /// A region built on a client's memory.
@@ -294,46 +288,39 @@ struct Region {
 }
 
 impl Region {
-    /// Closes the memory region's gate (no access any more) and gives the
-    /// pages back; `by_client`: the client's own invalidation (a client
-    /// that unmaps itself then keeps its pages). With the state locked and
-    /// the client's gate open.
-    fn stop(&self, client: &dyn ErasedClient, st: &mut RegionState, by_client: bool) {
-        if !matches!(st.phase, Phase::Live { .. }) {
-            return;
+    /// Takes the region through `event` (`rdma::spec::peer_region::step`)
+    /// and carries out what the step says, in its order. With the state
+    /// locked and the client's gate open.
+    fn on(&self, client: &dyn ErasedClient, st: &mut RegionState, event: Event) {
+        let (next, a) = step(st.phase, event, self.owner.unmaps);
+        st.phase = next;
+        if a.close_gate {
+            if let Some(t) = st.target.take() {
+                t.invalidate();
+            }
         }
-        let Phase::Live { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone) else {
-            return;
-        };
-        if let Some(t) = st.target.take() {
-            t.invalidate();
+        if a.unmap {
+            if let (Some(ctx), Some(pages)) = (&st.ctx, st.pages.take()) {
+                client.dma_unmap(ctx, &pages);
+                client.put_pages(ctx, &pages);
+            }
         }
-        let pages = if by_client && self.owner.unmaps {
-            Some(pages)
-        } else {
-            client.dma_unmap(&ctx, &pages);
-            client.put_pages(&ctx, &pages);
-            drop(pages);
-            None
-        };
-        self.owner.stats.unpinned(st.npages, self.bytes);
-        st.phase = Phase::Invalidated { ctx, pages };
-    }
-
-    /// Releases the region (its memory region's deregistration, or the
-    /// client's unregistration). With the state locked and the client's
-    /// gate open.
-    fn release(&self, client: &dyn ErasedClient, st: &mut RegionState) {
-        self.stop(client, st, false);
-        st.target = None;
-        if let Phase::Invalidated { ctx, pages } = core::mem::replace(&mut st.phase, Phase::Gone) {
-            // The client may still look at its table in `release` (an
-            // unmapping client frees its entries there): the pages go
-            // after.
-            client.release(&ctx);
-            drop(pages);
-            drop(ctx);
+        if a.count_unpinned {
+            self.owner.stats.unpinned(st.npages, self.bytes);
+        }
+        if a.release {
+            if let Some(ctx) = st.ctx.take() {
+                client.release(&ctx);
+            }
+        }
+        if a.drop_kept {
+            drop(st.pages.take());
+        }
+        if a.count_dealloc {
             self.owner.stats.dealloc_mrs.fetch_add(1, Ordering::Relaxed);
+        }
+        if next == Phase::Gone {
+            st.target = None;
         }
     }
 }
@@ -353,11 +340,7 @@ impl Registered {
             return Ok(());
         };
         let mut st = region.state.lock();
-        if matches!(st.phase, Phase::Building) {
-            st.pending = true;
-        } else {
-            region.stop(&**client, &mut st, true);
-        }
+        region.on(&**client, &mut st, Event::ClientInvalidate);
         Ok(())
     }
 
@@ -385,7 +368,7 @@ impl Registered {
         if let Some(client) = self.client.access() {
             for region in all.iter() {
                 let mut st = region.state.lock();
-                region.release(&**client, &mut st);
+                region.on(&**client, &mut st, Event::Release);
             }
         }
     }
@@ -409,10 +392,11 @@ impl Registered {
                 bytes,
                 state <- new_mutex!(
                     RegionState {
-                        phase: Phase::Building,
+                        phase: Phase::Building { pending: false },
+                        ctx: None,
+                        pages: None,
                         npages: 0,
                         target: None,
-                        pending: false,
                     },
                     "peer_mem::Region::state"
                 ),
@@ -455,10 +439,7 @@ impl Registered {
     }
 
     /// Builds a region on `req` if the client claims it.
-    fn try_build(
-        self: &Arc<Self>,
-        req: &PeerRequest<'_>,
-    ) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>> {
+    fn try_build(self: &Arc<Self>, req: &PeerRequest<'_>) -> Result<Option<PeerGrant>> {
         if self.requires_invalidation && !req.can_invalidate {
             return Ok(None);
         }
@@ -474,16 +455,10 @@ impl Registered {
         let prepared = (|| {
             let module = ModuleRef::get(&crate::THIS_MODULE).ok_or(ENODEV)?;
             let (region, node) = self.prepare(req.len)?;
-            let handle = Arc::new(
-                RegionHandle {
-                    region,
-                    _module: module,
-                },
-                GFP_KERNEL,
-            )?;
-            Ok::<_, Error>((handle, node))
+            let handle = Arc::new(RegionHandle { region }, GFP_KERNEL)?;
+            Ok::<_, Error>((handle, node, module))
         })();
-        let (handle, node) = match prepared {
+        let (handle, node, module) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 client.release(&ctx);
@@ -507,9 +482,16 @@ impl Registered {
         }
         let core = handle.region.core;
         // From here, dropping `handle` takes the region out of the table.
+        // The region's lock is held while it is built: an invalidation by
+        // the client (who learns the number in `get_pages`) waits for the
+        // build to end, so that it finds the pages mapped and gives them
+        // back before it returns, and an unmapping client cannot tear its
+        // table down while the core still reads it.
+        let mut st = handle.region.state.lock();
         let pages = match client.get_pages(&ctx, req.addr, req.len, req.write, core.into()) {
             Ok(p) => p,
             Err(e) => {
+                drop(st);
                 client.release(&ctx);
                 return Err(e);
             }
@@ -517,6 +499,7 @@ impl Registered {
         let list = match self.map(client, &ctx, &pages, req) {
             Ok(l) => l,
             Err(e) => {
+                drop(st);
                 client.put_pages(&ctx, &pages);
                 client.release(&ctx);
                 drop(pages);
@@ -525,39 +508,39 @@ impl Registered {
         };
         let npages = list.pages() as u64;
         self.stats.built(npages, req.len);
-        {
-            let mut st = handle.region.state.lock();
-            st.phase = Phase::Live { ctx, pages };
-            st.npages = npages;
-            if st.pending {
-                // Invalidated while being built: the memory region starts
-                // closed (`arm`).
-                handle.region.stop(client, &mut st, true);
-            }
-        }
+        st.ctx = Some(ctx);
+        st.pages = Some(pages);
+        st.npages = npages;
+        handle.region.on(client, &mut st, Event::Built);
+        drop(st);
         if self.regions.lock().closing {
             // The client is being unregistered and may have missed this
             // region: undone here, through the access this call holds.
             let mut st = handle.region.state.lock();
-            handle.region.release(client, &mut st);
+            handle.region.on(client, &mut st, Event::Release);
             return Ok(None);
         }
-        Ok(Some((list, handle as Arc<dyn PeerRegion>)))
+        Ok(Some(PeerGrant {
+            pages: list,
+            region: handle as Arc<dyn PeerRegion>,
+            module,
+        }))
     }
 }
 
 /// A region as the memory region holds it; its drop is the
-/// deregistration. It keeps `peer_mem` loaded (its code is here), not the
-/// client's module.
+/// deregistration. The memory region also holds the reference on
+/// `peer_mem` that came with it ([`PeerGrant`]), dropped after this (the
+/// client's module may go: nothing of it is left here once it
+/// unregistered).
 struct RegionHandle {
     region: Arc<Region>,
-    _module: ModuleRef,
 }
 
 impl PeerRegion for RegionHandle {
     fn arm(&self, target: Arc<dyn PeerInvalidate>) {
         let mut st = self.region.state.lock();
-        if matches!(st.phase, Phase::Live { .. }) {
+        if st.phase == Phase::Live {
             st.target = Some(target);
         } else {
             // Invalidated (or the client left) before the memory region
@@ -577,7 +560,7 @@ impl Drop for RegionHandle {
         let owner = &self.region.owner;
         if let Some(client) = owner.client.access() {
             let mut st = self.region.state.lock();
-            self.region.release(&**client, &mut st);
+            self.region.on(&**client, &mut st, Event::Release);
         }
         let node = owner.regions.lock().map.remove_node(&self.region.core);
         drop(node);

@@ -94,6 +94,8 @@ pub mod spec {
     pub mod mad_send;
     #[path = "src/opcodes.rs"]
     pub mod opcodes;
+    #[path = "src/peer_region.rs"]
+    pub mod peer_region;
     #[path = "src/qp_state.rs"]
     pub mod qp_state;
 }

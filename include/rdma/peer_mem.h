@@ -45,8 +45,9 @@ struct sg_table;
  *           mapped entries. Returns 0 or a -errno. Mandatory.
  * @dma_unmap: undoes @dma_map. Mandatory.
  * @put_pages: undoes @get_pages (frees the table's entries; the table
- *             itself is the core's and stays valid until @release returns).
- *             Mandatory.
+ *             itself is the core's, valid until put_pages returns, or, for
+ *             memory a PEER_MEM_INVALIDATE_UNMAPS client invalidated, until
+ *             @release returns). Mandatory.
  * @get_page_size: the size of the pages @get_pages gave, a power of two of
  *                 at least PAGE_SIZE. Mandatory.
  * @release: the core is done with @client_context. Optional.

@@ -22,7 +22,7 @@
 
 use core::ptr::NonNull;
 
-use kernel::error::code::{E2BIG, EINVAL, ENOMEM};
+use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 
 use crate::kshim::bindings;
@@ -372,11 +372,8 @@ impl PeerSg {
             bindings::rdma_rs_sgt_collect(self.as_raw(), nmap, raw.as_mut_ptr(), max as _)
         };
         if n < 0 {
-            return Err(if n == -(E2BIG.to_errno() as isize) as _ {
-                E2BIG
-            } else {
-                Error::from_errno(n as i32)
-            });
+            // -EINVAL (an entry of another shape) or -E2BIG (past `max`).
+            return Err(Error::from_errno(n as i32));
         }
         let mut pages = KVec::with_capacity(n as usize, GFP_KERNEL)?;
         let mut err: Option<Error> = None;

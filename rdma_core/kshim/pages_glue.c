@@ -73,11 +73,6 @@ u64 rdma_rs_page_read64(struct page *page, size_t off)
 	return v;
 }
 
-unsigned long rdma_rs_page_size(void)
-{
-	return PAGE_SIZE;
-}
-
 void *rdma_rs_current_mm(void)
 {
 	return current->mm;

@@ -20,7 +20,6 @@ void rdma_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 void rdma_rs_page_fill(struct page *page, size_t off, int byte, size_t len);
 u64 rdma_rs_page_cmpxchg64(struct page *page, size_t off, u64 old, u64 new);
 u64 rdma_rs_page_read64(struct page *page, size_t off);
-unsigned long rdma_rs_page_size(void);
 
 long rdma_rs_pin_user(u64 addr, unsigned long npages, bool write, struct page **pages,
 		      void **mm_out);

@@ -43,7 +43,7 @@ use crate::spec::opcodes::Access;
 use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table};
-use crate::verbs::umem::{UserKind, UserMem, UserMrFlags};
+use crate::verbs::umem::{UserMem, UserMrFlags};
 
 /// Why an access to registered memory was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -645,11 +645,7 @@ impl Handle<MrCore> {
             0,
         );
         match &mr {
-            Ok(m) => {
-                if user.kind() == UserKind::Peer {
-                    user.arm(m.lkey());
-                }
-            }
+            Ok(m) => user.set_lkey(m.lkey()),
             // The pages go back now: the region never existed.
             Err(_) => user.release(),
         }

@@ -30,6 +30,7 @@ use kernel::sync::Arc;
 use crate::device::Device;
 use crate::kshim::gate::Revocable;
 use crate::kshim::global::Global;
+use crate::kshim::module_ref::ModuleRef;
 use crate::kshim::pages::{PageList, PinnedPages};
 use crate::kshim::sync::SpinLockIrq;
 
@@ -85,6 +86,17 @@ pub trait PeerRegion: Send + Sync {
     fn client_name(&self) -> &[u8];
 }
 
+/// A region the broker built: its pages, the region, and a reference on
+/// the broker's module (whose code the region's drop runs).
+pub struct PeerGrant {
+    /// The pages the memory region reads and writes through.
+    pub pages: PageList,
+    /// The region; its last reference's drop gives the memory back.
+    pub region: Arc<dyn PeerRegion>,
+    /// Keeps the broker's module loaded while the region exists.
+    pub module: ModuleRef,
+}
+
 /// What a peer client's invalidation reaches: the region's gate.
 pub trait PeerInvalidate: Send + Sync {
     /// Stops every access to the memory; when it returns, none is in
@@ -96,9 +108,8 @@ pub trait PeerInvalidate: Send + Sync {
 pub trait PeerSource: Send + Sync {
     /// Asks the clients, in registration order, whether the range is
     /// theirs; the first that claims it builds the region. `Ok(None)` if
-    /// none does; an error from the client that claimed it. The region
-    /// comes with its pages.
-    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<(PageList, Arc<dyn PeerRegion>)>>;
+    /// none does; an error from the client that claimed it.
+    fn acquire(&self, req: &PeerRequest<'_>) -> Result<Option<PeerGrant>>;
 }
 
 /// The installed broker, behind a gate: removing it waits for the
@@ -133,7 +144,10 @@ pub fn set_peer_source(source: Option<Arc<dyn PeerSource>>) -> Result {
 /// Where a user region's pages come from; given back at release.
 pub(crate) enum Source {
     Pinned(#[allow(dead_code)] PinnedPages),
-    Peer(Arc<dyn PeerRegion>),
+    /// The region, then the reference on the broker's module, dropped in
+    /// that order: the region's drop runs the broker's code, and the
+    /// module may only go once that has returned.
+    Peer(Arc<dyn PeerRegion>, #[allow(dead_code)] ModuleRef),
 }
 
 /// The kind of memory behind a user memory region.
@@ -187,31 +201,37 @@ impl UserMem {
                 device: dev,
                 can_invalidate: dev.peer_invalidate(),
             };
-            let Some((pages, region)) = source.acquire(&req)? else {
+            let Some(grant) = source.acquire(&req)? else {
                 return Ok(None);
             };
+            let (pages, region) = (grant.pages, grant.region);
             let mut name = [0u8; 64];
             let n = region.client_name();
             let l = core::cmp::min(n.len(), 63);
             name[..l].copy_from_slice(&n[..l]);
-            Ok(Some((pages, Source::Peer(region), name)))
+            Ok(Some((pages, Source::Peer(region, grant.module), name)))
         };
+        if flags.0 & !(UserMrFlags::ALLOW_PEER.0 | UserMrFlags::PEER_FIRST.0) != 0 {
+            return Err(EINVAL);
+        }
         let mut found = None;
-        if peer_ok && flags.contains(UserMrFlags::PEER_FIRST) {
+        // With PEER_FIRST the clients are asked once, before pinning.
+        let first = peer_ok && flags.contains(UserMrFlags::PEER_FIRST);
+        if first {
             found = try_peer()?;
         }
         let (pages, source, peer, kind) = match found {
             Some((p, s, n)) => (p, s, n, UserKind::Peer),
             None => match PinnedPages::pin(addr, len, write) {
                 Ok((pins, list)) => (list, Source::Pinned(pins), [0; 64], UserKind::Pinned),
-                Err(e) if peer_ok && e != EINVAL => match try_peer()? {
+                Err(e) if peer_ok && !first && e != EINVAL => match try_peer()? {
                     Some((p, s, n)) => (p, s, n, UserKind::Peer),
                     None => return Err(e),
                 },
                 Err(e) => return Err(e),
             },
         };
-        Arc::pin_init(
+        let mem = Arc::pin_init(
             pin_init!(UserMem {
                 pages <- Revocable::new(pages),
                 source <- crate::new_spinlock_irq!(Some(source), "UserMem::source"),
@@ -222,17 +242,26 @@ impl UserMem {
                 lkey: AtomicU32::new(0),
             }),
             GFP_KERNEL,
-        )
+        )?;
+        // Armed before any memory region reaches the pages: an
+        // invalidation from here on closes the gate (one that came already
+        // closes it now), so no access can follow it.
+        mem.arm();
+        Ok(mem)
     }
 
-    /// Connects a peer region's invalidation to this memory, once the
-    /// region has its key.
-    pub(crate) fn arm(self: &Arc<Self>, lkey: u32) {
+    /// The key of the region built on this memory, for the provider's
+    /// notice of an invalidation.
+    pub(crate) fn set_lkey(&self, lkey: u32) {
         self.lkey.store(lkey, Ordering::Release);
+    }
+
+    /// Connects a peer region's invalidation to this memory's gate.
+    fn arm(self: &Arc<Self>) {
         let me: Arc<dyn PeerInvalidate> = self.clone();
         // Called without the spinlock: arming takes the region's mutex.
         let region = match &*self.source.lock() {
-            Some(Source::Peer(r)) => Some(r.clone()),
+            Some(Source::Peer(r, _)) => Some(r.clone()),
             _ => None,
         };
         if let Some(r) = region {

@@ -189,6 +189,7 @@ ktap_check invalidate_mt_rust counted peer_example_rust 40 40 peer_user invalida
 ktap_check race_inval_dereg_c counted peer_example_c 50 - peer_user race_dereg $pc 64K 50
 ktap_check race_inval_dereg_rust counted peer_example_rust 50 - peer_user race_dereg $pr 64K 50
 ktap_check decline_c peer_user decline $pc
+ktap_check peer_first_c peer_user peer_first $pc
 ktap_check decline_rust peer_user decline $pr
 ktap_check fail_get_pages_c counted peer_example_c 0 0 peer_user fail $pc get_pages
 ktap_check fail_get_pages_rust counted peer_example_rust 0 0 peer_user fail $pr get_pages

@@ -15,6 +15,7 @@
  *   peer_user invalidate_mt CLIENT SIZE ROUNDS THREADS
  *   peer_user race_dereg CLIENT SIZE ROUNDS
  *   peer_user decline CLIENT
+ *   peer_user peer_first CLIENT
  *   peer_user fail CLIENT get_pages|dma_map
  *   peer_user bounds CLIENT
  *   peer_user noinval CLIENT DEV
@@ -1249,6 +1250,60 @@ out_close:
 }
 
 /*
+ * PMT_F_PEER_FIRST: the clients are asked before pinning. The client's
+ * memory is its (peer); anonymous memory is asked about first (the client
+ * answers no, its count shows it) and then pinned.
+ */
+static int case_peer_first(const char *client)
+{
+	int cfd = open_dev(client), tfd = open_dev(TEST_DEV);
+	const uint32_t flags = PMT_F_ALLOW_PEER | PMT_F_PEER_FIRST;
+	const size_t size = 65536;
+	struct peer_ex_stats a, b;
+	struct pmt_reg r;
+	uint8_t *mem, *anon = NULL;
+	int ret = KSFT_FAIL, e;
+
+	mem = client_map(cfd, size);
+	if (!mem) {
+		fail("mmap: %s", strerror(errno));
+		goto out_close;
+	}
+	if (reg_expect(tfd, mem, size, flags, PMT_KIND_PEER, &r) || dereg_ok(tfd, r.handle))
+		goto out_unmap;
+	anon = anon_map(size);
+	if (!anon) {
+		fail("anonymous mmap: %s", strerror(errno));
+		goto out_unmap;
+	}
+	e = client_stats(cfd, &a);
+	if (e) {
+		fail("PEER_EX_IOC_STATS: %s", errname(e));
+		goto out_unmap;
+	}
+	if (reg_expect(tfd, anon, size, flags, PMT_KIND_PINNED, &r) || dereg_ok(tfd, r.handle))
+		goto out_unmap;
+	e = client_stats(cfd, &b);
+	if (e) {
+		fail("PEER_EX_IOC_STATS: %s", errname(e));
+		goto out_unmap;
+	}
+	if (b.acquire_no == a.acquire_no) {
+		fail("anonymous memory was pinned without asking the client first");
+		goto out_unmap;
+	}
+	ret = KSFT_PASS;
+out_unmap:
+	if (anon)
+		munmap(anon, size);
+	munmap(mem, size);
+out_close:
+	close(tfd);
+	close(cfd);
+	return ret;
+}
+
+/*
  * With get_pages or dma_map failing, the registration fails with the
  * client's errno and the core undoes exactly what succeeded.
  */
@@ -1596,6 +1651,8 @@ int main(int argc, char **argv)
 		   !parse_size(argv[3], &size) &&
 		   !parse_count(argv[4], &rounds)) {
 		ret = case_race_dereg(argv[2], size, rounds);
+	} else if (!strcmp(c, "peer_first") && ARGS(1)) {
+		ret = case_peer_first(argv[2]);
 	} else if (!strcmp(c, "decline") && ARGS(1)) {
 		ret = case_decline(argv[2]);
 	} else if (!strcmp(c, "fail") && ARGS(2)) {

@@ -23,8 +23,9 @@
  *
  * Locking: pex_lock (a spinlock) protects the lists, the state of every
  * context and map record, and the counters. It is never held while the
- * core's invalidate callback runs (the core may call dma_unmap, put_pages
- * and release of the same context from inside it), nor while user memory
+ * core's invalidate callback runs (the core calls dma_unmap and put_pages
+ * of the same context from inside it, and a deregistration on another
+ * thread may release the context meanwhile), nor while user memory
  * is touched, nor while anything is allocated. Buffers and contexts are
  * freed outside it.
  */

@@ -23,6 +23,9 @@
 //!   retries, response matching by transaction ID, transaction IDs.
 //! - [`cm_state`]: the connection manager's per-connection state machine
 //!   (REQ/REP/RTU, MRA, REJ, DREQ/DREP, retries, timewait), sans-IO.
+//! - [`peer_region`]: the life of a memory region on a peer memory
+//!   client's memory (Peer-Direct): invalidation, release, which client
+//!   callbacks each step calls, sans-IO.
 
 #![no_std]
 
@@ -32,4 +35,5 @@ pub mod cm_state;
 pub mod mad;
 pub mod mad_send;
 pub mod opcodes;
+pub mod peer_region;
 pub mod qp_state;

@@ -5,8 +5,8 @@
  *
  * At load it registers and unregisters test clients (what the core must
  * accept, what it must refuse, what it must survive) and reports each
- * case as a KTAP line in the kernel log; the load itself always succeeds,
- * the results are read from the log. The clients' callbacks are never
+ * case as a KTAP line in the kernel log (ktap_module lifts them); a failed
+ * case fails the load. The clients' callbacks are never
  * meant to be called: no memory region is registered while this runs, and
  * acquire answers "not mine" anyway.
  */
@@ -19,6 +19,30 @@
 #include <linux/string.h>
 
 #include <rdma/peer_mem.h>
+
+/*
+ * The layout the out-of-tree peer_mem.h gives on 64-bit machines, which
+ * clients built against their own copy of it (nvidia-peermem, amdkfd's
+ * peer client) carry in their object code: the shipped header must match
+ * it member for member.
+ */
+#ifdef CONFIG_64BIT
+static_assert(offsetof(struct peer_memory_client, name) == 0);
+static_assert(offsetof(struct peer_memory_client, version) == 64);
+static_assert(offsetof(struct peer_memory_client, acquire) == 80);
+static_assert(offsetof(struct peer_memory_client, get_pages) == 88);
+static_assert(offsetof(struct peer_memory_client, dma_map) == 96);
+static_assert(offsetof(struct peer_memory_client, dma_unmap) == 104);
+static_assert(offsetof(struct peer_memory_client, put_pages) == 112);
+static_assert(offsetof(struct peer_memory_client, get_page_size) == 120);
+static_assert(offsetof(struct peer_memory_client, release) == 128);
+static_assert(offsetof(struct peer_memory_client, get_context_private_data) == 136);
+static_assert(offsetof(struct peer_memory_client, put_context_private_data) == 144);
+static_assert(sizeof(struct peer_memory_client) == 152);
+static_assert(offsetof(struct peer_memory_client_ex, ex_size) == 152);
+static_assert(offsetof(struct peer_memory_client_ex, flags) == 160);
+static_assert(sizeof(struct peer_memory_client_ex) == 168);
+#endif
 
 /* ---- the test clients' callbacks ---------------------------------------- */
 
