@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Formatting and lint checks; any finding fails.
 #
-# - kernel Rust (everything but the host crates: tools/, rdma_core/spec/ and rxe/wire/): rustfmt (Debian's, matching the kernel's rustc) with the
+# - kernel Rust (everything but the host crates: tools/, rdma_core/spec/, rxe/wire/ and rtrs/proto/): rustfmt (Debian's, matching the kernel's rustc) with the
 #   kernel's .rustfmt.toml. Clippy runs during the module build (CLIPPY=1).
 # - host workspace: cargo fmt --check and cargo clippy -D warnings.
 # - shell scripts: shellcheck (its own block below).
@@ -37,7 +37,7 @@ shellcheck -x -P SCRIPTDIR "${shell_scripts[@]}"
 echo "lint: shellcheck clean (${#shell_scripts[@]} scripts)"
 # --- end of shellcheck -------------------------------------------------------
 
-mapfile -t files < <(git ls-files '*.rs' | grep -v -E '^tools/|^rdma_core/spec/|^rxe/wire/|_generated\.rs$' || true)
+mapfile -t files < <(git ls-files '*.rs' | grep -v -E '^tools/|^rdma_core/spec/|^rxe/wire/|^rtrs/proto/|_generated\.rs$' || true)
 if [ ${#files[@]} -gt 0 ]; then
 	"$KRUSTFMT" --check --edition 2021 --config-path "$KDIR/.rustfmt.toml" "${files[@]}"
 fi
