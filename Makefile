@@ -47,7 +47,7 @@ fuzz:
 initramfs: modules
 	@scripts/initramfs.sh $(TOP)/.build/initramfs.cpio
 
-GUEST_SUITES ?= foundation,core,rxe,peer_mem
+GUEST_SUITES ?= foundation,core,rxe,peer_mem,rtrs
 guest-test: initramfs
 	@scripts/vm.sh --name check --tests $(GUEST_SUITES)
 

@@ -84,7 +84,7 @@ fi
 echo "=== check: initramfs"
 scripts/initramfs.sh .build/initramfs.cpio || { failed=$((failed + 1)); summary; }
 
-guest_run check --tests "${GUEST_SUITES:-foundation,core,rxe,peer_mem}"
+guest_run check --tests "${GUEST_SUITES:-foundation,core,rxe,peer_mem,rtrs}"
 guest_run multihost --tests multihost --guests 2
 
 echo "=== check: harness self-test (a guest that WARNs must be judged failed)"

@@ -416,7 +416,7 @@ impl<'a> InfoRsp<'a> {
         }
         // At most u16::MAX descriptors, by `new` or `parse`.
         let sg_cnt = u32::try_from(self.descs.len()).unwrap_or(u32::MAX);
-        if sg_cnt == 0 || !queue_depth.is_multiple_of(sg_cnt) {
+        if queue_depth.checked_rem(sg_cnt) != Some(0) {
             return Err(Error::BadSgList);
         }
         if order_bits(sg_cnt) + order_bits(chunk_size) > MAX_IMM_PAYL_BITS {
