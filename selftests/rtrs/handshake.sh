@@ -23,9 +23,10 @@ map_when_listening() {
 		dmesg | grep -q "rtrs handshake: listening on 1234" && break
 		sleep 0.1
 	done
+	_rc=0
 	echo "sessname=rdma_rs_hs path=ip:10.80.1.2 device_path=/dev/ram0" \
-		> /sys/class/rnbd-client/ctl/map_device 2> /dev/null
-	echo $? > "$tmpd/map_rc"
+		> /sys/class/rnbd-client/ctl/map_device 2> /dev/null || _rc=$?
+	echo "$_rc" > "$tmpd/map_rc"
 }
 
 kernel_saw_our_errno() {
