@@ -25,7 +25,7 @@ map_when_listening() {
 	done
 	_rc=0
 	echo "sessname=rdma_rs_hs path=ip:10.80.1.2 device_path=/dev/ram0" \
-		> /sys/class/rnbd-client/ctl/map_device 2> /dev/null || _rc=$?
+		> /sys/class/rnbd-client/ctl/map_device 2> /dev/null || _rc=1
 	echo "$_rc" > "$tmpd/map_rc"
 }
 

@@ -84,9 +84,15 @@ fn kernel_client_conn_req_refused() -> Result {
     );
     check(version_compatible(req.version), "protocol major version 2")?;
     check(req.check().is_ok(), "cid within cid_num, cid_num bounded")?;
-    check(req.cid == 0 && req.cid_num >= 2, "connection 0 (admin) of a session of several")?;
+    check(
+        req.cid == 0 && req.cid_num >= 2,
+        "connection 0 (admin) of a session of several",
+    )?;
     check(req.first_conn, "the first connection of the path")?;
-    check(req.sess_uuid != [0; 16] && req.paths_uuid != [0; 16], "UUIDs set")?;
+    check(
+        req.sess_uuid != [0; 16] && req.paths_uuid != [0; 16],
+        "UUIDs set",
+    )?;
     let mut rsp = [0u8; CONN_RSP_LEN];
     let n = ConnRsp::reject(REFUSAL)
         .write(&mut rsp)
@@ -98,10 +104,9 @@ fn kernel_client_conn_req_refused() -> Result {
     Ok(())
 }
 
-const CASES: &[FnCase<()>] = &[case!(
-    "kernel_client_conn_req_refused",
-    |()| kernel_client_conn_req_refused()
-)];
+const CASES: &[FnCase<()>] = &[case!("kernel_client_conn_req_refused", |()| {
+    kernel_client_conn_req_refused()
+})];
 
 struct RtrsHandshakeTest;
 
