@@ -27,6 +27,7 @@
 # builds each one:
 rust-lib-dir-rdma := rdma_core
 rust-lib-dir-peer_memory := peer_mem
+rust-lib-dir-rtrs := rtrs
 
 # --- consumers -------------------------------------------------------------
 $(foreach lib,$(patsubst rust-lib-dir-%,%,$(filter rust-lib-dir-%,$(.VARIABLES))), \

@@ -13,7 +13,8 @@ setup() {
 	modprobe rdma_rxe && modprobe rdma_rs_rxe && modprobe rdma_cm && modprobe rnbd_client &&
 		netns_add rt_b && netns_veth - rtv0 rt_b rtv1 &&
 		netns_addr - rtv0 10.80.1.1/24 && netns_addr rt_b rtv1 10.80.1.2/24 &&
-		c_rxe_add rtxa rtv0 && rxe_bind rt_b rtv1 rtb
+		c_rxe_add rtxa rtv0 && rxe_bind rt_b rtv1 rtb &&
+		ping -c 1 -W 5 10.80.1.2 > /dev/null
 }
 
 # The kernel client maps a device once our listener is up; its attempt

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RTRS, the RDMA transport of the kernel's RNBD, in Rust: the crate `rtrs`
+//! of module `rdma_rs_rtrs`.
+//!
+//! - [`proto`]: the wire codec (connection messages, admin messages, IO
+//!   messages, immediates, chunk geometry, RNBD's messages), host-tested
+//!   as the crate `rtrs-proto` and compiled here unchanged.
+//! - [`srv`]: the server: a listener on our rdma_cm, paths of one RC
+//!   connection per client CPU plus the service connection, the chunk
+//!   memory clients write their requests into, and the responses; a ULP
+//!   answers requests through [`srv::SrvOps`].
+//!
+//! Not built yet: the client, multipath, `always_invalidate=Y`, the
+//! sysfs layout, reconnection on the server's side.
+
+#![forbid(unsafe_code)]
+
+use kernel::prelude::*;
+
+/// The RTRS and RNBD wire codec.
+#[path = "proto/kernel_mod.rs"]
+pub mod proto;
+
+pub mod srv;
+
+module! {
+    type: Rtrs,
+    name: "rdma_rs_rtrs",
+    author: "rdma-rs developers",
+    description: "RTRS, the RDMA transport of RNBD (Rust)",
+    license: "GPL",
+}
+
+struct Rtrs;
+
+impl kernel::Module for Rtrs {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(Rtrs)
+    }
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One connection of a path: its QP and CQ, its receives, the requests
+//! that arrive on it and their responses.
+//!
+//! Every request is an RDMA WRITE with immediate data into a chunk; the
+//! immediate names the chunk and the offset of the RTRS message in it
+//! (`rtrs::proto::chunk`). The receive it consumed is posted again first,
+//! then the ULP answers, then the response goes out on the same QP: for a
+//! read, an RDMA WRITE of the data area into the client's buffer, then a
+//! zero-length RDMA WRITE with the response immediate (IO_RSP, the errno
+//! and the chunk number); RC ordering places the data before the client
+//! sees the immediate. The client invalidates its buffer's key itself when
+//! the response does not (`IO_RSP` rather than `IO_RSP_W_INV`).
+//! Heartbeats (on cid 0) are acknowledged there.
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::cma::{CmId, CmIdCore, ConnParam};
+use rdma::kshim::mem::Sge;
+use rdma::spec::opcodes::{WcOpcode, WcStatus};
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::cq::{Cq, CqCore, PollCtx};
+use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+use rdma::verbs::wc::{CqeDone, Wc};
+use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
+
+use crate::proto::conn::{ConnRsp, CONN_RSP_LEN};
+use crate::proto::imm::{Imm, IoRsp};
+use crate::proto::msg::RdmaMsg;
+use crate::srv::path::{Path, INFO_REQ_AT, INFO_REQ_ROOM, INFO_RSP_AT};
+use crate::srv::server::{Dir, Params, SrvRequest};
+
+/// `wr_id` of the INFO_REQ receive.
+const WR_INFO: u64 = 1;
+/// `wr_id` of the empty receives.
+const WR_EMPTY: u64 = 2;
+/// `wr_id` of the sends.
+const WR_SEND: u64 = 3;
+/// The largest RTRS message after the user message (a read with one
+/// descriptor).
+const MSG_MAX: usize = 24;
+
+/// A connection.
+#[pin_data]
+pub struct Con {
+    cid: u16,
+    qpn: u32,
+    qp: Arc<QpCore>,
+    /// The id, until the path closes.
+    #[pin]
+    id: Mutex<Option<CmId>>,
+    core: Arc<CmIdCore>,
+    _cq: Cq,
+    comp: Arc<Comp>,
+}
+
+impl Con {
+    /// Creates connection `cid` of `path` on `id` (its QP and CQ); cid 0
+    /// also posts the INFO_REQ receive (the first of its queue).
+    pub(crate) fn new(path: &Arc<Path>, id: CmId, cid: u16, comp: Arc<Comp>) -> Result<Arc<Con>> {
+        let qd = path.params.queue_depth;
+        let (send, recv) = (3 * qd + 16, qd + 16);
+        let cq = Cq::alloc(&path.dev, send + recv, PollCtx::Workqueue)?;
+        id.create_qp(
+            path.pd.core(),
+            &QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: cq.core(),
+                recv_cq: cq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: send,
+                    max_recv_wr: recv,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+                port_num: 1,
+            },
+        )?;
+        let qp = id.qp().ok_or(EINVAL)?;
+        let core = (*id).clone();
+        let qpn = qp.qpn();
+        let con = Arc::pin_init(
+            pin_init!(Con {
+                cid,
+                qpn,
+                qp,
+                id <- new_mutex!(Some(id), "rtrs::srv::Con::id"),
+                core,
+                _cq: cq,
+                comp,
+            }),
+            GFP_KERNEL,
+        )?;
+        if cid == 0 {
+            let sg = [path
+                .info
+                .sge(INFO_REQ_AT, INFO_REQ_ROOM as u32, path.info_mr.lkey())?];
+            con.post_recv(WR_INFO, &sg)?;
+        }
+        Ok(con)
+    }
+
+    pub(crate) fn cid(&self) -> u16 {
+        self.cid
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    pub(crate) fn is(&self, id: &Arc<CmIdCore>) -> bool {
+        Arc::ptr_eq(&self.core, id)
+    }
+
+    /// Accepts the connection with the path's parameters.
+    pub(crate) fn accept(&self, p: &Params) -> Result {
+        let mut rsp = [0u8; CONN_RSP_LEN];
+        let n = ConnRsp::accept(p.queue_depth as u16, p.max_io_size(), p.max_hdr_size, 0)
+            .write(&mut rsp)
+            .map_err(|_| EINVAL)?;
+        let mut private_data = KVec::new();
+        private_data.extend_from_slice(&rsp[..n], GFP_KERNEL)?;
+        let param = ConnParam {
+            private_data,
+            rnr_retry_count: 7,
+            retry_count: 7,
+            ..ConnParam::default()
+        };
+        self.core.accept(&param)
+    }
+
+    fn post_recv(&self, wr_id: u64, sg: &[Sge]) -> Result {
+        let cqe: Arc<dyn CqeDone> = self.comp.clone();
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id,
+                cqe: Some(cqe),
+                sg,
+            }])
+            .map_err(|(_, e)| e)
+    }
+
+    /// Posts `n` receives without memory (what RDMA WRITEs with immediate
+    /// data consume).
+    pub(crate) fn post_empty_recvs(&self, n: u32) -> Result {
+        for _ in 0..n {
+            self.post_recv(WR_EMPTY, &[])?;
+        }
+        Ok(())
+    }
+
+    fn post_send(&self, wrs: &mut [SendWr<'_>]) -> Result {
+        let cqe: Arc<dyn CqeDone> = self.comp.clone();
+        for w in wrs.iter_mut() {
+            w.cqe = Some(cqe.clone());
+        }
+        self.qp.post_send(wrs).map_err(|(_, e)| e)
+    }
+
+    /// Sends INFO_RSP (`len` bytes of the info buffer).
+    pub(crate) fn send_info_rsp(&self, len: usize) -> Result {
+        let path = &self.comp.path;
+        let sg = [path
+            .info
+            .sge(INFO_RSP_AT, len as u32, path.info_mr.lkey())?];
+        self.post_send(&mut [SendWr::new(WR_SEND, SendOp::Send, &sg)])
+    }
+
+    /// A zero-length RDMA WRITE with immediate data `imm`.
+    fn write_imm(&self, imm: u32) -> Result {
+        let op = SendOp::WriteWithImm {
+            remote_addr: 0,
+            rkey: 0,
+            imm,
+        };
+        self.post_send(&mut [SendWr::new(WR_SEND, op, &[])])
+    }
+
+    /// An IO request whose immediate payload is `payload`.
+    fn on_request(&self, payload: u32) -> Result {
+        let path = &self.comp.path;
+        let g = &path.geometry;
+        let req = g.locate(payload).map_err(|_| EINVAL)?;
+        let chunk = req.buf_id as usize * path.params.chunk_size as usize;
+        let off = req.off as usize;
+        let mut window = [0u8; MSG_MAX];
+        let n = core::cmp::min(MSG_MAX, path.params.chunk_size as usize - off);
+        path.chunks.read(chunk + off, &mut window[..n])?;
+        let msg = RdmaMsg::parse(&window[..n]).map_err(|_| EINVAL)?;
+        let usr_len = usize::from(msg.usr_len());
+        if usr_len > off {
+            return Err(EINVAL);
+        }
+        let data_len = off - usr_len;
+        let mut usr = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
+        path.chunks.read(chunk + data_len, &mut usr)?;
+        let (dir, desc) = match &msg {
+            RdmaMsg::Write(_) => (Dir::Write, None),
+            RdmaMsg::Read(r) => (Dir::Read, r.descs().get(0)),
+        };
+        let name = path.name();
+        let sreq = SrvRequest::new(dir, &usr, &path.chunks, chunk, data_len);
+        let errno = path.ops.rdma_ev(&name, &sreq);
+        let errno = errno.clamp(-511, 0);
+        let rsp = IoRsp {
+            msg_id: req.buf_id,
+            errno,
+            w_inval: false,
+        }
+        .to_imm()
+        .map_err(|_| EINVAL)?;
+        let done = SendOp::WriteWithImm {
+            remote_addr: 0,
+            rkey: 0,
+            imm: rsp,
+        };
+        match desc {
+            Some(d) if errno == 0 && d.len > 0 => {
+                let len = d.len.min(path.params.chunk_size);
+                let sg = [path.chunks.sge(chunk, len, path.chunks_mr.lkey())?];
+                let data = SendOp::Write {
+                    remote_addr: d.addr,
+                    rkey: d.key,
+                };
+                let mut w0 = SendWr::new(WR_SEND, data, &sg);
+                w0.flags = rdma::spec::opcodes::SendFlags::NONE;
+                self.post_send(&mut [w0, SendWr::new(WR_SEND, done, &[])])
+            }
+            _ => self.post_send(&mut [SendWr::new(WR_SEND, done, &[])]),
+        }
+    }
+
+    /// Disconnects and destroys the id (path close).
+    pub(crate) fn close(&self) {
+        let _ = self.core.disconnect();
+        let id = self.id.lock().take();
+        drop(id);
+    }
+}
+
+/// The completion handler of a path's connections.
+pub struct Comp {
+    pub(crate) path: Arc<Path>,
+}
+
+impl Comp {
+    fn handle(&self, wc: &Wc) -> Result {
+        let path = &self.path;
+        let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
+        match wc.opcode {
+            WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
+            WcOpcode::RecvRdmaWithImm => {
+                // The receive goes back first: the client may send again
+                // as soon as it sees our response.
+                con.post_empty_recvs(1)?;
+                match Imm::parse(wc.imm_data) {
+                    Ok(Imm::IoReq(payload)) => con.on_request(payload),
+                    Ok(Imm::HbMsg) => {
+                        let ack = Imm::HbAck.to_u32().map_err(|_| EINVAL)?;
+                        path.con0().ok_or(ENODEV)?.write_imm(ack)?;
+                        path.heartbeat_acked();
+                        Ok(())
+                    }
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(EINVAL),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl CqeDone for Comp {
+    fn done(&self, _cq: &CqCore, wc: &Wc) {
+        if wc.status == WcStatus::WrFlushErr {
+            return;
+        }
+        let r = if wc.status == WcStatus::Success {
+            self.handle(wc)
+        } else {
+            Err(EIO)
+        };
+        if let Err(e) = r {
+            if rdma::kshim::verb::log_allowed() {
+                pr_warn!(
+                    "rtrs: path closed: {:?} completion {:?}: {:?}\n",
+                    wc.opcode,
+                    wc.status,
+                    e
+                );
+            }
+            self.path.close_later();
+        }
+    }
+}

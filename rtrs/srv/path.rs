@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One client path: its connections (cid 0, the service connection, and
+//! one per client CPU), the chunk memory its requests are written into,
+//! and the INFO exchange that makes it usable.
+//!
+//! The chunks are one buffer of `queue_depth * chunk_size` bytes, one
+//! memory region (`always_invalidate=N`: the client keeps the one rkey),
+//! announced to the client as a single descriptor in `INFO_RSP`. The
+//! client sends `INFO_REQ` (a SEND, the only one it ever makes, on cid 0)
+//! once all its connections are up; the server then posts the receives
+//! every later request consumes, on every connection, and answers.
+//!
+//! Locks: `Path::state` is held to read or change the connections and the
+//! name, never across a post or a call into the ULP.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::cma::{CmId, CmIdCore};
+use rdma::device::Device;
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::work::OwnedQueue;
+use rdma::spec::opcodes::Access;
+use rdma::verbs::mr::Mr;
+use rdma::verbs::pd::Pd;
+
+use crate::proto::chunk::ChunkGeometry;
+use crate::proto::conn::{ConnReq, Uuid};
+use crate::proto::msg::{InfoReq, InfoRsp, SgDesc};
+use crate::srv::con::{Comp, Con};
+use crate::srv::server::{Params, SrvOps};
+
+/// Offset in the info buffer of the INFO_REQ receive (272 bytes).
+pub(crate) const INFO_REQ_AT: usize = 0;
+/// Its length.
+pub(crate) const INFO_REQ_ROOM: usize = 512;
+/// Offset of the INFO_RSP the server sends.
+pub(crate) const INFO_RSP_AT: usize = 512;
+/// The info buffer.
+const INFO_LEN: usize = 1024;
+
+struct PathState {
+    cons: KVec<Arc<Con>>,
+    name: [u8; 256],
+    up: bool,
+}
+
+/// A client path.
+#[pin_data]
+pub struct Path {
+    pub(crate) ops: Arc<dyn SrvOps>,
+    pub(crate) params: Params,
+    pub(crate) geometry: ChunkGeometry,
+    wq: Arc<OwnedQueue>,
+    sess_uuid: Uuid,
+    cid_num: u16,
+    pub(crate) dev: Arc<Device>,
+    pub(crate) chunks: Arc<Buffer>,
+    pub(crate) chunks_mr: Mr,
+    pub(crate) info: Arc<Buffer>,
+    pub(crate) info_mr: Mr,
+    pub(crate) pd: Pd,
+    #[pin]
+    state: Mutex<PathState>,
+    /// The completion handler of every connection (holds the path: the
+    /// cycle goes at close).
+    #[pin]
+    comp: Mutex<Option<Arc<Comp>>>,
+    closed: AtomicBool,
+    /// Heartbeats acknowledged (the first is logged).
+    heartbeats: AtomicU64,
+}
+
+impl Path {
+    /// A path for the connection request `req` (cid 0) that came on `id`.
+    pub(crate) fn new(
+        ops: Arc<dyn SrvOps>,
+        params: Params,
+        wq: Arc<OwnedQueue>,
+        req: &ConnReq,
+        id: &CmId,
+    ) -> Result<Arc<Path>> {
+        let geometry =
+            ChunkGeometry::server(params.queue_depth, params.chunk_size).map_err(|_| EINVAL)?;
+        let (dev, _port) = id.device().ok_or(ENODEV)?;
+        let pd = Pd::alloc(&dev)?;
+        let len = (params.queue_depth * params.chunk_size) as usize;
+        let chunks = Buffer::new(len)?;
+        let chunks_mr = Mr::reg_buffer(
+            pd.core(),
+            &chunks,
+            0,
+            len,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        )?;
+        let info = Buffer::new(INFO_LEN)?;
+        let info_mr = Mr::reg_buffer(pd.core(), &info, 0, INFO_LEN, Access::LOCAL_WRITE)?;
+        let sess_uuid = req.sess_uuid;
+        let cid_num = req.cid_num;
+        let path = Arc::pin_init(
+            pin_init!(Path {
+                ops,
+                params,
+                geometry,
+                wq,
+                sess_uuid,
+                cid_num,
+                dev,
+                chunks,
+                chunks_mr,
+                info,
+                info_mr,
+                pd,
+                state <- new_mutex!(
+                    PathState {
+                        cons: KVec::new(),
+                        name: [0; 256],
+                        up: false,
+                    },
+                    "rtrs::srv::Path::state"
+                ),
+                comp <- new_mutex!(None, "rtrs::srv::Path::comp"),
+                closed: AtomicBool::new(false),
+                heartbeats: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )?;
+        let comp = Arc::new(Comp { path: path.clone() }, GFP_KERNEL)?;
+        *path.comp.lock() = Some(comp);
+        Ok(path)
+    }
+
+    /// The session UUID its connections carry.
+    pub(crate) fn sess_uuid(&self) -> Uuid {
+        self.sess_uuid
+    }
+
+    /// Whether it was closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The completion handler, while the path is open.
+    pub(crate) fn comp(&self) -> Option<Arc<Comp>> {
+        self.comp.lock().clone()
+    }
+
+    /// Whether `id` is one of its connections.
+    pub(crate) fn owns(&self, id: &Arc<CmIdCore>) -> bool {
+        self.state.lock().cons.iter().any(|c| c.is(id))
+    }
+
+    /// The connection of QP number `qpn`.
+    pub(crate) fn con_by_qpn(&self, qpn: u32) -> Option<Arc<Con>> {
+        self.state
+            .lock()
+            .cons
+            .iter()
+            .find(|c| c.qpn() == qpn)
+            .cloned()
+    }
+
+    /// The service connection.
+    pub(crate) fn con0(&self) -> Option<Arc<Con>> {
+        self.state
+            .lock()
+            .cons
+            .iter()
+            .find(|c| c.cid() == 0)
+            .cloned()
+    }
+
+    /// The client's name for the path (from INFO_REQ).
+    pub(crate) fn name(&self) -> KVec<u8> {
+        let st = self.state.lock();
+        let n = st.name.iter().position(|&c| c == 0).unwrap_or(255);
+        let mut v = KVec::new();
+        let _ = v.extend_from_slice(&st.name[..n], GFP_KERNEL);
+        v
+    }
+
+    /// Adds connection `req.cid` on `id` and accepts it.
+    pub(crate) fn add_con(self: &Arc<Self>, id: CmId, req: &ConnReq) -> Result {
+        if req.cid_num != self.cid_num || self.is_closed() {
+            return Err(EINVAL);
+        }
+        if self.state.lock().cons.iter().any(|c| c.cid() == req.cid) {
+            return Err(EEXIST);
+        }
+        let comp = self.comp().ok_or(ENODEV)?;
+        let con = Con::new(self, id, req.cid, comp)?;
+        self.state.lock().cons.push(con.clone(), GFP_KERNEL)?;
+        con.accept(&self.params)
+    }
+
+    /// A heartbeat of the client was acknowledged.
+    pub(crate) fn heartbeat_acked(&self) {
+        if self.heartbeats.fetch_add(1, Ordering::Relaxed) == 0 {
+            let name = self.name();
+            pr_info!(
+                "rtrs: path \"{}\": first heartbeat acknowledged\n",
+                core::str::from_utf8(&name).unwrap_or("?")
+            );
+        }
+    }
+
+    /// A connection is established.
+    pub(crate) fn established(&self, _id: &Arc<CmIdCore>) {}
+
+    /// INFO_REQ arrived on cid 0 (`len` bytes in the info buffer): posts
+    /// every connection's receives, then sends INFO_RSP.
+    pub(crate) fn on_info_req(&self, len: usize) -> Result {
+        let mut raw = [0u8; 272];
+        let n = core::cmp::min(len, raw.len());
+        self.info.read(INFO_REQ_AT, &mut raw[..n])?;
+        let req = InfoReq::parse(&raw[..n]).map_err(|_| EINVAL)?;
+        let cons = {
+            let mut st = self.state.lock();
+            let name = req.name();
+            let l = core::cmp::min(name.len(), 255);
+            st.name[..l].copy_from_slice(&name[..l]);
+            let mut v = KVec::new();
+            for c in st.cons.iter() {
+                v.push(c.clone(), GFP_KERNEL)?;
+            }
+            v
+        };
+        if cons.len() != usize::from(self.cid_num) {
+            return Err(EINVAL);
+        }
+        let qd = self.params.queue_depth;
+        for c in cons.iter() {
+            // The service connection takes admin requests and heartbeats.
+            let n = if c.cid() == 0 { qd + 8 } else { qd };
+            c.post_empty_recvs(n)?;
+        }
+        let desc = [SgDesc {
+            addr: self.chunks.addr(0),
+            key: self.chunks_mr.rkey(),
+            len: qd * self.params.chunk_size,
+        }];
+        let mut out = [0u8; 64];
+        let n = InfoRsp::new(&desc)
+            .and_then(|r| r.write(&mut out))
+            .map_err(|_| EINVAL)?;
+        self.info.write(INFO_RSP_AT, &out[..n])?;
+        let con0 = cons.iter().find(|c| c.cid() == 0).ok_or(EINVAL)?;
+        con0.send_info_rsp(n)?;
+        self.state.lock().up = true;
+        let name = self.name();
+        pr_info!(
+            "rtrs: path \"{}\" up: {} connections\n",
+            core::str::from_utf8(&name).unwrap_or("?"),
+            cons.len()
+        );
+        self.ops.link_ev(&name, true);
+        Ok(())
+    }
+
+    /// Closes the path from its work queue (from an rdma_cm handler or a
+    /// completion).
+    pub(crate) fn close_later(self: &Arc<Self>) {
+        if self.is_closed() {
+            return;
+        }
+        let p = self.clone();
+        if self.wq.try_spawn(GFP_KERNEL, move || p.close()).is_err() {
+            pr_warn!("rtrs: path not closed (out of memory)\n");
+        }
+    }
+
+    /// Closes the path: every connection disconnects and goes, the ULP is
+    /// told. Process context, not in an rdma_cm handler of the path.
+    pub(crate) fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (cons, was_up) = {
+            let mut st = self.state.lock();
+            let up = core::mem::replace(&mut st.up, false);
+            (core::mem::take(&mut st.cons), up)
+        };
+        for c in cons.iter() {
+            c.close();
+        }
+        drop(cons);
+        drop(self.comp.lock().take());
+        if was_up {
+            let name = self.name();
+            pr_info!(
+                "rtrs: path \"{}\" closed\n",
+                core::str::from_utf8(&name).unwrap_or("?")
+            );
+            self.ops.link_ev(&name, false);
+        }
+    }
+}
