@@ -3,8 +3,9 @@
 # an RNBD server of ours on our RTRS server (rtrs_rnbd_srv_test.ko over a
 # RAM disk, on our rxe in namespace rt_b): dd writes a pattern through
 # /dev/rnbd0 and reads it back, both direct, and the bytes must match;
-# the client's heartbeats are acknowledged; then the device is unmapped and
-# everything unloads.
+# the client's heartbeats are acknowledged; our server is unloaded under
+# the mapped device and loaded again, and the client reconnects and works;
+# then the device is unmapped and everything unloads.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -60,6 +61,25 @@ heartbeat_acked() {
 	return 1
 }
 
+# Our server module unloaded under the mapped device: its paths close
+# (our side disconnects); loaded again, the kernel's client reconnects on
+# its own (after its 30 s reconnect delay), opens the device again, and IO
+# works (the new server's RAM disk is empty: what is written now is read
+# back).
+server_reloaded() {
+	rmmod rtrs_rnbd_srv_test || return 1
+	dmesg -c > /dev/null
+	modprobe rtrs_rnbd_srv_test || return 1
+	for _ in $(seq 900); do
+		dmesg | grep -q 'rnbd srv: open "ours"' && break
+		sleep 0.1
+	done
+	dmesg | grep -q 'rnbd srv: open "ours"' || { echo "no reopen in 90 s"; cm_state; return 1; }
+	dd if="$tmpd/pattern" of=/dev/rnbd0 bs=65536 count=2 oflag=direct 2> /dev/null &&
+		dd if=/dev/rnbd0 of="$tmpd/back3" bs=65536 count=2 iflag=direct 2> /dev/null &&
+		head -c 131072 "$tmpd/pattern" | cmp - "$tmpd/back3"
+}
+
 unmap() {
 	echo normal > /sys/block/rnbd0/rnbd/unmap_device && [ ! -b /dev/rnbd0 ]
 }
@@ -75,6 +95,7 @@ ktap_check setup setup
 ktap_check map map
 ktap_check data_roundtrip data_roundtrip
 ktap_check heartbeat_acked heartbeat_acked
+ktap_check server_reloaded server_reloaded
 ktap_check unmap unmap
 ktap_check teardown teardown
 cleanup_run
