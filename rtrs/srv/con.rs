@@ -10,8 +10,9 @@
 //! read, an RDMA WRITE of the data area into the client's buffer, then a
 //! zero-length RDMA WRITE with the response immediate (IO_RSP, the errno
 //! and the chunk number); RC ordering places the data before the client
-//! sees the immediate. The client invalidates its buffer's key itself when
-//! the response does not (`IO_RSP` rather than `IO_RSP_W_INV`).
+//! sees the immediate. When the client asks for it (`NEED_INVAL`), a
+//! zero-length SEND with invalidate of its buffer's key goes between the
+//! two, and the response says so (`IO_RSP_W_INV`).
 //! Heartbeats (on cid 0) are acknowledged there.
 
 use kernel::prelude::*;
@@ -19,7 +20,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore, ConnParam};
 use rdma::kshim::mem::Sge;
-use rdma::spec::opcodes::{WcOpcode, WcStatus};
+use rdma::spec::opcodes::{SendFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::cq::{Cq, CqCore, PollCtx};
 use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
@@ -27,6 +28,7 @@ use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 use crate::proto::conn::{ConnRsp, CONN_RSP_LEN};
+use crate::proto::consts::RTRS_MSG_NEED_INVAL_F;
 use crate::proto::imm::{Imm, IoRsp};
 use crate::proto::msg::RdmaMsg;
 use crate::srv::path::{Path, INFO_REQ_AT, INFO_REQ_ROOM, INFO_RSP_AT};
@@ -199,18 +201,30 @@ impl Con {
         let data_len = off - usr_len;
         let mut usr = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
         path.chunks.read(chunk + data_len, &mut usr)?;
-        let (dir, desc) = match &msg {
-            RdmaMsg::Write(_) => (Dir::Write, None),
-            RdmaMsg::Read(r) => (Dir::Read, r.descs().get(0)),
+        let (dir, desc, inval) = match &msg {
+            RdmaMsg::Write(_) => (Dir::Write, None, false),
+            RdmaMsg::Read(r) => (
+                Dir::Read,
+                r.descs().get(0),
+                r.flags & RTRS_MSG_NEED_INVAL_F != 0,
+            ),
         };
         let name = path.name();
         let sreq = SrvRequest::new(dir, &usr, &path.chunks, chunk, data_len);
         let errno = path.ops.rdma_ev(&name, &sreq);
         let errno = errno.clamp(-511, 0);
+        // A read whose buffer the client asks us to invalidate gets a
+        // zero-length SEND with invalidate of its key before the response
+        // (IO_RSP_W_INV), as the kernel's server sends: the client then
+        // need not invalidate it itself.
+        let send_inv = match desc {
+            Some(d) if inval && d.len > 0 => Some(d.key),
+            _ => None,
+        };
         let rsp = IoRsp {
             msg_id: req.buf_id,
             errno,
-            w_inval: false,
+            w_inval: send_inv.is_some(),
         }
         .to_imm()
         .map_err(|_| EINVAL)?;
@@ -219,20 +233,26 @@ impl Con {
             rkey: 0,
             imm: rsp,
         };
-        match desc {
-            Some(d) if errno == 0 && d.len > 0 => {
-                let len = d.len.min(path.params.chunk_size);
-                let sg = [path.chunks.sge(chunk, len, path.chunks_mr.lkey())?];
-                let data = SendOp::Write {
-                    remote_addr: d.addr,
-                    rkey: d.key,
-                };
-                let mut w0 = SendWr::new(WR_SEND, data, &sg);
-                w0.flags = rdma::spec::opcodes::SendFlags::NONE;
-                self.post_send(&mut [w0, SendWr::new(WR_SEND, done, &[])])
-            }
-            _ => self.post_send(&mut [SendWr::new(WR_SEND, done, &[])]),
+        let data_sg;
+        let mut wrs = KVec::with_capacity(3, GFP_KERNEL)?;
+        if let Some(d) = desc.filter(|d| errno == 0 && d.len > 0) {
+            let len = d.len.min(path.params.chunk_size);
+            data_sg = [path.chunks.sge(chunk, len, path.chunks_mr.lkey())?];
+            let data = SendOp::Write {
+                remote_addr: d.addr,
+                rkey: d.key,
+            };
+            let mut w = SendWr::new(WR_SEND, data, &data_sg);
+            w.flags = SendFlags::NONE;
+            wrs.push(w, GFP_KERNEL)?;
         }
+        if let Some(key) = send_inv {
+            let mut w = SendWr::new(WR_SEND, SendOp::SendWithInv(key), &[]);
+            w.flags = SendFlags::NONE;
+            wrs.push(w, GFP_KERNEL)?;
+        }
+        wrs.push(SendWr::new(WR_SEND, done, &[]), GFP_KERNEL)?;
+        self.post_send(&mut wrs)
     }
 
     /// Disconnects and destroys the id (path close).
