@@ -307,12 +307,23 @@ impl CqeDone for Comp {
         };
         if let Err(e) = r {
             if rdma::kshim::verb::log_allowed() {
-                pr_warn!(
-                    "rtrs: path closed: {:?} completion {:?}: {:?}\n",
-                    wc.opcode,
-                    wc.status,
-                    e
-                );
+                let name = self.path.name();
+                let name = core::str::from_utf8(&name).unwrap_or("?");
+                if wc.status == WcStatus::Success {
+                    pr_warn!(
+                        "rtrs: path \"{}\" closed: a bad {:?} (errno {})\n",
+                        name,
+                        wc.opcode,
+                        e.to_errno()
+                    );
+                } else {
+                    pr_warn!(
+                        "rtrs: path \"{}\" closed: {:?} completed with {:?}\n",
+                        name,
+                        wc.opcode,
+                        wc.status
+                    );
+                }
             }
             self.path.close_later();
         }

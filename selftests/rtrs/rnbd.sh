@@ -87,14 +87,31 @@ server_reloaded() {
 		head -c 131072 "$tmpd/pattern" | cmp - "$tmpd/back3"
 }
 
+# Lying clients (rtrs_liar_test.ko, from our rxe rtc in namespace rt_c to
+# the server's 10.80.2.2 on our rxe rtd): the server closes each lying
+# path, and the kernel client's device is still served.
+liars_setup() {
+	netns_add rt_c && netns_veth rt_c rtv2 rt_b rtv3 &&
+		netns_addr rt_c rtv2 10.80.2.1/24 && netns_addr rt_b rtv3 10.80.2.2/24 &&
+		rxe_bind rt_c rtv2 rtc && rxe_bind rt_b rtv3 rtd &&
+		ip netns exec rt_c ping -c 1 -W 5 10.80.2.2 > /dev/null
+}
+
+still_served() {
+	dd if=/dev/rnbd0 of="$tmpd/back4" bs=65536 count=2 iflag=direct 2> /dev/null &&
+		head -c 131072 "$tmpd/pattern" | cmp - "$tmpd/back4" &&
+		[ "$(dmesg | grep -c 'rtrs: path "liar" closed: a bad RecvRdmaWithImm (errno -22)')" -ge 1 ]
+}
+
 unmap() {
 	echo normal > /sys/block/rnbd0/rnbd/unmap_device && [ ! -b /dev/rnbd0 ]
 }
 
 teardown() {
 	rmmod rnbd_client rtrs_client 2>/dev/null
-	rmmod rtrs_rnbd_srv_test rdma_rs_rtrs && rdma link delete rtxa && rxe_item_remove rtb &&
-		ip netns del rt_b
+	rmmod rtrs_liar_test 2>/dev/null
+	rmmod rtrs_rnbd_srv_test rdma_rs_rtrs && rdma link delete rtxa &&
+		rxe_item_remove rtb rtc rtd && ip netns del rt_b && ip netns del rt_c
 }
 
 ktap_plan
@@ -102,6 +119,9 @@ ktap_check setup setup
 ktap_check map map
 ktap_check data_roundtrip data_roundtrip
 ktap_check heartbeat_acked heartbeat_acked
+ktap_check liars_setup liars_setup
+ktap_module rtrs_liar_test
+ktap_check still_served still_served
 ktap_check server_reloaded server_reloaded
 ktap_check unmap unmap
 ktap_check teardown teardown
