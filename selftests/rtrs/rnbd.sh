@@ -100,7 +100,8 @@ liars_setup() {
 still_served() {
 	dd if=/dev/rnbd0 of="$tmpd/back4" bs=65536 count=2 iflag=direct 2> /dev/null &&
 		head -c 131072 "$tmpd/pattern" | cmp - "$tmpd/back4" &&
-		[ "$(dmesg | grep -c 'rtrs: path "liar" closed: a bad RecvRdmaWithImm (errno -22)')" -ge 1 ]
+		dmesg | grep -q 'rtrs: path "liar" closed: a bad RecvRdmaWithImm (errno -22)' &&
+		dmesg | grep -q 'rtrs: path "liar" closed: RdmaWrite completed with RemAccessErr'
 }
 
 unmap() {

@@ -5,7 +5,8 @@
 //! server's address 10.80.2.2 in namespace rt_b), does the INFO exchange
 //! as the kernel's client does, then sends a request the server must
 //! refuse: a chunk number past the queue depth, a message offset at the
-//! end of the chunk, a garbage message. The server must close that path
+//! end of the chunk, a garbage message, a read whose buffer descriptor
+//! names memory the client never registered. The server must close that path
 //! (we see the disconnection), log it, and keep serving the others
 //! (`rnbd.sh` reads the kernel client's device afterwards).
 
@@ -35,9 +36,10 @@ use rping::{Ep, Rec, Recorder};
 pub mod proto;
 
 use proto::conn::{ConnReq, ConnRsp};
-use proto::consts::RTRS_PORT;
+use proto::consts::{RTRS_MSG_NEED_INVAL_F, RTRS_PORT};
 use proto::imm::{mem_bits, to_imm};
-use proto::msg::{InfoReq, InfoRsp};
+use proto::msg::{InfoReq, InfoRsp, RdmaRead, SgDesc};
+use proto::rnbd::{Io, RNBD_OP_READ};
 
 module! {
     type: RtrsLiarTest,
@@ -130,12 +132,16 @@ fn post_rsp_recv(ep: &Ep, id: &CmIdCore) -> Result {
 
 /// Connects, lies with `lie` (given the session, returns the write's
 /// length, remote offset and immediate), and checks the server hangs up.
-fn lie(what: &str, uuid: u8, lie: fn(&Session) -> Result<(u32, u64, u32)>) -> Result {
+/// A lie: given the session and the endpoint (whose buffer it may fill
+/// at `JUNK_AT`), the RDMA WRITE's length, remote offset and immediate.
+type Lie = fn(&Session, &Ep) -> Result<(u32, u64, u32)>;
+
+fn lie(what: &str, uuid: u8, lie: Lie) -> Result {
     let ep = Ep::new(c_str!("rtc"))?;
     let rec = Recorder::make()?;
     let (id, s) = connect(&ep, &rec, uuid)?;
-    let (len, off, imm) = lie(&s)?;
     ep.buf.fill(JUNK_AT, 64, 0xee)?;
+    let (len, off, imm) = lie(&s, &ep)?;
     let qp = id.qp().ok_or(EINVAL)?;
     let op = SendOp::WriteWithImm {
         remote_addr: s.addr + off,
@@ -157,26 +163,59 @@ fn lie(what: &str, uuid: u8, lie: fn(&Session) -> Result<(u32, u64, u32)>) -> Re
 }
 
 fn chunk_past_queue_depth() -> Result {
-    lie("chunk past the queue depth", 0x11, |s| {
+    lie("chunk past the queue depth", 0x11, |s, _| {
         let payload = s.qd << mem_bits(s.qd).map_err(|_| EINVAL)?;
         Ok((0, 0, to_imm(0, payload)))
     })
 }
 
 fn offset_at_chunk_end() -> Result {
-    lie("offset at the chunk's end", 0x22, |s| {
+    lie("offset at the chunk's end", 0x22, |s, _| {
         Ok((0, 0, to_imm(0, s.chunk)))
     })
 }
 
 fn garbage_message() -> Result {
-    lie("garbage message", 0x33, |_| Ok((64, 0, to_imm(0, 32))))
+    lie("garbage message", 0x33, |_, _| Ok((64, 0, to_imm(0, 32))))
+}
+
+/// A well-formed RNBD read whose buffer descriptor names memory the client
+/// never registered: the server's RDMA WRITE of the data fails (remote
+/// access error), and the server closes the path.
+fn read_into_unregistered_buffer() -> Result {
+    lie("read into an unregistered buffer", 0x44, |s, ep| {
+        const DATA: u32 = 4096;
+        let io = Io {
+            device_id: 0,
+            sector: 0,
+            rw: RNBD_OP_READ,
+            bi_size: DATA,
+            prio: 0,
+        };
+        let mut m = [0u8; 64];
+        let u = io.write(&mut m).map_err(|_| EINVAL)?;
+        let desc = [SgDesc {
+            addr: 0xdead_0000,
+            key: 0x00ba_d0ff,
+            len: DATA,
+        }];
+        let r = RdmaRead::new(u as u16, RTRS_MSG_NEED_INVAL_F, &desc)
+            .and_then(|r| r.write(&mut m[u..]))
+            .map_err(|_| EINVAL)?;
+        ep.buf.write(JUNK_AT, &m[..u + r])?;
+        let payload = DATA + u as u32;
+        check(payload < s.chunk, "the request fits the chunk")?;
+        Ok(((u + r) as u32, u64::from(DATA), to_imm(0, payload)))
+    })
 }
 
 const CASES: &[FnCase<()>] = &[
     case!("chunk_past_queue_depth", |()| chunk_past_queue_depth()),
     case!("offset_at_chunk_end", |()| offset_at_chunk_end()),
     case!("garbage_message", |()| garbage_message()),
+    case!("read_into_unregistered_buffer", |()| {
+        read_into_unregistered_buffer()
+    }),
 ];
 
 struct RtrsLiarTest;
