@@ -54,8 +54,9 @@ pub trait CharDevOps: Send + Sync + 'static {
     /// Opens a file; an error fails `open(2)`.
     fn open(&self) -> Result<Self::File>;
 
-    /// An `ioctl(2)` on `file`. `arg` is the caller's raw argument: build a
-    /// [`kernel::uaccess::UserSlice`] from it to reach user memory. The
+    /// An `ioctl(2)` on `file`. `arg` is the caller's raw argument: an
+    /// [`IoctlArg`] (or a [`kernel::uaccess::UserSlice`]) reaches the
+    /// user memory it points at. The
     /// value is what the system call returns (an error, `-errno`).
     fn ioctl(&self, file: &Self::File, cmd: u32, arg: usize) -> Result<isize>;
 
@@ -69,6 +70,86 @@ pub trait CharDevOps: Send + Sync + 'static {
     /// The last reference to `file` is gone (every descriptor closed and
     /// every mapping of it unmapped, so every `on_close` has run).
     fn release(&self, _file: Self::File) {}
+}
+
+/// The `N`-byte structure an `ioctl` argument points at: copied in from
+/// the caller, its fields read and written in native byte order at their
+/// offsets (the C structure's layout), and copied back out for the
+/// outputs. An offset past the structure reads as 0 and is not written
+/// (offsets are the handler's constants).
+pub struct IoctlArg<const N: usize> {
+    arg: usize,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> IoctlArg<N> {
+    /// Copies the structure in (`EFAULT` for a bad pointer).
+    pub fn read(arg: usize) -> Result<Self> {
+        let mut bytes = [0u8; N];
+        kernel::uaccess::UserSlice::new(arg, N)
+            .reader()
+            .read_slice(&mut bytes)?;
+        Ok(IoctlArg { arg, bytes })
+    }
+
+    /// An all-zero structure, for an argument that is only written.
+    pub fn zeroed(arg: usize) -> Self {
+        IoctlArg {
+            arg,
+            bytes: [0u8; N],
+        }
+    }
+
+    /// Its bytes.
+    pub fn bytes(&self) -> &[u8; N] {
+        &self.bytes
+    }
+
+    /// Its bytes, to fill.
+    pub fn bytes_mut(&mut self) -> &mut [u8; N] {
+        &mut self.bytes
+    }
+
+    fn field<const W: usize>(&self, off: usize) -> [u8; W] {
+        let mut w = [0u8; W];
+        if let Some(b) = self.bytes.get(off..off.saturating_add(W)) {
+            w.copy_from_slice(b);
+        }
+        w
+    }
+
+    fn set<const W: usize>(&mut self, off: usize, v: [u8; W]) {
+        if let Some(b) = self.bytes.get_mut(off..off.saturating_add(W)) {
+            b.copy_from_slice(&v);
+        }
+    }
+
+    /// The `u32` at `off`.
+    pub fn u32(&self, off: usize) -> u32 {
+        u32::from_ne_bytes(self.field(off))
+    }
+
+    /// The `u64` at `off`.
+    pub fn u64(&self, off: usize) -> u64 {
+        u64::from_ne_bytes(self.field(off))
+    }
+
+    /// Sets the `u32` at `off`.
+    pub fn set_u32(&mut self, off: usize, v: u32) {
+        self.set(off, v.to_ne_bytes());
+    }
+
+    /// Sets the `u64` at `off`.
+    pub fn set_u64(&mut self, off: usize, v: u64) {
+        self.set(off, v.to_ne_bytes());
+    }
+
+    /// Copies the structure back out to the caller.
+    pub fn write_back(&self) -> Result {
+        kernel::uaccess::UserSlice::new(self.arg, N)
+            .writer()
+            .write_slice(&self.bytes)
+    }
 }
 
 /// A registered misc device; deregistered when dropped.

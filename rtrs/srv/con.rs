@@ -211,7 +211,7 @@ impl Con {
         };
         let name = path.name();
         let sreq = SrvRequest::new(dir, &usr, &path.chunks, chunk, data_len);
-        let errno = path.ops.rdma_ev(&name, &sreq);
+        let errno = path.ops.rdma_ev(name.as_bytes(), &sreq);
         let errno = errno.clamp(-511, 0);
         // A read whose buffer the client asks us to invalidate gets a
         // zero-length SEND with invalidate of its key before the response
@@ -308,7 +308,7 @@ impl CqeDone for Comp {
         if let Err(e) = r {
             if rdma::kshim::verb::log_allowed() {
                 let name = self.path.name();
-                let name = core::str::from_utf8(&name).unwrap_or("?");
+                let name = name.as_str();
                 if wc.status == WcStatus::Success {
                     pr_warn!(
                         "rtrs: path \"{}\" closed: a bad {:?} (errno {})\n",

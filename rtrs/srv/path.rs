@@ -42,6 +42,23 @@ pub(crate) const INFO_RSP_AT: usize = 512;
 /// The info buffer.
 const INFO_LEN: usize = 1024;
 
+/// A copy of a path's name, on the stack (every request passes it to the
+/// ULP: no allocation on that path).
+pub(crate) struct Name([u8; 256]);
+
+impl Name {
+    /// The name's bytes, up to its NUL.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        let n = self.0.iter().position(|&c| c == 0).unwrap_or(self.0.len());
+        &self.0[..n]
+    }
+
+    /// The name as text, for the log.
+    pub(crate) fn as_str(&self) -> &str {
+        core::str::from_utf8(self.as_bytes()).unwrap_or("?")
+    }
+}
+
 struct PathState {
     cons: KVec<Arc<Con>>,
     name: [u8; 256],
@@ -174,12 +191,8 @@ impl Path {
     }
 
     /// The client's name for the path (from INFO_REQ).
-    pub(crate) fn name(&self) -> KVec<u8> {
-        let st = self.state.lock();
-        let n = st.name.iter().position(|&c| c == 0).unwrap_or(255);
-        let mut v = KVec::new();
-        let _ = v.extend_from_slice(&st.name[..n], GFP_KERNEL);
-        v
+    pub(crate) fn name(&self) -> Name {
+        Name(self.state.lock().name)
     }
 
     /// Adds connection `req.cid` on `id` and accepts it.
@@ -199,10 +212,9 @@ impl Path {
     /// A heartbeat of the client was acknowledged.
     pub(crate) fn heartbeat_acked(&self) {
         if self.heartbeats.fetch_add(1, Ordering::Relaxed) == 0 {
-            let name = self.name();
             pr_info!(
                 "rtrs: path \"{}\": first heartbeat acknowledged\n",
-                core::str::from_utf8(&name).unwrap_or("?")
+                self.name().as_str()
             );
         }
     }
@@ -253,10 +265,10 @@ impl Path {
         let name = self.name();
         pr_info!(
             "rtrs: path \"{}\" up: {} connections\n",
-            core::str::from_utf8(&name).unwrap_or("?"),
+            name.as_str(),
             cons.len()
         );
-        self.ops.link_ev(&name, true);
+        self.ops.link_ev(name.as_bytes(), true);
         Ok(())
     }
 
@@ -290,11 +302,8 @@ impl Path {
         drop(self.comp.lock().take());
         if was_up {
             let name = self.name();
-            pr_info!(
-                "rtrs: path \"{}\" closed\n",
-                core::str::from_utf8(&name).unwrap_or("?")
-            );
-            self.ops.link_ev(&name, false);
+            pr_info!("rtrs: path \"{}\" closed\n", name.as_str());
+            self.ops.link_ev(name.as_bytes(), false);
         }
     }
 }

@@ -22,7 +22,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::uaccess::UserSlice;
 
 use peer_memory::{CoreContext, PeerClient, Registration};
-use rdma::kshim::chardev::{current_mm_id, CharDevOps, MiscDev, Vma};
+use rdma::kshim::chardev::{current_mm_id, CharDevOps, IoctlArg, MiscDev, Vma};
 use rdma::kshim::pages::{page_size, SharedPage};
 
 module! {
@@ -211,29 +211,10 @@ impl PeerClient for Client {
     }
 }
 
-/// Reads a `N`-byte ioctl argument.
-fn read_arg<const N: usize>(arg: usize) -> Result<[u8; N]> {
-    let mut b = [0u8; N];
-    UserSlice::new(arg, N).reader().read_slice(&mut b)?;
-    Ok(b)
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[off..off + 8]);
-    u64::from_ne_bytes(w)
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[off..off + 4]);
-    u32::from_ne_bytes(w)
-}
-
 impl Shared {
     fn invalidate(&self, arg: usize) -> Result<isize> {
-        let mut b = read_arg::<24>(arg)?;
-        let (addr, len, poison) = (u64_at(&b, 0), u64_at(&b, 8), u32_at(&b, 16));
+        let mut a = IoctlArg::<24>::read(arg)?;
+        let (addr, len, poison) = (a.u64(0), a.u64(8), a.u32(16));
         let mm = current_mm_id();
         let end = addr.checked_add(len).ok_or(EINVAL)?;
         // The regions to invalidate, marked under the lock; the core is
@@ -271,14 +252,14 @@ impl Shared {
                 }
             }
         }
-        b[20..24].copy_from_slice(&done.to_ne_bytes());
-        UserSlice::new(arg, 24).writer().write_slice(&b)?;
+        a.set_u32(20, done);
+        a.write_back()?;
         Ok(0)
     }
 
     fn read(&self, arg: usize) -> Result<isize> {
-        let b = read_arg::<24>(arg)?;
-        let (addr, len, buf) = (u64_at(&b, 0), u64_at(&b, 8), u64_at(&b, 16));
+        let a = IoctlArg::<24>::read(arg)?;
+        let (addr, len, buf) = (a.u64(0), a.u64(8), a.u64(16));
         let mm = current_mm_id();
         let map = self
             .maps
@@ -317,11 +298,11 @@ impl Shared {
             0, // unmap_after_inval: this client does not unmap itself
             n(&c.live),
         ];
-        let mut b = [0u8; 88];
+        let mut a = IoctlArg::<88>::zeroed(arg);
         for (i, v) in vals.iter().enumerate() {
-            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+            a.set_u64(i * 8, *v);
         }
-        UserSlice::new(arg, 88).writer().write_slice(&b)?;
+        a.write_back()?;
         Ok(0)
     }
 }
@@ -339,10 +320,8 @@ impl CharDevOps for Dev {
     fn ioctl(&self, _file: &(), cmd: u32, arg: usize) -> Result<isize> {
         match cmd {
             IOC_SET_MODE => {
-                let b = read_arg::<8>(arg)?;
-                self.0
-                    .mode
-                    .store(u64::from(u32_at(&b, 0)), Ordering::Relaxed);
+                let a = IoctlArg::<8>::read(arg)?;
+                self.0.mode.store(u64::from(a.u32(0)), Ordering::Relaxed);
                 Ok(0)
             }
             IOC_INVALIDATE => self.0.invalidate(arg),

@@ -23,7 +23,7 @@ use kernel::uaccess::UserSlice;
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use rdma::device::{self, Device};
-use rdma::kshim::chardev::{CharDevOps, MiscDev};
+use rdma::kshim::chardev::{CharDevOps, IoctlArg, MiscDev};
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::testing;
 use rdma::spec::attr::Gid;
@@ -137,36 +137,6 @@ fn opts() -> Opts {
         buf_len: MAX_OP,
         ..RC
     }
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[off..off + 8]);
-    u64::from_ne_bytes(w)
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[off..off + 4]);
-    u32::from_ne_bytes(w)
-}
-
-fn put_u32(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn put_u64(b: &mut [u8], off: usize, v: u64) {
-    b[off..off + 8].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn read_arg<const N: usize>(arg: usize) -> Result<[u8; N]> {
-    let mut b = [0u8; N];
-    UserSlice::new(arg, N).reader().read_slice(&mut b)?;
-    Ok(b)
-}
-
-fn write_arg(arg: usize, b: &[u8]) -> Result {
-    UserSlice::new(arg, b.len()).writer().write_slice(b)
 }
 
 /// Polls one completion of `cq` within [`WAIT_MS`] (`ETIMEDOUT` else).
@@ -323,10 +293,9 @@ struct FileCtx {
 
 impl FileCtx {
     fn reg(&self, arg: usize) -> Result<isize> {
-        let mut b = read_arg::<136>(arg)?;
-        let (addr, len, access, flags) =
-            (u64_at(&b, 0), u64_at(&b, 8), u32_at(&b, 16), u32_at(&b, 20));
-        let name = &b[24..56];
+        let mut io = IoctlArg::<136>::read(arg)?;
+        let (addr, len, access, flags) = (io.u64(0), io.u64(8), io.u32(16), io.u32(20));
+        let name = &io.bytes()[24..56];
         let nlen = name.iter().position(|&c| c == 0).ok_or(EINVAL)?;
         let mut inner = self.inner.lock();
         let (mr, pd) = if nlen == 0 || &name[..nlen] == b"pma" {
@@ -353,10 +322,11 @@ impl FileCtx {
             Some(u) if u.kind() == UserKind::Peer => (2u32, u.peer_name()),
             _ => (1u32, &b""[..]),
         };
-        put_u32(&mut b, 56, handle);
-        put_u32(&mut b, 60, mr.lkey());
-        put_u32(&mut b, 64, mr.rkey());
-        put_u32(&mut b, 68, kind);
+        io.set_u32(56, handle);
+        io.set_u32(60, mr.lkey());
+        io.set_u32(64, mr.rkey());
+        io.set_u32(68, kind);
+        let b = io.bytes_mut();
         b[72..136].fill(0);
         let n = core::cmp::min(peer.len(), 63);
         b[72..72 + n].copy_from_slice(&peer[..n]);
@@ -368,13 +338,12 @@ impl FileCtx {
             },
             GFP_KERNEL,
         )?;
-        write_arg(arg, &b)?;
+        io.write_back()?;
         Ok(0)
     }
 
     fn dereg(&self, arg: usize) -> Result<isize> {
-        let b = read_arg::<4>(arg)?;
-        let handle = u32_at(&b, 0);
+        let handle = IoctlArg::<4>::read(arg)?.u32(0);
         let reg = {
             let mut inner = self.inner.lock();
             rdma::kshim::vec::remove_first(&mut inner.regs, |r| r.handle == handle).ok_or(EINVAL)?
@@ -384,14 +353,9 @@ impl FileCtx {
     }
 
     fn rdma(&self, arg: usize) -> Result<isize> {
-        let mut b = read_arg::<40>(arg)?;
-        let (handle, op, offset, len, buf) = (
-            u32_at(&b, 0),
-            u32_at(&b, 4),
-            u64_at(&b, 8),
-            u64_at(&b, 16),
-            u64_at(&b, 24),
-        );
+        let mut io = IoctlArg::<40>::read(arg)?;
+        let (handle, op, offset, len, buf) =
+            (io.u32(0), io.u32(4), io.u64(8), io.u64(16), io.u64(24));
         if len == 0 || len > MAX_OP as u64 {
             return Err(EINVAL);
         }
@@ -473,16 +437,15 @@ impl FileCtx {
             }
             _ => return Err(EINVAL),
         };
-        put_u32(&mut b, 32, status as u32);
-        put_u32(&mut b, 36, peer_status as u32);
-        write_arg(arg, &b)?;
+        io.set_u32(32, status as u32);
+        io.set_u32(36, peer_status as u32);
+        io.write_back()?;
         Ok(0)
     }
 
     fn stream_start(self: &Arc<Self>, arg: usize) -> Result<isize> {
-        let b = read_arg::<48>(arg)?;
-        let (handle, depth, offset, len) =
-            (u32_at(&b, 0), u32_at(&b, 4), u64_at(&b, 8), u64_at(&b, 16));
+        let io = IoctlArg::<48>::read(arg)?;
+        let (handle, depth, offset, len) = (io.u32(0), io.u32(4), io.u64(8), io.u64(16));
         if depth == 0 || depth > 16 || len == 0 || len > 64 * 1024 {
             return Err(EINVAL);
         }
@@ -512,16 +475,16 @@ impl FileCtx {
     }
 
     fn stream_stop(&self, arg: usize) -> Result<isize> {
-        let mut b = read_arg::<48>(arg)?;
+        let mut io = IoctlArg::<48>::read(arg)?;
         let s = self.stream.lock().take().ok_or(EINVAL)?;
         s.stop.store(true, Ordering::Release);
         while !s.done.load(Ordering::Acquire) {
             testing::msleep(5);
         }
-        put_u64(&mut b, 24, s.ok.load(Ordering::Relaxed));
-        put_u64(&mut b, 32, s.errors.load(Ordering::Relaxed));
-        put_u32(&mut b, 40, s.first_error.load(Ordering::Relaxed) as u32);
-        write_arg(arg, &b)?;
+        io.set_u64(24, s.ok.load(Ordering::Relaxed));
+        io.set_u64(32, s.errors.load(Ordering::Relaxed));
+        io.set_u32(40, s.first_error.load(Ordering::Relaxed) as u32);
+        io.write_back()?;
         Ok(0)
     }
 }
