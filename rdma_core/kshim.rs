@@ -19,7 +19,9 @@
 
 pub(crate) mod bindings;
 pub mod chardev;
+pub mod class;
 pub mod configfs;
+pub mod cpu;
 pub mod errno;
 pub mod gate;
 pub mod global;

@@ -11,10 +11,15 @@
 //!   memory clients write their requests into, and the responses; a ULP
 //!   answers requests through [`srv::SrvOps`].
 //!
-//! Not built yet: the client, multipath, `always_invalidate=Y`, the
-//! sysfs layout, reconnection on the server's side.
+//! - [`clt`]: the client: sessions over several paths, permits,
+//!   requests, the multipath policies, failover, heartbeats and
+//!   reconnects.
+//!
+//! Not built yet: `always_invalidate=Y` on our server, the sysfs layout.
 
 #![forbid(unsafe_code)]
+// `pin_init!` of the client session's many fields needs more than 128.
+#![recursion_limit = "256"]
 
 use kernel::prelude::*;
 
@@ -22,6 +27,8 @@ use kernel::prelude::*;
 #[path = "proto/kernel_mod.rs"]
 pub mod proto;
 
+pub mod clt;
+pub mod errno;
 pub mod srv;
 
 module! {

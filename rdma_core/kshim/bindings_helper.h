@@ -20,4 +20,5 @@
 #include "pages_glue.h"
 #include "chardev_glue.h"
 #include "kobj_glue.h"
+#include "class_glue.h"
 #include "../../include/rdma/peer_mem.h"

@@ -17,6 +17,8 @@
 #include <linux/preempt.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
+#include <linux/cpumask.h>
+#include <linux/smp.h>
 
 #include "helpers.h"
 
@@ -76,6 +78,16 @@ void rdma_rs_msleep(unsigned int msecs)
 void rdma_rs_cond_resched(void)
 {
 	cond_resched();
+}
+
+unsigned int rdma_rs_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+unsigned int rdma_rs_cpu_id(void)
+{
+	return raw_smp_processor_id();
 }
 
 unsigned long rdma_rs_local_irq_save(void)

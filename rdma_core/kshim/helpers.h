@@ -25,6 +25,8 @@ void rdma_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 bool rdma_rs_in_task(void);
 void rdma_rs_msleep(unsigned int msecs);
 void rdma_rs_cond_resched(void);
+unsigned int rdma_rs_nr_cpu_ids(void);
+unsigned int rdma_rs_cpu_id(void);
 unsigned long rdma_rs_local_irq_save(void);
 void rdma_rs_local_irq_restore(unsigned long flags);
 void rdma_rs_local_bh_disable(void);

@@ -17,6 +17,8 @@ pub mod error;
 pub mod imm;
 #[path = "src/le.rs"]
 mod le;
+#[path = "src/mpath.rs"]
+pub mod mpath;
 #[path = "src/msg.rs"]
 pub mod msg;
 #[path = "src/rnbd.rs"]

@@ -18,6 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmId, CmIdCore};
 use rdma::device::Device;
@@ -89,6 +90,21 @@ pub struct Path {
     closed: AtomicBool,
     /// Heartbeats acknowledged (the first is logged).
     heartbeats: AtomicU64,
+    /// Closes the path from the server's work queue.
+    #[pin]
+    close_work: Work<Path>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Path { self.close_work }
+}
+
+impl WorkItem for Path {
+    type Pointer = Arc<Path>;
+
+    fn run(this: Arc<Path>) {
+        this.close();
+    }
 }
 
 impl Path {
@@ -142,6 +158,7 @@ impl Path {
                 comp <- new_mutex!(None, "rtrs::srv::Path::comp"),
                 closed: AtomicBool::new(false),
                 heartbeats: AtomicU64::new(0),
+                close_work <- new_work!("rtrs::srv::Path::close_work"),
             }),
             GFP_KERNEL,
         )?;
@@ -278,10 +295,8 @@ impl Path {
         if self.is_closed() {
             return;
         }
-        let p = self.clone();
-        if self.wq.try_spawn(GFP_KERNEL, move || p.close()).is_err() {
-            pr_warn!("rtrs: path not closed (out of memory)\n");
-        }
+        // Already queued: it closes once.
+        let _ = self.wq.enqueue(self.clone());
     }
 
     /// Closes the path: every connection disconnects and goes, the ULP is

@@ -40,8 +40,10 @@
 //! only the 8-byte header.
 //!
 //! Every function returns an error rather than an offset outside the chunk
-//! and never panics. All arithmetic is done in 64 bits, so no input can
-//! overflow it.
+//! and never panics. Offsets and lengths are added in 64 bits, where
+//! 32-bit values cannot overflow, and what could (a length from another
+//! module, a sum of bit counts) saturates: no input can make an overflow
+//! check fire in a build with overflow checks, as the kernel's.
 //!
 //! This module uses only `core` and its siblings [`super::consts`],
 //! [`super::conn`], [`super::error`], [`super::imm`] and [`super::msg`].
@@ -134,7 +136,9 @@ impl ChunkGeometry {
             Ok(m) => m,
             Err(e) => return Err(e),
         };
-        if chunk_size == 0 || order_bits(queue_depth) + order_bits(chunk_size) > MAX_IMM_PAYL_BITS {
+        // At most 32 + 32 bits: the sum never saturates.
+        let bits = order_bits(queue_depth).saturating_add(order_bits(chunk_size));
+        if chunk_size == 0 || bits > MAX_IMM_PAYL_BITS {
             return Err(Error::BadGeometry {
                 queue_depth,
                 chunk_size,
@@ -203,7 +207,8 @@ impl ChunkGeometry {
     }
 
     /// The layout of a request whose RDMA write covers
-    /// `[rdma_off, msg_off + msg_len)` of chunk `buf_id`.
+    /// `[rdma_off, msg_off + msg_len)` of chunk `buf_id`, with `rdma_off
+    /// <= msg_off`. A sum that overflows is outside the chunk.
     const fn layout(
         &self,
         buf_id: u32,
@@ -214,7 +219,7 @@ impl ChunkGeometry {
         if let Err(e) = self.check_buf_id(buf_id) {
             return Err(e);
         }
-        let end = msg_off + msg_len;
+        let end = msg_off.saturating_add(msg_len);
         if end > self.chunk_size as u64 {
             return Err(Error::OutsideChunk {
                 end,
@@ -231,7 +236,7 @@ impl ChunkGeometry {
             Ok(imm) => Ok(RequestLayout {
                 buf_id,
                 rdma_off: rdma_off as u32,
-                rdma_len: (end - rdma_off) as u32,
+                rdma_len: end.saturating_sub(rdma_off) as u32,
                 msg_off,
                 imm,
             }),
@@ -326,7 +331,7 @@ impl ChunkGeometry {
         let window = chunk.get(off..bound).unwrap_or(&[]);
         let msg = RdmaMsg::parse(window).map_err(|e| match e {
             Error::TooShort { needed, .. } => {
-                let end = off as u64 + needed as u64;
+                let end = (off as u64).saturating_add(needed as u64);
                 if end > self.chunk_size.into() {
                     Error::OutsideChunk {
                         end,
@@ -334,7 +339,7 @@ impl ChunkGeometry {
                     }
                 } else {
                     Error::TooShort {
-                        needed: off + needed,
+                        needed: off.saturating_add(needed),
                         got: chunk.len(),
                     }
                 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The numbers of the RTRS protocol: version, magic, message types, flags,
-//! immediate data types and widths, size limits and defaults.
+//! immediate data types and widths, size limits and defaults, and the
+//! heartbeat and reconnect timing of a path.
 //!
 //! Each constant carries the name of its C counterpart in Linux 6.12
 //! (drivers/infiniband/ulp/rtrs/rtrs-pri.h unless said otherwise); where
@@ -201,6 +202,22 @@ pub const RTRS_HB_MISSED_MAX: u32 = 5;
 /// The client's timeout for address and route resolution and for
 /// connecting, in milliseconds (`RTRS_CONNECT_TIMEOUT_MS`, rtrs-clt.c).
 pub const RTRS_CONNECT_TIMEOUT_MS: u32 = 30000;
+/// What the client's reconnect work sleeps before each reconnect attempt,
+/// in milliseconds, on top of the reconnect delay, to give the server time
+/// to clean up the old connection (`RTRS_RECONNECT_BACKOFF`, rtrs-clt.c).
+pub const RTRS_RECONNECT_BACKOFF_MS: u32 = 1000;
+/// The bound of the random jitter added to the reconnect delay
+/// (`RTRS_RECONNECT_SEED`, rtrs-clt.c): `rtrs_clt_err_recovery_work` adds
+/// `get_random_u32_below(RTRS_RECONNECT_SEED)`, 0 to 7, to a delay in
+/// milliseconds, so the jitter is that many milliseconds (the C comment
+/// speaks of seconds, the code does not).
+pub const RTRS_RECONNECT_SEED: u32 = 8;
+/// The smallest `max_reconnect_attempts` the client's sysfs accepts, which
+/// means reconnect forever (`MIN_MAX_RECONN_ATT`, rtrs-clt-sysfs.c).
+pub const MIN_MAX_RECONN_ATT: i32 = -1;
+/// The largest `max_reconnect_attempts` the client's sysfs accepts
+/// (`MAX_MAX_RECONN_ATT`, rtrs-clt-sysfs.c).
+pub const MAX_MAX_RECONN_ATT: i32 = 9999;
 /// The TCP port space port an RNBD server listens on by default
 /// (`RTRS_PORT`, drivers/block/rnbd/rnbd-proto.h).
 pub const RTRS_PORT: u16 = 1234;

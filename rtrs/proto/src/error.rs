@@ -91,6 +91,22 @@ pub enum Error {
     /// The descriptors of an INFO_RSP do not map the whole queue of
     /// chunks as the client requires.
     BadSgList,
+    /// The text written as a multipath policy is none of those the C
+    /// accepts (`mpath_policy_store`, rtrs-clt-sysfs.c).
+    BadPolicy,
+    /// A setting is outside the inclusive range it accepts.
+    NotInRange {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: i64,
+        /// The smallest value accepted.
+        min: i64,
+        /// The largest value accepted.
+        max: i64,
+    },
+    /// A permit given back is not taken (a double free).
+    NotTaken(u32),
 }
 
 impl fmt::Display for Error {
@@ -133,6 +149,14 @@ impl fmt::Display for Error {
                 "unusable RTRS geometry: {queue_depth} chunks of {chunk_size} bytes"
             ),
             Error::BadSgList => write!(f, "RTRS INFO_RSP does not map the queue"),
+            Error::BadPolicy => write!(f, "unknown RTRS multipath policy"),
+            Error::NotInRange {
+                field,
+                value,
+                min,
+                max,
+            } => write!(f, "{field} {value} out of range {min}..={max}"),
+            Error::NotTaken(id) => write!(f, "RTRS permit {id} is not taken"),
         }
     }
 }

@@ -98,7 +98,8 @@ pub const fn mem_bits(queue_depth: u32) -> Result<u32, Error> {
     if queue_depth == 0 || queue_depth > MAX_SESS_QUEUE_DEPTH {
         return Err(Error::BadQueueDepth(queue_depth));
     }
-    Ok(MAX_IMM_PAYL_BITS - order_bits(queue_depth))
+    // `order_bits` is at most 16 here: the difference never saturates.
+    Ok(MAX_IMM_PAYL_BITS.saturating_sub(order_bits(queue_depth)))
 }
 
 /// The place of an IO request: which chunk the client wrote, and where in

@@ -27,10 +27,15 @@
 //!   (uses `consts`, `conn`, `error`, `imm`, `msg`);
 //! - [`rnbd`]: the RNBD messages carried as RTRS user messages (uses
 //!   `error`, `le`).
+//! - [`mpath`]: the decisions of a multipath client session: the
+//!   multipath policy and the choice of a path for each IO, the reconnect
+//!   schedule, the heartbeat miss counter and round trip, and the permit
+//!   bitmap (uses `consts`, `error`).
 //!
 //! The reference for every value and layout is Linux 6.12:
 //! drivers/infiniband/ulp/rtrs/rtrs-pri.h (and rtrs-clt.c, rtrs-srv.c for
-//! what each side checks) and drivers/block/rnbd/rnbd-proto.h, with which
+//! what each side checks, rtrs.c and rtrs-clt-sysfs.c for the heartbeat
+//! and the client's settings) and drivers/block/rnbd/rnbd-proto.h, with which
 //! the modules built on this crate must interoperate.
 
 #![no_std]
@@ -41,6 +46,7 @@ pub mod consts;
 pub mod error;
 pub mod imm;
 mod le;
+pub mod mpath;
 pub mod msg;
 pub mod rnbd;
 

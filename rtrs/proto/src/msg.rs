@@ -84,6 +84,16 @@ const fn with_descs(hdr: usize, count: usize) -> Option<usize> {
     }
 }
 
+/// `count` descriptors after a `hdr`-byte header, or `usize::MAX` (which
+/// no buffer holds) on overflow. A message built or parsed here has at
+/// most `u16::MAX` descriptors, so it never overflows.
+const fn descs_len(hdr: usize, count: usize) -> usize {
+    match with_descs(hdr, count) {
+        Some(n) => n,
+        None => usize::MAX,
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Descriptors
 
@@ -182,7 +192,7 @@ impl<'a> SgList<'a> {
     /// Writes the descriptors at the start of `out`; returns the bytes
     /// written.
     fn write(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let len = with_descs(0, self.len()).unwrap_or(usize::MAX);
+        let len = descs_len(0, self.len());
         need(out.len(), len)?;
         for (d, chunk) in self.iter().zip(out.chunks_mut(SG_DESC_LEN)) {
             d.write(chunk)?;
@@ -226,7 +236,8 @@ impl Iterator for SgIter<'_> {
 
     fn next(&mut self) -> Option<SgDesc> {
         let d = self.list.get(self.next)?;
-        self.next += 1;
+        // Below the list's length, as `get` found a descriptor there.
+        self.next = self.next.saturating_add(1);
         Some(d)
     }
 
@@ -356,7 +367,7 @@ impl<'a> InfoRsp<'a> {
         let count = usize::from(u16_at(buf, 2));
         let descs = SgList::from_wire(buf.get(INFO_RSP_HDR_LEN..).unwrap_or(&[]), count).ok_or(
             Error::TooShort {
-                needed: INFO_RSP_HDR_LEN + count * SG_DESC_LEN,
+                needed: descs_len(INFO_RSP_HDR_LEN, count),
                 got: buf.len(),
             },
         )?;
@@ -370,7 +381,7 @@ impl<'a> InfoRsp<'a> {
 
     /// Bytes of the message: header and descriptors.
     pub const fn len(&self) -> usize {
-        INFO_RSP_HDR_LEN + self.descs.len() * SG_DESC_LEN
+        descs_len(INFO_RSP_HDR_LEN, self.descs.len())
     }
 
     /// Whether the message carries no descriptor (which the client
@@ -419,27 +430,26 @@ impl<'a> InfoRsp<'a> {
         if queue_depth.checked_rem(sg_cnt) != Some(0) {
             return Err(Error::BadSgList);
         }
-        if order_bits(sg_cnt) + order_bits(chunk_size) > MAX_IMM_PAYL_BITS {
+        // At most 32 + 32 bits: the sum never saturates.
+        if order_bits(sg_cnt).saturating_add(order_bits(chunk_size)) > MAX_IMM_PAYL_BITS {
             return Err(geometry);
         }
         let chunk = u64::from(chunk_size);
-        let mut total: u64 = 0;
+        let queue = u64::from(queue_depth);
+        // Chunks mapped by the descriptors so far: below `queue` before
+        // each one, so the sum (of two numbers below 2^32) never
+        // saturates.
         let mut mapped: u64 = 0;
-        let mut used: u64 = 0;
         for d in self.descs.iter() {
-            if mapped >= u64::from(queue_depth) {
-                break;
-            }
             let len = u64::from(d.len);
-            if len == 0 || len % chunk != 0 {
+            // A descriptor after the queue is covered, of length 0 or not
+            // a whole number of chunks.
+            if mapped >= queue || len == 0 || len.checked_rem(chunk) != Some(0) {
                 return Err(Error::BadSgList);
             }
-            total += len;
-            mapped = (mapped + len / chunk).min(queue_depth.into());
-            used += 1;
+            mapped = mapped.saturating_add(len / chunk);
         }
-        if used != u64::from(sg_cnt) || mapped != u64::from(queue_depth) || total != chunk * mapped
-        {
+        if mapped != queue {
             return Err(Error::BadSgList);
         }
         Ok(Rbufs {
@@ -486,9 +496,11 @@ impl Iterator for Rbufs<'_> {
             rkey: d.key,
         };
         self.left -= 1;
-        self.off += u64::from(self.chunk_size);
+        // Below 2^32 + 2^32: `off` is below the descriptor's length.
+        self.off = self.off.saturating_add(u64::from(self.chunk_size));
         if self.off >= u64::from(d.len) {
-            self.desc += 1;
+            // Below the list's length, as `get` found a descriptor there.
+            self.desc = self.desc.saturating_add(1);
             self.off = 0;
         }
         Some(rbuf)
@@ -618,7 +630,7 @@ impl<'a> RdmaRead<'a> {
         }
         let descs = SgList::from_wire(buf.get(RDMA_READ_HDR_LEN..).unwrap_or(&[]), count).ok_or(
             Error::TooShort {
-                needed: RDMA_READ_HDR_LEN + count * SG_DESC_LEN,
+                needed: descs_len(RDMA_READ_HDR_LEN, count),
                 got: buf.len(),
             },
         )?;
@@ -642,7 +654,7 @@ impl<'a> RdmaRead<'a> {
 
     /// Bytes of the message: header and descriptors.
     pub const fn len(&self) -> usize {
-        RDMA_READ_HDR_LEN + self.descs.len() * SG_DESC_LEN
+        descs_len(RDMA_READ_HDR_LEN, self.descs.len())
     }
 
     /// Whether the request carries no descriptor (no data to read).

@@ -15,6 +15,7 @@ use rtrs_proto::chunk::ChunkGeometry;
 use rtrs_proto::conn::{ConnReq, ConnRsp};
 use rtrs_proto::consts::*;
 use rtrs_proto::imm::{self, Imm, IoReq, IoRsp};
+use rtrs_proto::mpath::{self, Backoff, HbAction, Heartbeat, PathView, PermitMap, Policy};
 use rtrs_proto::msg::{self, InfoReq, InfoRsp, RdmaMsg, RdmaRead, RdmaWrite, RkeyRsp, SgDesc};
 use rtrs_proto::rnbd::{self, RnbdMsg};
 use rtrs_proto::Error;
@@ -402,4 +403,215 @@ fn chunk_layouts_on_random_geometries() {
         }
     }
     assert!(found > 100, "only {found} requests found");
+}
+
+#[test]
+fn policy_parse_on_random_text() {
+    let mut rng = Rng(0x5eed_0f90_11c7);
+    let words: [&[u8]; 10] = [
+        b"round-robin",
+        b"min-inflight",
+        b"min-latency",
+        b"rr",
+        b"mi",
+        b"ml",
+        b"0",
+        b"1",
+        b"2",
+        b"-0",
+    ];
+    let mut accepted = 0;
+    for _ in 0..ROUNDS {
+        let mut buf = [0u8; 24];
+        rng.fill(&mut buf);
+        let len = rng.below(buf.len() as u64 + 1) as usize;
+        if rng.below(2) == 0 {
+            // A real name with random case and a random tail.
+            let w = words[rng.below(words.len() as u64) as usize];
+            let n = w.len().min(len);
+            for (d, c) in buf.iter_mut().zip(&w[..n]) {
+                *d = if rng.below(2) == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    *c
+                };
+            }
+            if len > n && rng.below(2) == 0 {
+                buf[n] = [b'\n', 0, b' '][rng.below(3) as usize];
+            }
+        }
+        let text = &buf[..len];
+        let Ok(p) = Policy::parse(text) else {
+            continue;
+        };
+        accepted += 1;
+        // Whatever is accepted means what the C would take it for.
+        let c = text.split(|b| *b == 0).next().unwrap();
+        let lower = c.to_ascii_lowercase();
+        let trimmed = lower.strip_suffix(b"\n").unwrap_or(&lower);
+        let expect = match p {
+            Policy::RoundRobin => (b"round-robin".as_ref(), b"rr".as_ref(), 0),
+            Policy::MinInflight => (b"min-inflight".as_ref(), b"mi".as_ref(), 1),
+            Policy::MinLatency => (b"min-latency".as_ref(), b"ml".as_ref(), 2),
+        };
+        let number = std::str::from_utf8(trimmed)
+            .ok()
+            .filter(|t| !t.starts_with("+-") && !t.starts_with("-+"))
+            .and_then(|t| t.parse::<i32>().ok());
+        assert!(
+            lower.starts_with(expect.0) || trimmed == expect.1 || number == Some(expect.2),
+            "{:?} parsed as {p:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    assert!(accepted > 1000, "only {accepted} accepted");
+}
+
+#[test]
+fn choose_on_random_views() {
+    let mut rng = Rng(0xc0ff_ee00_1234_5678);
+    let mut chosen = 0;
+    for _ in 0..ROUNDS {
+        let n = rng.below(9) as usize;
+        let paths: Vec<PathView> = (0..n)
+            .map(|_| PathView {
+                connected: rng.below(3) != 0,
+                inflight: match rng.below(3) {
+                    0 => rng.below(3) as u32,
+                    1 => u32::MAX - rng.below(2) as u32,
+                    _ => rng.next() as u32,
+                },
+                latency_ns: match rng.below(3) {
+                    0 => 0,
+                    1 => rng.below(3),
+                    _ => rng.next() >> rng.below(64),
+                },
+            })
+            .collect();
+        let skip = match rng.below(3) {
+            0 => None,
+            1 => Some(rng.below(n as u64 + 1) as usize),
+            _ => Some(rng.next() as usize),
+        };
+        let before = match rng.below(2) {
+            0 => rng.below(n as u64 + 2) as usize,
+            _ => rng.next() as usize,
+        };
+        let policy =
+            [Policy::RoundRobin, Policy::MinInflight, Policy::MinLatency][rng.below(3) as usize];
+        let mut cursor = before;
+        let got = mpath::choose(policy, &paths, &mut cursor, skip);
+        let ok = |i: usize| paths[i].connected && skip != Some(i);
+        let candidates: Vec<usize> = (0..n).filter(|&i| ok(i)).collect();
+        let Some(i) = got else {
+            assert!(candidates.is_empty());
+            assert_eq!(cursor, before);
+            continue;
+        };
+        chosen += 1;
+        assert!(ok(i));
+        assert_eq!(cursor, (i + 1) % n);
+        let p = paths[i];
+        let start = before % n;
+        // Candidates met before `i` going round from the cursor.
+        let earlier = |j: usize| (j + n - start) % n < (i + n - start) % n;
+        for &j in &candidates {
+            let q = paths[j];
+            match policy {
+                Policy::RoundRobin => assert!(!earlier(j)),
+                Policy::MinInflight => {
+                    assert!(p.inflight <= q.inflight);
+                    assert!(p.inflight < q.inflight || !earlier(j));
+                }
+                Policy::MinLatency => {
+                    let key = |v: PathView| (v.latency_ns == 0, v.latency_ns, v.inflight);
+                    assert!(key(p) <= key(q));
+                    assert!(key(p) < key(q) || !earlier(j));
+                }
+            }
+        }
+    }
+    assert!(chosen > ROUNDS / 2, "only {chosen} chosen");
+}
+
+#[test]
+fn backoff_heartbeat_and_permits_on_random_walks() {
+    let mut rng = Rng(0x0ddb_a11c_afef_00d0);
+    for _ in 0..200 {
+        // Backoff: attempts never exceed a non-negative maximum, and every
+        // delay is the base plus a jitter below the seed.
+        let delay = rng.next() as u32 >> rng.below(32);
+        let max = rng.below(12) as i32 - 2;
+        let mut b = Backoff::new(delay, max);
+        let mut run = 0;
+        for _ in 0..40 {
+            match rng.below(8) {
+                0 => {
+                    b.reset();
+                    run = 0;
+                }
+                _ => match b.next(rng.next() as u32) {
+                    Some(d) => {
+                        run += 1;
+                        assert!(max < 0 || run <= max);
+                        assert!(d >= delay && d - delay < RTRS_RECONNECT_SEED || d == u32::MAX);
+                    }
+                    None => assert!(max >= 0 && run == max),
+                },
+            }
+            assert_eq!(b.attempts(), run as u32);
+        }
+
+        // Heartbeat against a model of hb_work.
+        let max_missed = rng.below(7) as u32;
+        let mut hb = Heartbeat::new(max_missed);
+        let mut missed = 0u32;
+        for t in 0..60u64 {
+            if rng.below(4) == 0 {
+                hb.any_rx();
+                missed = 0;
+            }
+            let want = if missed > max_missed {
+                HbAction::Fail
+            } else {
+                missed += 1;
+                if missed == 1 {
+                    HbAction::Send
+                } else {
+                    HbAction::Wait
+                }
+            };
+            let got = hb.tick();
+            assert_eq!(got, want);
+            if got == HbAction::Send {
+                hb.sent(t * 1000);
+            }
+            assert_eq!(hb.missed(), missed);
+        }
+
+        // Permits against a set.
+        let count = 1 + rng.below(u64::from(mpath::MAX_PERMITS)) as u32;
+        let mut m = PermitMap::new(count).unwrap();
+        let mut taken = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            if rng.below(2) == 0 {
+                let want = (0..count).find(|i| !taken.contains(i));
+                assert_eq!(m.take(), want);
+                if let Some(id) = want {
+                    taken.insert(id);
+                }
+            } else {
+                let id = rng.below(u64::from(count) + 2) as u32;
+                let r = m.put(id);
+                if taken.remove(&id) {
+                    assert_eq!(r, Ok(()));
+                } else if id >= count {
+                    assert!(matches!(r, Err(Error::OutOfRange { .. })));
+                } else {
+                    assert_eq!(r, Err(Error::NotTaken(id)));
+                }
+            }
+            assert_eq!(m.in_use() as usize, taken.len());
+        }
+    }
 }

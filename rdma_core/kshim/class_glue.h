@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sysfs classes of other modules (/sys/class/<class>/...), with trees of
+ * directories of read/write files, for class.rs (see class_glue.c).
+ */
+#ifndef RDMA_RS_CLASS_GLUE_H
+#define RDMA_RS_CLASS_GLUE_H
+
+#include <linux/types.h>
+
+struct rdma_rs_sysclass;
+struct rdma_rs_sysdir;
+
+/* One file of a directory, as Rust describes it (the name is copied). */
+struct rdma_rs_sysfile {
+	const char *name;
+	u32 id;
+	bool writable;
+};
+
+struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name);
+void rdma_rs_sysclass_del(struct rdma_rs_sysclass *c);
+
+struct rdma_rs_sysdir *rdma_rs_sysdir_add(struct rdma_rs_sysclass *c, struct rdma_rs_sysdir *parent,
+					  const char *name, const struct rdma_rs_sysfile *files,
+					  u32 nfiles, const void *ctx);
+void rdma_rs_sysdir_close(struct rdma_rs_sysdir *d);
+
+#endif

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One connection of a client path: its rdma_cm id, QP and CQ, and the
+//! receives the server's messages land in.
+//!
+//! Every receive has a small buffer of its own (`RECV_ROOM` bytes in the
+//! path's receive area): most of what arrives is an RDMA WRITE with
+//! immediate data, which consumes a receive and writes nothing into it,
+//! but INFO_RSP (cid 0), a server's zero-length SEND with invalidate and
+//! RKEY_RSP (when the server always invalidates) carry bytes or consume
+//! a receive all the same.
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::cma::{CmId, CmIdCore};
+use rdma::kshim::mem::Sge;
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::cq::{Cq, PollCtx};
+use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+use rdma::verbs::wc::CqeDone;
+use rdma::verbs::wr::{RecvWr, SendWr};
+
+use rdma::device::Device;
+use rdma::verbs::pd::Pd;
+
+use crate::clt::path::Res;
+
+/// Bytes of each receive's buffer (INFO_RSP is larger: it has its own).
+pub(crate) const RECV_ROOM: u32 = 64;
+
+/// `wr_id`s: the kind in the top byte, a number below it.
+pub(crate) mod wr {
+    /// A receive; low bits: its index in the path's receive area.
+    pub(crate) const RECV: u64 = 1 << 56;
+    /// The INFO_RSP receive.
+    pub(crate) const INFO: u64 = 2 << 56;
+    /// INFO_REQ.
+    pub(crate) const INFO_REQ: u64 = 3 << 56;
+    /// A request's registration and RDMA WRITE (unsignaled).
+    pub(crate) const IO: u64 = 4 << 56;
+    /// A request's LOCAL_INV; low bits: the permit.
+    pub(crate) const LINV: u64 = 5 << 56;
+    /// A heartbeat or its acknowledgement (unsignaled).
+    pub(crate) const HB: u64 = 6 << 56;
+    /// The kind of a `wr_id`.
+    pub(crate) const fn kind(wr_id: u64) -> u64 {
+        wr_id & (0xff << 56)
+    }
+    /// The number of a `wr_id`.
+    pub(crate) const fn num(wr_id: u64) -> u32 {
+        (wr_id & 0xffff_ffff) as u32
+    }
+}
+
+/// A connection.
+pub(crate) struct ClCon {
+    /// The id (destroyed when the connection is dropped).
+    id: CmId,
+    pub(crate) qp: Arc<QpCore>,
+    pub(crate) qpn: u32,
+    _cq: Cq,
+    /// The first receive of this connection in the path's receive area.
+    pub(crate) recv_base: u32,
+    /// How many receives it has.
+    pub(crate) recv_count: u32,
+}
+
+impl ClCon {
+    /// A QP on `id` (address and route resolved), sized for `depth`
+    /// requests in flight.
+    pub(crate) fn new(
+        id: CmId,
+        dev: &Arc<Device>,
+        pd: &Pd,
+        depth: u32,
+        recv_base: u32,
+    ) -> Result<ClCon> {
+        // Per request: a registration, the RDMA WRITE, an invalidation;
+        // heartbeats and their acknowledgements besides. A read's response
+        // may consume two receives (the server's SEND with invalidate, then
+        // the response).
+        let send = 3 * depth + 32;
+        let recv = 2 * depth + 16;
+        let cq = Cq::alloc(dev, send + recv + 1, PollCtx::Workqueue)?;
+        id.create_qp(
+            pd.core(),
+            &QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: cq.core(),
+                recv_cq: cq.core(),
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: send,
+                    // And the INFO_RSP receive of cid 0.
+                    max_recv_wr: recv + 1,
+                    max_send_sge: 2,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+                port_num: 1,
+            },
+        )?;
+        let qp = id.qp().ok_or(EINVAL)?;
+        let qpn = qp.qpn();
+        Ok(ClCon {
+            id,
+            qp,
+            qpn,
+            _cq: cq,
+            recv_base,
+            recv_count: recv,
+        })
+    }
+
+    /// The id.
+    pub(crate) fn id(&self) -> &Arc<CmIdCore> {
+        &self.id
+    }
+
+    /// Posts receive number `n` (of the path's receive area).
+    pub(crate) fn post_recv(&self, res: &Res, n: u32, cqe: Arc<dyn CqeDone>) -> Result {
+        let sg = [res.recv_sge(n)?];
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id: wr::RECV | u64::from(n),
+                cqe: Some(cqe),
+                sg: &sg,
+            }])
+            .map_err(|(_, e)| e)
+    }
+
+    /// Posts every receive of the connection.
+    pub(crate) fn post_recvs(&self, res: &Res, cqe: &Arc<dyn CqeDone>) -> Result {
+        for i in 0..self.recv_count {
+            self.post_recv(res, self.recv_base + i, cqe.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Posts a receive of `sg` with `wr_id`.
+    pub(crate) fn post_recv_sg(&self, wr_id: u64, sg: &[Sge], cqe: Arc<dyn CqeDone>) -> Result {
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id,
+                cqe: Some(cqe),
+                sg,
+            }])
+            .map_err(|(_, e)| e)
+    }
+
+    /// Posts `wrs`, each completing into `cqe`.
+    pub(crate) fn post_send(&self, wrs: &mut [SendWr<'_>], cqe: &Arc<dyn CqeDone>) -> Result {
+        for w in wrs.iter_mut() {
+            w.cqe = Some(cqe.clone());
+        }
+        self.qp.post_send(wrs).map_err(|(_, e)| e)
+    }
+
+    /// Disconnects (the id and QP go when the connection is dropped).
+    pub(crate) fn disconnect(&self) {
+        let _ = self.id.disconnect();
+    }
+}

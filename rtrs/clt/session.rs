@@ -1,0 +1,993 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A client session: its paths, its permits (one per server chunk), the
+//! requests in flight, the choice of a path for each request (the
+//! multipath policy), failover, and the keeper that sends heartbeats and
+//! reconnects failed paths.
+//!
+//! A request is one permit's: the permit's number is the chunk it is
+//! written into on whichever path carries it, and the message ID of its
+//! response. Its user message and data slices are kept until it
+//! completes, so that a request in flight on a path that fails is posted
+//! again, whole, on another (or completed with `-econnaborted()` when no
+//! path is left). Each request completes exactly once.
+//!
+//! Locks, in order: `SessInner::paths`, then `ClPath`'s locks; `reqs`
+//! and `permits` are leaves. No lock is held across a post, a connect, a
+//! wait or a call into the ULP.
+
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::time::msecs_to_jiffies;
+use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
+
+use rdma::cma::SockAddr;
+use rdma::kshim::mem::{Buffer, Sge};
+use rdma::kshim::route::NetNs;
+use rdma::kshim::work::OwnedQueue;
+use rdma::spec::opcodes::{Access, SendFlags};
+use rdma::verbs::mr::BufSlice;
+use rdma::verbs::wc::CqeDone;
+use rdma::verbs::wr::{SendOp, SendWr};
+
+use crate::clt::con::wr;
+use crate::clt::path::{ClPath, Phase, Res, HDR_ROOM};
+use crate::errno::{econnaborted, enotconn, eproto};
+use crate::proto::conn::Uuid;
+use crate::proto::consts::RTRS_MSG_NEED_INVAL_F;
+use crate::proto::mpath::{choose, PathView, PermitMap, Policy};
+use crate::proto::msg::{RdmaMsg, RdmaRead, RdmaWrite, SgDesc};
+
+/// The direction of a request, as the client sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// The server fills the data slices.
+    Read,
+    /// The server gets the data slices.
+    Write,
+}
+
+/// Which connection a permit's requests use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConType {
+    /// The service connection (cid 0): session messages of the ULP.
+    Admin,
+    /// A connection of the current CPU.
+    Io,
+}
+
+/// Where a path goes: an optional source address and the server's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathAddr {
+    /// The source address (`None`: as the route says).
+    pub src: Option<SockAddr>,
+    /// The server's address and port.
+    pub dst: SockAddr,
+}
+
+/// The session's parameters.
+pub struct Config<'a> {
+    /// The session's name (INFO_REQ; the server's RNBD names its session
+    /// by it).
+    pub name: &'a [u8],
+    /// The paths, at most [`MAX_PATHS`].
+    pub paths: &'a [PathAddr],
+    /// How a request's path is chosen.
+    pub policy: Policy,
+    /// Reconnect attempts per failure (-1: forever, 0: never).
+    pub max_reconnect_attempts: i32,
+    /// Milliseconds before a failed path's first reconnect attempt.
+    pub reconnect_delay_ms: u32,
+    /// The most data slices of a request.
+    pub max_segments: u32,
+    /// Connections per path, the service connection included (0: one per
+    /// possible CPU, plus one, as the kernel's client).
+    pub cons_per_path: u16,
+}
+
+/// The most paths of a session.
+pub const MAX_PATHS: usize = 8;
+
+impl Config<'_> {
+    /// The kernel client's defaults for `name` over `paths`.
+    pub fn new<'a>(name: &'a [u8], paths: &'a [PathAddr]) -> Config<'a> {
+        Config {
+            name,
+            paths,
+            policy: Policy::MinInflight,
+            max_reconnect_attempts: -1,
+            reconnect_delay_ms: 5000,
+            max_segments: 32,
+            cons_per_path: 0,
+        }
+    }
+}
+
+/// What the ULP learns of a session.
+#[derive(Clone, Copy, Debug)]
+pub struct Attrs {
+    /// Permits (requests in flight).
+    pub queue_depth: u32,
+    /// The largest data of a request.
+    pub max_io_size: u32,
+    /// The most data slices of a request.
+    pub max_segments: u32,
+}
+
+/// The completion of a request: `errno` is 0 or negative.
+pub trait IoDone: Send + Sync {
+    /// Request `tag` is done (process context).
+    fn done(&self, tag: u64, errno: i32);
+}
+
+/// A session's links, as the ULP hears of them.
+pub trait LinkOps: Send + Sync {
+    /// `true`: a path is connected again after none was; `false`: the
+    /// last connected path failed.
+    fn link_ev(&self, up: bool);
+}
+
+/// A permit: the right to one request in flight. Given back when dropped
+/// (after its request's completion, when it was used).
+pub struct Permit {
+    sess: Arc<SessInner>,
+    id: u32,
+    con: ConType,
+}
+
+impl Permit {
+    /// Its number (the chunk its request goes to).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let _ = self.sess.permits.lock().as_mut().map(|m| m.put(self.id));
+        self.sess.permit_cv.notify_all();
+    }
+}
+
+/// Where a request is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Free,
+    /// Posted on `path`; no response yet.
+    Posted,
+    /// Answered with `errno`; its MR is being invalidated.
+    Inval(i32),
+}
+
+struct Slot {
+    stage: Stage,
+    dir: Dir,
+    con: ConType,
+    usr: KVec<u8>,
+    data: KVec<(Arc<Buffer>, usize, usize)>,
+    data_len: u32,
+    done: Option<Arc<dyn IoDone>>,
+    tag: u64,
+    /// Held until the request completes.
+    _permit: Option<Permit>,
+    path: Option<Arc<ClPath>>,
+    /// The key its data MR was registered under (0: no data MR).
+    mr_key: u32,
+}
+
+impl Slot {
+    fn empty() -> Slot {
+        Slot {
+            stage: Stage::Free,
+            dir: Dir::Read,
+            con: ConType::Io,
+            usr: KVec::new(),
+            data: KVec::new(),
+            data_len: 0,
+            done: None,
+            tag: 0,
+            _permit: None,
+            path: None,
+            mr_key: 0,
+        }
+    }
+}
+
+/// The session's state.
+#[pin_data]
+pub struct SessInner {
+    name: KVec<u8>,
+    uuid: Uuid,
+    ns: NetNs,
+    wq: Arc<OwnedQueue>,
+    cons_per_path: u16,
+    max_segments: u32,
+    reconnect_delay_ms: AtomicU32,
+    max_reconnect_attempts: AtomicI32,
+    policy: AtomicU32,
+    rr: AtomicUsize,
+    closing: AtomicBool,
+    link: Option<Arc<dyn LinkOps>>,
+    /// Set by the first path to connect.
+    #[pin]
+    attrs: Mutex<Option<Attrs>>,
+    #[pin]
+    paths: Mutex<KVec<Arc<ClPath>>>,
+    #[pin]
+    permits: Mutex<Option<PermitMap>>,
+    #[pin]
+    permit_cv: CondVar,
+    #[pin]
+    reqs: Mutex<KVec<Slot>>,
+    /// The keeper's stop flag.
+    #[pin]
+    keeper: Mutex<bool>,
+    #[pin]
+    keeper_cv: CondVar,
+    /// Whether a path was connected when last looked at (link events).
+    any_up: AtomicBool,
+    /// The keeper, on the session's work queue.
+    #[pin]
+    keeper_work: Work<SessInner>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for SessInner { self.keeper_work }
+}
+
+impl WorkItem for SessInner {
+    type Pointer = Arc<SessInner>;
+
+    fn run(this: Arc<SessInner>) {
+        this.keep();
+    }
+}
+
+/// A session, closed when dropped.
+pub struct Session {
+    inner: Arc<SessInner>,
+}
+
+fn policy_code(p: Policy) -> u32 {
+    match p {
+        Policy::RoundRobin => 0,
+        Policy::MinInflight => 1,
+        Policy::MinLatency => 2,
+    }
+}
+
+fn policy_of(v: u32) -> Policy {
+    match v {
+        0 => Policy::RoundRobin,
+        2 => Policy::MinLatency,
+        _ => Policy::MinInflight,
+    }
+}
+
+impl Session {
+    /// Opens a session in namespace `ns`: connects every path in turn and
+    /// returns once all were tried and at least one is connected (the
+    /// others reconnect in the background); fails with the last path's
+    /// error otherwise. Process context; blocks.
+    pub fn open(ns: NetNs, cfg: &Config<'_>, link: Option<Arc<dyn LinkOps>>) -> Result<Session> {
+        if cfg.paths.is_empty() || cfg.paths.len() > MAX_PATHS {
+            return Err(EINVAL);
+        }
+        crate::proto::msg::InfoReq::check_name(cfg.name).map_err(|_| EINVAL)?;
+        crate::proto::mpath::check_max_attempts(cfg.max_reconnect_attempts).map_err(|_| EINVAL)?;
+        if cfg.max_segments == 0 {
+            return Err(EINVAL);
+        }
+        let cons = match cfg.cons_per_path {
+            0 => u16::try_from(rdma::kshim::cpu::count() + 1).unwrap_or(u16::MAX),
+            n => n,
+        };
+        let mut name = KVec::new();
+        name.extend_from_slice(cfg.name, GFP_KERNEL)?;
+        let mut uuid = [0u8; 16];
+        for c in uuid.chunks_mut(4) {
+            c.copy_from_slice(&rdma::kshim::random::u32().to_ne_bytes());
+        }
+        let wq = Arc::new(OwnedQueue::new(c_str!("rtrs_clt"))?, GFP_KERNEL)?;
+        let inner = Arc::pin_init(
+            pin_init!(SessInner {
+                name,
+                uuid,
+                ns,
+                wq,
+                cons_per_path: cons,
+                max_segments: cfg.max_segments,
+                reconnect_delay_ms: AtomicU32::new(cfg.reconnect_delay_ms),
+                max_reconnect_attempts: AtomicI32::new(cfg.max_reconnect_attempts),
+                policy: AtomicU32::new(policy_code(cfg.policy)),
+                rr: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
+                link,
+                attrs <- new_mutex!(None, "rtrs::clt::SessInner::attrs"),
+                paths <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::paths"),
+                permits <- new_mutex!(None, "rtrs::clt::SessInner::permits"),
+                permit_cv <- new_condvar!("rtrs::clt::SessInner::permit_cv"),
+                reqs <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::reqs"),
+                keeper <- new_mutex!(false, "rtrs::clt::SessInner::keeper"),
+                keeper_cv <- new_condvar!("rtrs::clt::SessInner::keeper_cv"),
+                any_up: AtomicBool::new(false),
+                keeper_work <- new_work!("rtrs::clt::SessInner::keeper_work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let sess = Session { inner };
+        for a in cfg.paths.iter() {
+            sess.inner.add_path(*a)?;
+        }
+        let paths = sess.inner.paths_snapshot()?;
+        let mut last = Err(enotconn());
+        for p in paths.iter() {
+            let r = p.connect().and_then(|()| sess.inner.adopt(p));
+            match r {
+                Ok(()) => {
+                    pr_info!("rtrs clt: path {} connected\n", p.index);
+                    last = Ok(());
+                }
+                Err(e) => {
+                    pr_info!(
+                        "rtrs clt: path {} not connected ({})\n",
+                        p.index,
+                        e.to_errno()
+                    );
+                    if last.is_err() {
+                        last = Err(e);
+                    }
+                    p.fail();
+                }
+            }
+        }
+        last?;
+        sess.inner.any_up.store(true, Ordering::Release);
+        sess.inner
+            .wq
+            .enqueue(sess.inner.clone())
+            .map_err(|_| EBUSY)?;
+        Ok(sess)
+    }
+
+    /// The session's state, for sysfs and tests.
+    pub fn inner(&self) -> &Arc<SessInner> {
+        &self.inner
+    }
+
+    /// Queue depth and sizes.
+    pub fn query(&self) -> Result<Attrs> {
+        (*self.inner.attrs.lock()).ok_or(enotconn())
+    }
+
+    /// A permit for a request on connections of `con`; with `wait`,
+    /// sleeps until one is free (`ERESTARTSYS` on a signal), else `EBUSY`.
+    pub fn permit(&self, con: ConType, wait: bool) -> Result<Permit> {
+        let s = &self.inner;
+        let mut g = s.permits.lock();
+        loop {
+            if s.is_closing() {
+                return Err(econnaborted());
+            }
+            let map = g.as_mut().ok_or(enotconn())?;
+            if let Some(id) = map.take() {
+                return Ok(Permit {
+                    sess: s.clone(),
+                    id,
+                    con,
+                });
+            }
+            if !wait {
+                return Err(EBUSY);
+            }
+            if s.permit_cv.wait_interruptible(&mut g) {
+                return Err(ERESTARTSYS);
+            }
+        }
+    }
+
+    /// Sends a request: `usr` (the user message) and, for a write, the
+    /// bytes of `data`; for a read, `data` is where the server's bytes go.
+    /// `done` is called with `tag` and the errno when it completes (on the
+    /// server, or with `-econnaborted()` when no path is left); the permit
+    /// is given back then. An error here means `done` is never called.
+    /// Process context.
+    pub fn request(
+        &self,
+        dir: Dir,
+        permit: Permit,
+        usr: &[u8],
+        data: &[BufSlice<'_>],
+        done: Arc<dyn IoDone>,
+        tag: u64,
+    ) -> Result {
+        let s = &self.inner;
+        let attrs = self.query()?;
+        let mut data_len: u64 = 0;
+        for d in data.iter() {
+            data_len += d.len as u64;
+        }
+        if data_len > u64::from(attrs.max_io_size)
+            || data.len() > attrs.max_segments as usize
+            || usr.len() + 64 > HDR_ROOM
+            || (dir == Dir::Read && data_len == 0 && !data.is_empty())
+        {
+            return Err(EINVAL);
+        }
+        let id = permit.id;
+        let mut kept = KVec::with_capacity(data.len(), GFP_KERNEL)?;
+        for d in data.iter() {
+            kept.push((d.buf.clone(), d.offset, d.len), GFP_KERNEL)?;
+        }
+        let mut u = KVec::new();
+        u.extend_from_slice(usr, GFP_KERNEL)?;
+        {
+            let mut reqs = s.reqs.lock();
+            let slot = reqs.get_mut(id as usize).ok_or(EINVAL)?;
+            if slot.stage != Stage::Free {
+                return Err(EBUSY);
+            }
+            *slot = Slot {
+                stage: Stage::Posted,
+                dir,
+                con: permit.con,
+                usr: u,
+                data: kept,
+                data_len: data_len as u32,
+                done: Some(done),
+                tag,
+                _permit: Some(permit),
+                path: None,
+                mr_key: 0,
+            };
+        }
+        match s.post_anywhere(id, None) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // Not posted: the slot is freed, done is not called.
+                let slot = core::mem::replace(&mut s.reqs.lock()[id as usize], Slot::empty());
+                drop(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// The session's paths.
+    pub fn paths(&self) -> Result<KVec<Arc<ClPath>>> {
+        self.inner.paths_snapshot()
+    }
+}
+
+impl Session {
+    /// Closes the session now (also when dropped): every path closes and
+    /// every request in flight completes with `-ECONNABORTED`; later
+    /// requests fail. Process context; not from a request's completion.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl SessInner {
+    pub(crate) fn ns(&self) -> Result<NetNs> {
+        self.ns.try_clone()
+    }
+
+    pub(crate) fn uuid(&self) -> Uuid {
+        self.uuid
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    pub(crate) fn cons_per_path(&self) -> u16 {
+        self.cons_per_path
+    }
+
+    pub(crate) fn max_segments(&self) -> u32 {
+        self.max_segments
+    }
+
+    /// Milliseconds before a reconnect.
+    pub fn reconnect_delay_ms(&self) -> u32 {
+        self.reconnect_delay_ms.load(Ordering::Relaxed)
+    }
+
+    /// Reconnect attempts per failure.
+    pub fn max_reconnect_attempts(&self) -> i32 {
+        self.max_reconnect_attempts.load(Ordering::Relaxed)
+    }
+
+    /// Sets the attempts (`EINVAL` outside the kernel's bounds); paths
+    /// take it at their next failure.
+    pub fn set_max_reconnect_attempts(&self, v: i32) -> Result {
+        let v = crate::proto::mpath::check_max_attempts(v).map_err(|_| EINVAL)?;
+        self.max_reconnect_attempts.store(v, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The multipath policy.
+    pub fn policy(&self) -> Policy {
+        policy_of(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// Sets the multipath policy.
+    pub fn set_policy(&self, p: Policy) {
+        self.policy.store(policy_code(p), Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// The session's work queue (path failures, reconnects, the keeper).
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.wq
+    }
+
+    fn paths_snapshot(&self) -> Result<KVec<Arc<ClPath>>> {
+        let paths = self.paths.lock();
+        let mut v = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
+        for p in paths.iter() {
+            v.push(p.clone(), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// Adds a path (not connected yet).
+    pub(crate) fn add_path(self: &Arc<Self>, addr: PathAddr) -> Result<Arc<ClPath>> {
+        let mut paths = self.paths.lock();
+        if paths.len() >= MAX_PATHS || paths.iter().any(|p| p.addr == addr) {
+            return Err(EEXIST);
+        }
+        let index = paths.last().map_or(0, |p| p.index + 1);
+        let p = ClPath::new(self.clone(), addr, index)?;
+        paths.push(p.clone(), GFP_KERNEL)?;
+        Ok(p)
+    }
+
+    /// The `Arc` of path `p` (completion handlers get a reference).
+    pub(crate) fn path_arc(&self, p: &ClPath) -> Option<Arc<ClPath>> {
+        self.paths
+            .lock()
+            .iter()
+            .find(|q| core::ptr::eq::<ClPath>(&***q, p))
+            .cloned()
+    }
+
+    /// The completion handler of `p`'s work requests.
+    pub(crate) fn path_cqe(&self, p: &ClPath) -> Result<Arc<dyn CqeDone>> {
+        let a = self.path_arc(p).ok_or(enotconn())?;
+        Ok(a)
+    }
+
+    /// A connected path's parameters become the session's (the first), or
+    /// must allow them (the others).
+    pub(crate) fn adopt(&self, p: &Arc<ClPath>) -> Result {
+        let l = p.limits().ok_or(EINVAL)?;
+        let mut attrs = self.attrs.lock();
+        match *attrs {
+            None => {
+                let max_io = l.max_io_size;
+                *attrs = Some(Attrs {
+                    queue_depth: l.queue_depth,
+                    max_io_size: max_io,
+                    max_segments: self.max_segments,
+                });
+                drop(attrs);
+                *self.permits.lock() = Some(PermitMap::new(l.queue_depth).map_err(|_| EINVAL)?);
+                let mut reqs = self.reqs.lock();
+                for _ in 0..l.queue_depth {
+                    reqs.push(Slot::empty(), GFP_KERNEL)?;
+                }
+                Ok(())
+            }
+            Some(a) if l.queue_depth >= a.queue_depth && l.max_io_size >= a.max_io_size => Ok(()),
+            Some(_) => {
+                pr_warn!(
+                    "rtrs clt: path {}: the server's queue depth or IO size is below the session's\n",
+                    p.index
+                );
+                Err(EINVAL)
+            }
+        }
+    }
+
+    /// Chooses a connected path for a request (never `skip`).
+    fn choose_path(&self, skip: Option<&Arc<ClPath>>) -> Option<Arc<ClPath>> {
+        let paths = self.paths.lock();
+        let mut views = [PathView {
+            connected: false,
+            inflight: 0,
+            latency_ns: 0,
+        }; MAX_PATHS];
+        let mut skip_i = None;
+        for (i, p) in paths.iter().enumerate().take(MAX_PATHS) {
+            views[i] = PathView {
+                connected: p.phase() == Phase::Connected,
+                inflight: p.inflight.load(Ordering::Relaxed),
+                latency_ns: p.latency_ns.load(Ordering::Relaxed),
+            };
+            if skip.is_some_and(|s| Arc::ptr_eq(s, p)) {
+                skip_i = Some(i);
+            }
+        }
+        let n = paths.len().min(MAX_PATHS);
+        let mut cursor = self.rr.load(Ordering::Relaxed);
+        let i = choose(self.policy(), &views[..n], &mut cursor, skip_i)?;
+        self.rr.store(cursor, Ordering::Relaxed);
+        paths.get(i).cloned()
+    }
+
+    /// Posts request `id` on a connected path (not `skip`), trying the
+    /// others if posting fails.
+    fn post_anywhere(&self, id: u32, skip: Option<&Arc<ClPath>>) -> Result {
+        // No connected path: what the kernel's client returns.
+        let mut last = econnaborted();
+        for _ in 0..MAX_PATHS {
+            let Some(p) = self.choose_path(skip) else {
+                break;
+            };
+            match self.post_on(&p, id) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    last = e;
+                    p.fail_later("a request could not be posted");
+                    if p.phase() == Phase::Connected {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// Builds request `id` in `p`'s memory and posts it.
+    fn post_on(&self, p: &Arc<ClPath>, id: u32) -> Result {
+        let (dir, con, usr, data, data_len) = {
+            let reqs = self.reqs.lock();
+            let s = reqs.get(id as usize).ok_or(EINVAL)?;
+            let mut usr = KVec::new();
+            usr.extend_from_slice(&s.usr, GFP_KERNEL)?;
+            let mut data = KVec::with_capacity(s.data.len(), GFP_KERNEL)?;
+            for d in s.data.iter() {
+                data.push((d.0.clone(), d.1, d.2), GFP_KERNEL)?;
+            }
+            (s.dir, s.con, usr, data, s.data_len)
+        };
+        let ctx = p.io_ctx(con == ConType::Admin, id)?;
+        let res: &Res = &ctx.res;
+        let mr = res.mrs.get(id as usize).ok_or(EINVAL)?;
+        let usr_len = u16::try_from(usr.len()).map_err(|_| EINVAL)?;
+        let mut key = 0;
+        let mut data_sge = Sge::default();
+        if data_len > 0 {
+            let mut slices = KVec::with_capacity(data.len(), GFP_KERNEL)?;
+            for (buf, offset, len) in data.iter() {
+                slices.push(
+                    BufSlice {
+                        buf,
+                        offset: *offset,
+                        len: *len,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            let n = mr.map_mr_sg(&slices, 4096)?;
+            if n != slices.len() {
+                // Slices that do not make one virtually contiguous region.
+                return Err(EINVAL);
+            }
+            let old = mr.rkey();
+            key = (old & !0xff) | (old.wrapping_add(1) & 0xff);
+            data_sge = Sge {
+                addr: data[0].0.addr(data[0].1),
+                length: data_len,
+                lkey: key,
+            };
+        }
+        // The user message and the RTRS message, in the permit's header.
+        let at = Res::hdr_at(id);
+        let mut hdr = [0u8; HDR_ROOM];
+        hdr[..usr.len()].copy_from_slice(&usr);
+        let (layout, hlen) = match dir {
+            Dir::Write => {
+                let l = ctx
+                    .geometry
+                    .write_request(id, data_len, usr_len)
+                    .map_err(|_| EINVAL)?;
+                let m = RdmaMsg::Write(RdmaWrite { usr_len });
+                let n = m.write(&mut hdr[usr.len()..]).map_err(|_| EINVAL)?;
+                (l, usr.len() + n)
+            }
+            Dir::Read => {
+                let descs = [SgDesc {
+                    addr: data_sge.addr,
+                    key,
+                    len: data_len,
+                }];
+                let cnt = usize::from(data_len > 0);
+                let l = ctx
+                    .geometry
+                    .read_request(id, data_len, usr_len, cnt)
+                    .map_err(|_| EINVAL)?;
+                let flags = if cnt > 0 { RTRS_MSG_NEED_INVAL_F } else { 0 };
+                let n = RdmaRead::new(usr_len, flags, &descs[..cnt])
+                    .and_then(|r| r.write(&mut hdr[usr.len()..]))
+                    .map_err(|_| EINVAL)?;
+                (l, usr.len() + n)
+            }
+        };
+        if hlen > ctx.max_hdr_size as usize {
+            // What the kernel's client refuses too (EMSGSIZE).
+            return Err(EINVAL);
+        }
+        res.hdr.write(at, &hdr[..hlen])?;
+        let hdr_sge = res.hdr.sge(at, hlen as u32, res.hdr_mr.lkey())?;
+        let sg_w = [data_sge, hdr_sge];
+        let sg_r = [hdr_sge];
+        let sg: &[Sge] = if dir == Dir::Write && data_len > 0 {
+            &sg_w
+        } else {
+            &sg_r
+        };
+        let access = match dir {
+            Dir::Write => Access::LOCAL_WRITE,
+            Dir::Read => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        };
+        let mut wrs = KVec::with_capacity(2, GFP_KERNEL)?;
+        if data_len > 0 {
+            let mut w = SendWr::new(
+                wr::IO,
+                SendOp::RegMr {
+                    mr: mr.core(),
+                    key,
+                    access,
+                },
+                &[],
+            );
+            w.flags = SendFlags::NONE;
+            wrs.push(w, GFP_KERNEL)?;
+        }
+        let op = SendOp::WriteWithImm {
+            remote_addr: ctx.rbuf.addr + u64::from(layout.rdma_off),
+            rkey: ctx.rbuf.rkey,
+            imm: layout.imm,
+        };
+        let mut w = SendWr::new(wr::IO, op, sg);
+        w.flags = SendFlags::NONE;
+        wrs.push(w, GFP_KERNEL)?;
+        {
+            let mut reqs = self.reqs.lock();
+            let s = reqs.get_mut(id as usize).ok_or(EINVAL)?;
+            s.path = Some(p.clone());
+            s.mr_key = key;
+        }
+        p.inflight.fetch_add(1, Ordering::Relaxed);
+        let cqe: Arc<dyn CqeDone> = p.clone();
+        if let Err(e) = ctx.con.post_send(&mut wrs, &cqe) {
+            p.inflight.fetch_sub(1, Ordering::Relaxed);
+            if let Some(s) = self.reqs.lock().get_mut(id as usize) {
+                s.path = None;
+                s.mr_key = 0;
+            }
+            return Err(e);
+        }
+        let stats = &p.stats;
+        match dir {
+            Dir::Read => {
+                stats.reads.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .read_bytes
+                    .fetch_add(u64::from(data_len), Ordering::Relaxed);
+            }
+            Dir::Write => {
+                stats.writes.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .write_bytes
+                    .fetch_add(u64::from(data_len), Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// The response to request `msg_id` arrived on `p`.
+    pub(crate) fn on_rsp(&self, p: &Arc<ClPath>, msg_id: u32, errno: i32, w_inval: bool) -> Result {
+        let key = {
+            let mut reqs = self.reqs.lock();
+            let s = reqs.get_mut(msg_id as usize).ok_or(eproto())?;
+            if s.stage != Stage::Posted || !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
+                // Not a request of ours in flight on this path.
+                return Err(eproto());
+            }
+            // A read's buffer the server invalidated, or no buffer: done.
+            // Otherwise the buffer's key is invalidated first.
+            let key = if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
+                0
+            } else {
+                s.mr_key
+            };
+            if key != 0 {
+                s.stage = Stage::Inval(errno);
+            }
+            key
+        };
+        if key == 0 {
+            self.finish(msg_id, errno);
+            return Ok(());
+        }
+        let ctx_con = p.io_ctx(true, msg_id).map(|c| c.con);
+        let posted = ctx_con.and_then(|con| {
+            let cqe: Arc<dyn CqeDone> = p.clone();
+            con.post_send(
+                &mut [SendWr::new(
+                    wr::LINV | u64::from(msg_id),
+                    SendOp::LocalInv(key),
+                    &[],
+                )],
+                &cqe,
+            )
+        });
+        if posted.is_err() {
+            // The path is going: its MRs go with it.
+            self.finish(msg_id, errno);
+        }
+        Ok(())
+    }
+
+    /// Request `id`'s buffer was invalidated on `p`.
+    pub(crate) fn inv_done(&self, p: &Arc<ClPath>, id: u32) {
+        let errno = {
+            let reqs = self.reqs.lock();
+            match reqs.get(id as usize) {
+                Some(s) if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) => match s.stage {
+                    Stage::Inval(e) => e,
+                    _ => return,
+                },
+                _ => return,
+            }
+        };
+        self.finish(id, errno);
+    }
+
+    /// Completes request `id` with `errno`.
+    fn finish(&self, id: u32, errno: i32) {
+        let slot = {
+            let mut reqs = self.reqs.lock();
+            match reqs.get_mut(id as usize) {
+                Some(s) if s.stage != Stage::Free => core::mem::replace(s, Slot::empty()),
+                _ => return,
+            }
+        };
+        if let Some(p) = &slot.path {
+            p.inflight.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(d) = &slot.done {
+            d.done(slot.tag, errno);
+        }
+        // The permit goes back last, after the ULP heard.
+        drop(slot);
+    }
+
+    /// The requests in flight on failed path `p` go to another path, or
+    /// complete with `-econnaborted()` if none is left. Process context.
+    pub(crate) fn failover(&self, p: &Arc<ClPath>) {
+        let mut moved = KVec::new();
+        let mut answered = KVec::new();
+        {
+            let mut reqs = self.reqs.lock();
+            for (i, s) in reqs.iter_mut().enumerate() {
+                if !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
+                    continue;
+                }
+                s.path = None;
+                s.mr_key = 0;
+                p.inflight.fetch_sub(1, Ordering::Relaxed);
+                match s.stage {
+                    Stage::Posted => {
+                        let _ = moved.push(i as u32, GFP_KERNEL);
+                    }
+                    Stage::Inval(e) => {
+                        let _ = answered.push((i as u32, e), GFP_KERNEL);
+                    }
+                    Stage::Free => {}
+                }
+            }
+        }
+        for (id, e) in answered.iter() {
+            self.finish(*id, *e);
+        }
+        for id in moved.iter() {
+            let to_close = self.is_closing();
+            if to_close || self.post_anywhere(*id, Some(p)).is_err() {
+                self.finish(*id, econnaborted().to_errno());
+            } else if let Some(q) = self.reqs.lock()[*id as usize].path.clone() {
+                q.stats.failovers.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A path failed: the ULP hears when it was the last.
+    pub(crate) fn path_down(&self) {
+        let any = self
+            .paths
+            .lock()
+            .iter()
+            .any(|p| p.phase() == Phase::Connected);
+        if !any && self.any_up.swap(false, Ordering::AcqRel) {
+            if let Some(l) = &self.link {
+                l.link_ev(false);
+            }
+        }
+    }
+
+    /// A path reconnected.
+    pub(crate) fn path_up(&self) {
+        if !self.any_up.swap(true, Ordering::AcqRel) {
+            if let Some(l) = &self.link {
+                l.link_ev(true);
+            }
+        }
+    }
+
+    /// The keeper: every second, heartbeats and reconnects, until the
+    /// session closes.
+    fn keep(&self) {
+        loop {
+            {
+                let mut stop = self.keeper.lock();
+                if *stop {
+                    return;
+                }
+                let _ = self
+                    .keeper_cv
+                    .wait_interruptible_timeout(&mut stop, msecs_to_jiffies(1000));
+                if *stop {
+                    return;
+                }
+            }
+            let Ok(paths) = self.paths_snapshot() else {
+                continue;
+            };
+            for p in paths.iter() {
+                p.tick();
+            }
+        }
+    }
+
+    /// Closes the session: no new request, the keeper stops, every path
+    /// closes and every request still in flight completes with
+    /// `-econnaborted()`. Process context.
+    fn close(&self) {
+        if self.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *self.keeper.lock() = true;
+        self.keeper_cv.notify_all();
+        self.permit_cv.notify_all();
+        let paths = self.paths_snapshot().unwrap_or_default();
+        for p in paths.iter() {
+            p.kill();
+        }
+        // Connects and failovers in progress end (they see `closing`).
+        self.wq.drain();
+        let n = self.reqs.lock().len();
+        for id in 0..n {
+            self.finish(id as u32, econnaborted().to_errno());
+        }
+        // The cycles through the paths (their handlers hold the session)
+        // go.
+        let paths = core::mem::take(&mut *self.paths.lock());
+        drop(paths);
+    }
+}
