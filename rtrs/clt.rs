@@ -8,6 +8,8 @@
 //! - [`path`]: one path: its connections, the INFO exchange, its memory,
 //!   its failure and reconnection.
 //! - [`con`]: one connection: its QP, CQ and receives.
+//! - [`sysfs`]: `/sys/class/rdma_rs_rtrs_client`, the layout and texts of
+//!   the kernel's `rtrs-client`.
 //!
 //! What each step is for, and how it meets the kernel's server, is in
 //! Documentation/rtrs.rst.
@@ -15,6 +17,7 @@
 pub mod con;
 pub mod path;
 pub mod session;
+pub mod sysfs;
 
 pub use crate::proto::mpath::Policy;
 pub use path::{ClPath, Phase};

@@ -43,6 +43,14 @@ struct Rtrs;
 
 impl kernel::Module for Rtrs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        clt::sysfs::init()?;
         Ok(Rtrs)
+    }
+}
+
+impl Drop for Rtrs {
+    fn drop(&mut self) {
+        // Every session is gone: their modules hold ours.
+        clt::sysfs::exit();
     }
 }

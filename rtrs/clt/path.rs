@@ -28,8 +28,9 @@ use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::time::{msecs_to_jiffies, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind};
+use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, SockAddr};
 use rdma::device::Device;
+use rdma::kshim::class::SysDir;
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::verbs::cq::CqCore;
@@ -186,6 +187,8 @@ struct PathSt {
     hb_last_ms: i64,
     /// The id of the connect in progress, whose events are waited for.
     connecting: Option<Arc<CmIdCore>>,
+    /// The source address of the last connect.
+    src: Option<SockAddr>,
 }
 
 /// An rdma_cm event or the end of the INFO exchange, for a connect.
@@ -215,6 +218,21 @@ pub struct Stats {
     pub fail_cnt: AtomicU64,
 }
 
+impl Stats {
+    /// Zeroes the IO counters (sysfs `stats/rdma`).
+    pub fn reset_rdma(&self) {
+        for c in [
+            &self.reads,
+            &self.read_bytes,
+            &self.writes,
+            &self.write_bytes,
+            &self.failovers,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A path.
 #[pin_data]
 pub struct ClPath {
@@ -241,11 +259,26 @@ pub struct ClPath {
     /// Reconnects it.
     #[pin]
     reconnect_work: Work<ClPath, 2>,
+    /// Removes it from its session (sysfs `remove_path`).
+    #[pin]
+    remove_work: Work<ClPath, 3>,
+    /// Its sysfs directories, once it connected.
+    #[pin]
+    dirs: Mutex<KVec<SysDir>>,
 }
 
 impl_has_work! {
     impl HasWork<Self, 1> for ClPath { self.fail_work }
     impl HasWork<Self, 2> for ClPath { self.reconnect_work }
+    impl HasWork<Self, 3> for ClPath { self.remove_work }
+}
+
+impl WorkItem<3> for ClPath {
+    type Pointer = Arc<ClPath>;
+
+    fn run(this: Arc<ClPath>) {
+        this.sess.remove_path(&this);
+    }
 }
 
 impl WorkItem<1> for ClPath {
@@ -305,6 +338,7 @@ impl ClPath {
                         hb,
                         hb_last_ms: 0,
                         connecting: None,
+                        src: None,
                     },
                     "rtrs::clt::ClPath::st"
                 ),
@@ -315,6 +349,8 @@ impl ClPath {
                 stats: Stats::default(),
                 fail_work <- new_work!("rtrs::clt::ClPath::fail_work"),
                 reconnect_work <- new_work!("rtrs::clt::ClPath::reconnect_work"),
+                remove_work <- new_work!("rtrs::clt::ClPath::remove_work"),
+                dirs <- new_mutex!(KVec::new(), "rtrs::clt::ClPath::dirs"),
             }),
             GFP_KERNEL,
         )
@@ -485,6 +521,9 @@ impl ClPath {
             id.resolve_route()?;
             self.wait_ev(Some(EventKind::RouteResolved), STEP_SECS)?;
             let (dev, _port) = id.device().ok_or(ENODEV)?;
+            if cid == 0 {
+                self.st.lock().src = id.src_addr();
+            }
             if dev_pd.is_none() {
                 let pd = Pd::alloc(&dev)?;
                 dev_pd = Some((dev.clone(), pd));
@@ -709,6 +748,72 @@ impl ClPath {
         self.ev_cv.notify_all();
     }
 
+    /// Connects within the keeper's next visit (a path added later).
+    pub(crate) fn connect_soon(&self) {
+        let mut st = self.st.lock();
+        st.phase = Phase::Reconnecting;
+        st.next_at_ms = 0;
+    }
+
+    /// The source address its last connect used.
+    pub fn src(&self) -> Option<SockAddr> {
+        self.st.lock().src
+    }
+
+    /// Sets its sysfs directories (after its first connect).
+    pub(crate) fn set_dirs(&self, dirs: KVec<SysDir>) {
+        let old = core::mem::replace(&mut *self.dirs.lock(), dirs);
+        drop(old);
+    }
+
+    /// Whether it has its sysfs directories.
+    pub(crate) fn has_dirs(&self) -> bool {
+        !self.dirs.lock().is_empty()
+    }
+
+    /// Removes its sysfs directories (not from one of their stores).
+    pub(crate) fn drop_dirs(&self) {
+        let old = core::mem::take(&mut *self.dirs.lock());
+        drop(old);
+    }
+
+    /// Reconnects now (sysfs `reconnect`): a connected path is failed
+    /// first; a disconnected one is given its attempts back.
+    pub(crate) fn reconnect_now(self: &Arc<Self>) -> Result {
+        if self.phase() == Phase::Connected {
+            self.fail();
+        }
+        let mut st = self.st.lock();
+        match st.phase {
+            Phase::Reconnecting | Phase::Dead if !self.sess.is_closing() => {
+                st.backoff.reset();
+                st.phase = Phase::Reconnecting;
+                st.next_at_ms = 0;
+                Ok(())
+            }
+            _ => Err(EBUSY),
+        }
+    }
+
+    /// Disconnects and stays so (sysfs `disconnect`) until `reconnect`.
+    pub(crate) fn disconnect_now(self: &Arc<Self>) -> Result {
+        if self.phase() == Phase::Connecting {
+            return Err(EBUSY);
+        }
+        self.fail();
+        self.st.lock().phase = Phase::Dead;
+        Ok(())
+    }
+
+    /// Removes the path from its session from a work item (sysfs
+    /// `remove_path`: its own directory goes).
+    pub(crate) fn remove_later(self: &Arc<Self>) -> Result {
+        self.sess
+            .queue()
+            .enqueue::<_, 3>(self.clone())
+            .map_err(|_| EBUSY)
+    }
+
     /// The keeper's visit (every second, process context): heartbeats of a
     /// connected path, the due reconnect of a failed one.
     pub(crate) fn tick(self: &Arc<Self>) {
@@ -764,6 +869,7 @@ impl ClPath {
             Ok(()) => {
                 self.stats.reconnects.fetch_add(1, Ordering::Relaxed);
                 pr_info!("rtrs clt: path {} reconnected\n", self.index);
+                self.sess.publish(self);
                 self.sess.path_up();
             }
             Err(e) => {

@@ -25,6 +25,7 @@ use kernel::time::msecs_to_jiffies;
 use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
 
 use rdma::cma::SockAddr;
+use rdma::kshim::class::SysDir;
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::route::NetNs;
 use rdma::kshim::work::OwnedQueue;
@@ -232,6 +233,11 @@ pub struct SessInner {
     /// The keeper, on the session's work queue.
     #[pin]
     keeper_work: Work<SessInner>,
+    /// The server's port (of the first path; `add_path` uses it).
+    port: u16,
+    /// Its sysfs directories: its own, then `paths`.
+    #[pin]
+    dirs: Mutex<KVec<SysDir>>,
 }
 
 impl_has_work! {
@@ -292,6 +298,7 @@ impl Session {
             c.copy_from_slice(&rdma::kshim::random::u32().to_ne_bytes());
         }
         let wq = Arc::new(OwnedQueue::new(c_str!("rtrs_clt"))?, GFP_KERNEL)?;
+        let port = cfg.paths[0].dst.port;
         let inner = Arc::pin_init(
             pin_init!(SessInner {
                 name,
@@ -315,10 +322,15 @@ impl Session {
                 keeper_cv <- new_condvar!("rtrs::clt::SessInner::keeper_cv"),
                 any_up: AtomicBool::new(false),
                 keeper_work <- new_work!("rtrs::clt::SessInner::keeper_work"),
+                port,
+                dirs <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::dirs"),
             }),
             GFP_KERNEL,
         )?;
         let sess = Session { inner };
+        // Its directory first: a name in use fails at once.
+        let dirs = crate::clt::sysfs::add_session(&sess.inner)?;
+        *sess.inner.dirs.lock() = dirs;
         for a in cfg.paths.iter() {
             sess.inner.add_path(*a)?;
         }
@@ -329,6 +341,7 @@ impl Session {
             match r {
                 Ok(()) => {
                     pr_info!("rtrs clt: path {} connected\n", p.index);
+                    sess.inner.publish(p);
                     last = Ok(());
                 }
                 Err(e) => {
@@ -554,6 +567,59 @@ impl SessInner {
         let p = ClPath::new(self.clone(), addr, index)?;
         paths.push(p.clone(), GFP_KERNEL)?;
         Ok(p)
+    }
+
+    /// The server's port.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Gives a connected path its sysfs directories, the first time.
+    pub(crate) fn publish(&self, p: &Arc<ClPath>) {
+        if p.has_dirs() {
+            return;
+        }
+        let dirs = self.dirs.lock();
+        let Some(paths) = dirs.get(1) else {
+            return;
+        };
+        match crate::clt::sysfs::add_path(paths, p) {
+            Ok(d) => {
+                drop(dirs);
+                p.set_dirs(d);
+            }
+            Err(e) => pr_warn!(
+                "rtrs clt: path {}: no sysfs directory ({})\n",
+                p.index,
+                e.to_errno()
+            ),
+        }
+    }
+
+    /// Adds a path (sysfs `add_path`); the keeper connects it within a
+    /// second.
+    pub(crate) fn add_path_later(self: &Arc<Self>, addr: PathAddr) -> Result {
+        if self.is_closing() {
+            return Err(econnaborted());
+        }
+        let p = self.add_path(addr)?;
+        p.connect_soon();
+        Ok(())
+    }
+
+    /// Removes path `p` (sysfs `remove_path`, from a work item): its
+    /// requests fail over, it closes, its directories go. Not the last
+    /// path.
+    pub(crate) fn remove_path(&self, p: &Arc<ClPath>) {
+        if self.paths.lock().len() < 2 {
+            pr_warn!("rtrs clt: the last path of a session is not removed\n");
+            return;
+        }
+        p.fail();
+        p.kill();
+        p.drop_dirs();
+        rdma::kshim::vec::retain(&mut self.paths.lock(), |q| !Arc::ptr_eq(q, p));
+        pr_info!("rtrs clt: path {} removed\n", p.index);
     }
 
     /// The `Arc` of path `p` (completion handlers get a reference).
@@ -978,7 +1044,10 @@ impl SessInner {
         let paths = self.paths_snapshot().unwrap_or_default();
         for p in paths.iter() {
             p.kill();
+            p.drop_dirs();
         }
+        let dirs = core::mem::take(&mut *self.dirs.lock());
+        drop(dirs);
         // Connects and failovers in progress end (they see `closing`).
         self.wq.drain();
         let n = self.reqs.lock().len();

@@ -11,7 +11,9 @@
 # the server module is reloaded (IO fails while no path is up, the client
 # reconnects both paths and the load opens the device again); a client
 # rxe device is removed and added again; the client module is unloaded
-# under IO. Mismatches are never allowed.
+# under IO. Mismatches are never allowed. The client's sysfs is read and
+# written as the kernel's rtrs-client is: policy, attempts, counters, and a
+# path disconnected, reconnected, removed and added.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -81,6 +83,76 @@ load_runs() {
 	advance 20 2 60
 }
 
+cls=/sys/class/rdma_rs_rtrs_client/rdma_rs_mpath
+p0=$cls/paths/ip:10.80.4.1@ip:10.80.4.2
+p1=$cls/paths/ip:10.80.5.1@ip:10.80.5.2
+
+# The client's sysfs: the kernel's rtrs-client layout and texts, under
+# our class.
+sysfs_layout() {
+	if [ ! -d "$p0" ] || [ ! -d "$p1" ]; then
+		ls -R /sys/class/rdma_rs_rtrs_client
+		return 1
+	fi
+	[ "$(cat "$cls/mpath_policy")" = "min-inflight (MI: 1)" ] &&
+		[ "$(cat "$cls/max_reconnect_attempts")" = "-1" ] &&
+		[ "$(cat "$p0/state")" = connected ] && [ "$(cat "$p1/state")" = connected ] &&
+		[ "$(cat "$p0/hca_name")" = rtm1 ] && [ "$(cat "$p1/hca_name")" = rtm2 ] &&
+		[ "$(cat "$p0/src_addr")" = ip:10.80.4.1 ] && [ "$(cat "$p0/dst_addr")" = ip:10.80.4.2 ] &&
+		[ "$(cat "$p1/hca_port")" = 1 ] &&
+		grep -qE '^[0-9]+ ns$' "$p0/cur_latency" &&
+		[ "$(cat "$p0/reconnect")" = "Usage: echo 1 > reconnect" ] || return 1
+	# The policy and the attempts are written as the kernel's are; bad
+	# values are refused and change nothing.
+	echo round-robin > "$cls/mpath_policy" &&
+		[ "$(cat "$cls/mpath_policy")" = "round-robin (RR: 0)" ] &&
+		echo 1 > "$cls/mpath_policy" &&
+		[ "$(cat "$cls/mpath_policy")" = "min-inflight (MI: 1)" ] || return 1
+	if echo fastest > "$cls/mpath_policy" 2> /dev/null; then echo "a bad policy taken"; return 1; fi
+	if echo 10000 > "$cls/max_reconnect_attempts" 2> /dev/null; then echo "10000 taken"; return 1; fi
+	echo 50 > "$cls/max_reconnect_attempts" && [ "$(cat "$cls/max_reconnect_attempts")" = 50 ] &&
+		echo -1 > "$cls/max_reconnect_attempts" || return 1
+	# Both paths carry IO: reads, bytes, writes, bytes, in flight, failovers.
+	read -r r0 _ w0 _ < "$p0/stats/rdma" && read -r r1 _ w1 _ < "$p1/stats/rdma" &&
+		echo "# rdma: path 0 $r0 reads $w0 writes, path 1 $r1 reads $w1 writes" &&
+		[ "$r0" -gt 0 ] && [ "$w0" -gt 0 ] && [ "$r1" -gt 0 ] && [ "$w1" -gt 0 ] &&
+		echo 1 > "$p1/stats/reset_all" && read -r r1b _ < "$p1/stats/rdma" && [ "$r1b" -lt "$r1" ]
+}
+
+# disconnect (write 1): the path goes down and stays down, the load runs on
+# the other; reconnect (write 1) brings it back.
+sysfs_disconnect_reconnect() {
+	echo 1 > "$p1/disconnect" && [ "$(cat "$p1/state")" = disconnected ] &&
+		advance 20 1 60 && sleep 3 && [ "$(cat "$p1/state")" = disconnected ] &&
+		echo 1 > "$p1/reconnect" || return 1
+	for _ in $(seq 300); do
+		[ "$(cat "$p1/state")" = connected ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$p1/state")" = connected ] && advance 20 2 60
+}
+
+# remove_path: the path and its directory go, the load runs on the other;
+# add_path brings a path to the same server address back.
+sysfs_remove_add() {
+	echo 1 > "$p1/remove_path" || return 1
+	for _ in $(seq 100); do
+		[ -d "$p1" ] || break
+		sleep 0.1
+	done
+	[ ! -d "$p1" ] && advance 20 1 60 || return 1
+	if echo 1 > "$p0/remove_path" && sleep 1 && [ ! -d "$p0" ]; then
+		echo "the last path was removed"
+		return 1
+	fi
+	echo "ip:10.80.5.1@ip:10.80.5.2" > "$cls/add_path" || return 1
+	for _ in $(seq 300); do
+		[ -d "$p1" ] && [ "$(cat "$p1/state")" = connected ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$p1/state")" = connected ] && advance 20 2 60
+}
+
 # Path 0's link down (client side): its requests in flight fail over to
 # path 1, and no IO fails; up again, path 0 reconnects.
 link_down_and_up() {
@@ -139,7 +211,8 @@ closed_under_io() {
 	dmesg -c > /dev/null
 	rmmod rtrs_mpath_test &&
 		wait_log "rtrs mpath: stopped" 10 &&
-		wait_log 'rtrs: path "rdma_rs_mpath" closed' 30
+		wait_log 'rtrs: path "rdma_rs_mpath" closed' 30 &&
+		[ ! -d "$cls" ]
 }
 
 teardown() {
@@ -152,6 +225,9 @@ ktap_plan
 ktap_check setup setup
 ktap_module rtrs_mpath_test
 ktap_check load_runs load_runs
+ktap_check sysfs_layout sysfs_layout
+ktap_check sysfs_disconnect_reconnect sysfs_disconnect_reconnect
+ktap_check sysfs_remove_add sysfs_remove_add
 ktap_check link_down_and_up link_down_and_up
 ktap_check peer_silent peer_silent
 ktap_check server_reloaded server_reloaded
