@@ -15,4 +15,4 @@ pub mod con;
 pub mod path;
 pub mod server;
 
-pub use server::{Dir, Server, SrvOps, SrvRequest};
+pub use server::{Dir, Params, Server, SrvOps, SrvRequest};

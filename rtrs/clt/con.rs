@@ -11,7 +11,7 @@
 //! a receive all the same.
 
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore};
 use rdma::kshim::mem::Sge;
@@ -53,13 +53,20 @@ pub(crate) mod wr {
     }
 }
 
-/// A connection.
+/// A connection. Its id and CQ are destroyed by [`ClCon::teardown`], in
+/// process context: a completion or rdma_cm handler may hold the last
+/// reference to the connection, and neither may destroy its own CQ or id.
+#[pin_data]
 pub(crate) struct ClCon {
-    /// The id (destroyed when the connection is dropped).
-    id: CmId,
+    /// The id, until torn down.
+    #[pin]
+    id: Mutex<Option<CmId>>,
+    core: Arc<CmIdCore>,
     pub(crate) qp: Arc<QpCore>,
     pub(crate) qpn: u32,
-    _cq: Cq,
+    /// The CQ, until torn down.
+    #[pin]
+    cq: Mutex<Option<Cq>>,
     /// The first receive of this connection in the path's receive area.
     pub(crate) recv_base: u32,
     /// How many receives it has.
@@ -75,7 +82,7 @@ impl ClCon {
         pd: &Pd,
         depth: u32,
         recv_base: u32,
-    ) -> Result<ClCon> {
+    ) -> Result<Arc<ClCon>> {
         // Per request: a registration, the RDMA WRITE, an invalidation;
         // heartbeats and their acknowledgements besides. A read's response
         // may consume two receives (the server's SEND with invalidate, then
@@ -104,19 +111,24 @@ impl ClCon {
         )?;
         let qp = id.qp().ok_or(EINVAL)?;
         let qpn = qp.qpn();
-        Ok(ClCon {
-            id,
-            qp,
-            qpn,
-            _cq: cq,
-            recv_base,
-            recv_count: recv,
-        })
+        let core = (*id).clone();
+        Arc::pin_init(
+            pin_init!(ClCon {
+                id <- new_mutex!(Some(id), "rtrs::clt::ClCon::id"),
+                core,
+                qp,
+                qpn,
+                cq <- new_mutex!(Some(cq), "rtrs::clt::ClCon::cq"),
+                recv_base,
+                recv_count: recv,
+            }),
+            GFP_KERNEL,
+        )
     }
 
     /// The id.
     pub(crate) fn id(&self) -> &Arc<CmIdCore> {
-        &self.id
+        &self.core
     }
 
     /// Posts receive number `n` (of the path's receive area).
@@ -158,8 +170,14 @@ impl ClCon {
         self.qp.post_send(wrs).map_err(|(_, e)| e)
     }
 
-    /// Disconnects (the id and QP go when the connection is dropped).
-    pub(crate) fn disconnect(&self) {
-        let _ = self.id.disconnect();
+    /// Disconnects, then destroys the id (and with it the QP) and the CQ,
+    /// waiting for their handlers. Process context, not a handler of this
+    /// connection.
+    pub(crate) fn teardown(&self) {
+        let _ = self.core.disconnect();
+        let id = self.id.lock().take();
+        drop(id);
+        let cq = self.cq.lock().take();
+        drop(cq);
     }
 }

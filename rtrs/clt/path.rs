@@ -481,14 +481,22 @@ impl ClPath {
     /// Process context; blocks (up to `STEP_SECS` per step).
     pub(crate) fn connect(self: &Arc<Self>) -> Result {
         let r = self.try_connect();
-        let mut st = self.st.lock();
-        st.connecting = None;
-        st.recon_cnt = st.recon_cnt.wrapping_add(1);
-        if r.is_err() {
-            st.cons = KVec::new();
-            st.res = None;
+        let (dead, res) = {
+            let mut st = self.st.lock();
+            st.connecting = None;
+            st.recon_cnt = st.recon_cnt.wrapping_add(1);
+            if r.is_err() {
+                (core::mem::take(&mut st.cons), st.res.take())
+            } else {
+                (KVec::new(), None)
+            }
+        };
+        // Outside the lock: their handlers take it.
+        for c in dead.iter() {
+            c.teardown();
         }
-        drop(st);
+        drop(dead);
+        drop(res);
         drop(core::mem::take(&mut *self.ev.lock()));
         r
     }
@@ -508,7 +516,6 @@ impl ClPath {
             )
         };
         drop(core::mem::take(&mut *self.ev.lock()));
-        let mut cons = KVec::with_capacity(usize::from(cid_num), GFP_KERNEL)?;
         let mut dev_pd: Option<(Arc<Device>, Pd)> = None;
         let mut limits: Option<(Limits, ChunkGeometry, bool)> = None;
         let mut recvs = 0u32;
@@ -564,7 +571,9 @@ impl ClPath {
                 };
                 limits = Some((l, g, rsp.new_rkey()));
             }
-            cons.push(Arc::new(con, GFP_KERNEL)?, GFP_KERNEL)?;
+            // Published at once: a failure tears down every connection
+            // made so far (`connect`).
+            self.st.lock().cons.push(con, GFP_KERNEL)?;
         }
         let (l, g, new_rkey) = limits.ok_or(EINVAL)?;
         let (dev, pd) = dev_pd.ok_or(EINVAL)?;
@@ -574,7 +583,6 @@ impl ClPath {
         )?;
         {
             let mut st = self.st.lock();
-            st.cons = cons;
             st.res = Some(res.clone());
             st.geometry = Some(g);
             st.limits = Some(l);
@@ -680,27 +688,39 @@ impl ClPath {
     /// Closes the connections of a failed (or closing) path, fails its
     /// requests over, and schedules the reconnect. Process context.
     pub(crate) fn fail(self: &Arc<Self>) {
+        self.fail_to(true);
+    }
+
+    /// `fail`, then a reconnect (`reconnect`) or none (`Dead`).
+    fn fail_to(self: &Arc<Self>, reconnect: bool) {
         let (cons, res, was_up) = {
             let mut st = self.st.lock();
             if st.phase == Phase::Dead || st.phase == Phase::Reconnecting {
                 return;
             }
             let up = st.phase == Phase::Connected;
+            // No reconnect before `schedule_reconnect` says when: the
+            // keeper must not see an old time meanwhile.
             st.phase = Phase::Reconnecting;
+            st.next_at_ms = i64::MAX;
             (core::mem::take(&mut st.cons), st.res.take(), up)
         };
-        for c in cons.iter() {
-            c.disconnect();
-        }
         // The ids, QPs and CQs go (their work requests flushed) before any
         // request is posted elsewhere.
+        for c in cons.iter() {
+            c.teardown();
+        }
         drop(cons);
         drop(res);
         if was_up {
             pr_info!("rtrs clt: path {} disconnected\n", self.index);
         }
         self.sess.failover(self);
-        self.schedule_reconnect();
+        if reconnect {
+            self.schedule_reconnect();
+        } else {
+            self.st.lock().phase = Phase::Dead;
+        }
         if was_up {
             self.sess.path_down();
         }
@@ -741,7 +761,7 @@ impl ClPath {
             (core::mem::take(&mut st.cons), st.res.take())
         };
         for c in cons.iter() {
-            c.disconnect();
+            c.teardown();
         }
         drop(cons);
         drop(res);
@@ -800,8 +820,11 @@ impl ClPath {
         if self.phase() == Phase::Connecting {
             return Err(EBUSY);
         }
-        self.fail();
-        self.st.lock().phase = Phase::Dead;
+        if self.phase() == Phase::Connected {
+            self.fail_to(false);
+        } else {
+            self.st.lock().phase = Phase::Dead;
+        }
         Ok(())
     }
 
@@ -904,7 +927,10 @@ impl ClPath {
     // -- completions ---------------------------------------------------------
 
     fn on_recv(self: &Arc<Self>, wc: &Wc) -> Result {
-        let (con, res) = self.con_by_qpn(wc.qp_num).ok_or(enotconn())?;
+        let Some((con, res)) = self.con_by_qpn(wc.qp_num) else {
+            // The path is going down: its connections were taken.
+            return Ok(());
+        };
         // Anything from the server shows it alive.
         self.st.lock().hb.any_rx();
         // The receive goes back first.

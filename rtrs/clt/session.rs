@@ -12,8 +12,9 @@
 //! again, whole, on another (or completed with `-econnaborted()` when no
 //! path is left). Each request completes exactly once.
 //!
-//! Locks, in order: `SessInner::paths`, then `ClPath`'s locks; `reqs`
-//! and `permits` are leaves. No lock is held across a post, a connect, a
+//! Locks, in order: `SessInner::paths`, then `reqs`, then a path's `st`
+//! (a request is placed on a path only while it is connected, checked
+//! under `reqs`); `permits` is a leaf. No lock is held across a post, a connect, a
 //! wait or a call into the ULP.
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
@@ -834,18 +835,29 @@ impl SessInner {
         w.flags = SendFlags::NONE;
         wrs.push(w, GFP_KERNEL)?;
         {
+            // The path is still connected when the request is placed on
+            // it, under `reqs`: a path that fails changes its phase
+            // before it looks for its requests (under `reqs`), so it
+            // finds this one and fails it over, or this one sees the
+            // failure here and goes elsewhere.
             let mut reqs = self.reqs.lock();
+            if p.phase() != Phase::Connected {
+                return Err(enotconn());
+            }
             let s = reqs.get_mut(id as usize).ok_or(EINVAL)?;
             s.path = Some(p.clone());
             s.mr_key = key;
+            p.inflight.fetch_add(1, Ordering::Relaxed);
         }
-        p.inflight.fetch_add(1, Ordering::Relaxed);
         let cqe: Arc<dyn CqeDone> = p.clone();
         if let Err(e) = ctx.con.post_send(&mut wrs, &cqe) {
-            p.inflight.fetch_sub(1, Ordering::Relaxed);
+            // Unless the path's failure took it already.
             if let Some(s) = self.reqs.lock().get_mut(id as usize) {
-                s.path = None;
-                s.mr_key = 0;
+                if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
+                    s.path = None;
+                    s.mr_key = 0;
+                    p.inflight.fetch_sub(1, Ordering::Relaxed);
+                }
             }
             return Err(e);
         }

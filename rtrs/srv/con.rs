@@ -20,7 +20,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore, ConnParam};
 use rdma::kshim::mem::Sge;
-use rdma::spec::opcodes::{SendFlags, WcOpcode, WcStatus};
+use rdma::spec::opcodes::{Access, SendFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::cq::{Cq, CqCore, PollCtx};
 use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
@@ -28,9 +28,9 @@ use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
 use crate::proto::conn::{ConnRsp, CONN_RSP_LEN};
-use crate::proto::consts::RTRS_MSG_NEED_INVAL_F;
+use crate::proto::consts::{RTRS_MSG_NEED_INVAL_F, RTRS_MSG_NEW_RKEY_F};
 use crate::proto::imm::{Imm, IoRsp};
-use crate::proto::msg::RdmaMsg;
+use crate::proto::msg::{RdmaMsg, RkeyRsp};
 use crate::srv::path::{Path, INFO_REQ_AT, INFO_REQ_ROOM, INFO_RSP_AT};
 use crate::srv::server::{Dir, Params, SrvRequest};
 
@@ -40,6 +40,9 @@ const WR_INFO: u64 = 1;
 const WR_EMPTY: u64 = 2;
 /// `wr_id` of the sends.
 const WR_SEND: u64 = 3;
+/// `wr_id` of a chunk's invalidation (`always_invalidate`), with the
+/// request's immediate payload in the low 32 bits.
+const WR_INV: u64 = 1 << 40;
 /// The largest RTRS message after the user message (a read with one
 /// descriptor).
 const MSG_MAX: usize = 24;
@@ -54,7 +57,11 @@ pub struct Con {
     #[pin]
     id: Mutex<Option<CmId>>,
     core: Arc<CmIdCore>,
-    _cq: Cq,
+    /// The CQ, until the path closes (`close`, process context: a
+    /// completion handler may hold the last reference to the connection,
+    /// and may not destroy its own CQ).
+    #[pin]
+    cq: Mutex<Option<Cq>>,
     comp: Arc<Comp>,
 }
 
@@ -63,7 +70,9 @@ impl Con {
     /// also posts the INFO_REQ receive (the first of its queue).
     pub(crate) fn new(path: &Arc<Path>, id: CmId, cid: u16, comp: Arc<Comp>) -> Result<Arc<Con>> {
         let qd = path.params.queue_depth;
-        let (send, recv) = (3 * qd + 16, qd + 16);
+        // Per request at most: an invalidation, the data, a registration,
+        // a SEND with invalidate, the response.
+        let (send, recv) = (5 * qd + 16, qd + 16);
         let cq = Cq::alloc(&path.dev, send + recv, PollCtx::Workqueue)?;
         id.create_qp(
             path.pd.core(),
@@ -93,7 +102,7 @@ impl Con {
                 qp,
                 id <- new_mutex!(Some(id), "rtrs::srv::Con::id"),
                 core,
-                _cq: cq,
+                cq <- new_mutex!(Some(cq), "rtrs::srv::Con::cq"),
                 comp,
             }),
             GFP_KERNEL,
@@ -122,7 +131,12 @@ impl Con {
     /// Accepts the connection with the path's parameters.
     pub(crate) fn accept(&self, p: &Params) -> Result {
         let mut rsp = [0u8; CONN_RSP_LEN];
-        let n = ConnRsp::accept(p.queue_depth as u16, p.max_io_size(), p.max_hdr_size, 0)
+        let flags = if p.always_invalidate {
+            RTRS_MSG_NEW_RKEY_F
+        } else {
+            0
+        };
+        let n = ConnRsp::accept(p.queue_depth as u16, p.max_io_size(), p.max_hdr_size, flags)
             .write(&mut rsp)
             .map_err(|_| EINVAL)?;
         let mut private_data = KVec::new();
@@ -173,8 +187,40 @@ impl Con {
         self.post_send(&mut [SendWr::new(WR_SEND, SendOp::Send, &sg)])
     }
 
+    /// Registers every chunk's MR under its key (`always_invalidate`),
+    /// before INFO_RSP announces the keys on this QP.
+    pub(crate) fn register_chunks(&self) -> Result {
+        let path = &self.comp.path;
+        for (mr, k) in path.chunk_mrs.iter().zip(path.chunk_keys.iter()) {
+            let op = SendOp::RegMr {
+                mr: mr.core(),
+                key: k.load(core::sync::atomic::Ordering::Acquire),
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            };
+            let mut w = SendWr::new(WR_SEND, op, &[]);
+            w.flags = SendFlags::NONE;
+            self.post_send(&mut [w])?;
+        }
+        Ok(())
+    }
+
+    /// A request arrived in chunk `payload` names (`always_invalidate`):
+    /// its MR is invalidated first (the client cannot write it again
+    /// until the response gives it the new key); the request is handled
+    /// when that completes.
+    fn invalidate_then_handle(&self, payload: u32) -> Result {
+        let path = &self.comp.path;
+        let req = path.geometry.locate(payload).map_err(|_| EINVAL)?;
+        let key = path.chunk_keys[req.buf_id as usize].load(core::sync::atomic::Ordering::Acquire);
+        self.post_send(&mut [SendWr::new(
+            WR_INV | u64::from(payload),
+            SendOp::LocalInv(key),
+            &[],
+        )])
+    }
+
     /// A zero-length RDMA WRITE with immediate data `imm`.
-    fn write_imm(&self, imm: u32) -> Result {
+    pub(crate) fn write_imm(&self, imm: u32) -> Result {
         let op = SendOp::WriteWithImm {
             remote_addr: 0,
             rkey: 0,
@@ -234,7 +280,8 @@ impl Con {
             imm: rsp,
         };
         let data_sg;
-        let mut wrs = KVec::with_capacity(3, GFP_KERNEL)?;
+        let rkey_sg;
+        let mut wrs = KVec::with_capacity(4, GFP_KERNEL)?;
         if let Some(d) = desc.filter(|d| errno == 0 && d.len > 0) {
             let len = d.len.min(path.params.chunk_size);
             data_sg = [path.chunks.sge(chunk, len, path.chunks_mr.lkey())?];
@@ -246,20 +293,58 @@ impl Con {
             w.flags = SendFlags::NONE;
             wrs.push(w, GFP_KERNEL)?;
         }
+        // With always_invalidate the chunk is registered again under a new
+        // key, which the response carries (RKEY_RSP in a SEND with the
+        // response immediate) after the invalidation of the client's key.
+        let new_key = if path.params.always_invalidate {
+            let i = req.buf_id as usize;
+            let key = path.remap_chunk(i)?;
+            let mut m = [0u8; 8];
+            RkeyRsp {
+                buf_id: req.buf_id as u16,
+                rkey: key,
+            }
+            .write(&mut m)
+            .map_err(|_| EINVAL)?;
+            path.rkey_buf.write(i * 8, &m)?;
+            let op = SendOp::RegMr {
+                mr: path.chunk_mrs[i].core(),
+                key,
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            };
+            let mut w = SendWr::new(WR_SEND, op, &[]);
+            w.flags = SendFlags::NONE;
+            wrs.push(w, GFP_KERNEL)?;
+            Some(i)
+        } else {
+            None
+        };
         if let Some(key) = send_inv {
             let mut w = SendWr::new(WR_SEND, SendOp::SendWithInv(key), &[]);
             w.flags = SendFlags::NONE;
             wrs.push(w, GFP_KERNEL)?;
         }
-        wrs.push(SendWr::new(WR_SEND, done, &[]), GFP_KERNEL)?;
+        match new_key {
+            Some(i) => {
+                rkey_sg = [path.rkey_buf.sge(i * 8, 8, path.rkey_mr.lkey())?];
+                wrs.push(
+                    SendWr::new(WR_SEND, SendOp::SendWithImm(rsp), &rkey_sg),
+                    GFP_KERNEL,
+                )?;
+            }
+            None => wrs.push(SendWr::new(WR_SEND, done, &[]), GFP_KERNEL)?,
+        }
         self.post_send(&mut wrs)
     }
 
-    /// Disconnects and destroys the id (path close).
+    /// Disconnects and destroys the id (and with it the QP), then the CQ
+    /// (path close, process context).
     pub(crate) fn close(&self) {
         let _ = self.core.disconnect();
         let id = self.id.lock().take();
         drop(id);
+        let cq = self.cq.lock().take();
+        drop(cq);
     }
 }
 
@@ -274,16 +359,26 @@ impl Comp {
         let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
         match wc.opcode {
             WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
+            WcOpcode::LocalInv if wc.wr_id & WR_INV != 0 => con.on_request(wc.wr_id as u32),
             WcOpcode::RecvRdmaWithImm => {
                 // The receive goes back first: the client may send again
                 // as soon as it sees our response.
                 con.post_empty_recvs(1)?;
+                // Anything from the client shows it alive.
+                path.hb_rx();
                 match Imm::parse(wc.imm_data) {
+                    Ok(Imm::IoReq(payload)) if path.params.always_invalidate => {
+                        con.invalidate_then_handle(payload)
+                    }
                     Ok(Imm::IoReq(payload)) => con.on_request(payload),
                     Ok(Imm::HbMsg) => {
                         let ack = Imm::HbAck.to_u32().map_err(|_| EINVAL)?;
                         path.con0().ok_or(ENODEV)?.write_imm(ack)?;
                         path.heartbeat_acked();
+                        Ok(())
+                    }
+                    Ok(Imm::HbAck) => {
+                        path.hb_acked();
                         Ok(())
                     }
                     Ok(_) => Ok(()),

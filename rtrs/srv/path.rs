@@ -14,7 +14,7 @@
 //! Locks: `Path::state` is held to read or change the connections and the
 //! name, never across a post or a call into the ULP.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -25,11 +25,14 @@ use rdma::device::Device;
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::Access;
-use rdma::verbs::mr::Mr;
+use rdma::verbs::mr::{BufSlice, Mr};
 use rdma::verbs::pd::Pd;
 
 use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, Uuid};
+use crate::proto::consts::{RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX};
+use crate::proto::imm::Imm;
+use crate::proto::mpath::{HbAction, Heartbeat};
 use crate::proto::msg::{InfoReq, InfoRsp, SgDesc};
 use crate::srv::con::{Comp, Con};
 use crate::srv::server::{Params, SrvOps};
@@ -38,10 +41,9 @@ use crate::srv::server::{Params, SrvOps};
 pub(crate) const INFO_REQ_AT: usize = 0;
 /// Its length.
 pub(crate) const INFO_REQ_ROOM: usize = 512;
-/// Offset of the INFO_RSP the server sends.
+/// Offset of the INFO_RSP the server sends (a descriptor per chunk at
+/// most).
 pub(crate) const INFO_RSP_AT: usize = 512;
-/// The info buffer.
-const INFO_LEN: usize = 1024;
 
 /// A copy of a path's name, on the stack (every request passes it to the
 /// ULP: no allocation on that path).
@@ -80,6 +82,14 @@ pub struct Path {
     pub(crate) chunks_mr: Mr,
     pub(crate) info: Arc<Buffer>,
     pub(crate) info_mr: Mr,
+    /// With `always_invalidate`: a fast-registration MR per chunk, and
+    /// the key each is registered under now.
+    pub(crate) chunk_mrs: KVec<Mr>,
+    pub(crate) chunk_keys: KVec<AtomicU32>,
+    /// With `always_invalidate`: per chunk, the RKEY_RSP its response
+    /// sends.
+    pub(crate) rkey_buf: Arc<Buffer>,
+    pub(crate) rkey_mr: Mr,
     pub(crate) pd: Pd,
     #[pin]
     state: Mutex<PathState>,
@@ -93,6 +103,9 @@ pub struct Path {
     /// Closes the path from the server's work queue.
     #[pin]
     close_work: Work<Path>,
+    /// Our heartbeats to the client, and when the last went (ms).
+    #[pin]
+    hb: Mutex<(Heartbeat, i64)>,
 }
 
 impl_has_work! {
@@ -129,8 +142,17 @@ impl Path {
             len,
             Access::LOCAL_WRITE | Access::REMOTE_WRITE,
         )?;
-        let info = Buffer::new(INFO_LEN)?;
-        let info_mr = Mr::reg_buffer(pd.core(), &info, 0, INFO_LEN, Access::LOCAL_WRITE)?;
+        let info_len = INFO_RSP_AT + 8 + 16 * params.queue_depth as usize;
+        let info = Buffer::new(info_len)?;
+        let info_mr = Mr::reg_buffer(pd.core(), &info, 0, info_len, Access::LOCAL_WRITE)?;
+        let (chunk_mrs, chunk_keys) = if params.always_invalidate {
+            Self::chunk_mrs(&pd, &chunks, &params)?
+        } else {
+            (KVec::new(), KVec::new())
+        };
+        let rkey_len = 8 * params.queue_depth as usize;
+        let rkey_buf = Buffer::new(rkey_len)?;
+        let rkey_mr = Mr::reg_buffer(pd.core(), &rkey_buf, 0, rkey_len, Access::LOCAL_WRITE)?;
         let sess_uuid = req.sess_uuid;
         let cid_num = req.cid_num;
         let path = Arc::pin_init(
@@ -146,6 +168,10 @@ impl Path {
                 chunks_mr,
                 info,
                 info_mr,
+                chunk_mrs,
+                chunk_keys,
+                rkey_buf,
+                rkey_mr,
                 pd,
                 state <- new_mutex!(
                     PathState {
@@ -159,12 +185,61 @@ impl Path {
                 closed: AtomicBool::new(false),
                 heartbeats: AtomicU64::new(0),
                 close_work <- new_work!("rtrs::srv::Path::close_work"),
+                hb <- new_mutex!(
+                    (Heartbeat::new(RTRS_HB_MISSED_MAX), 0),
+                    "rtrs::srv::Path::hb"
+                ),
             }),
             GFP_KERNEL,
         )?;
         let comp = Arc::new(Comp { path: path.clone() }, GFP_KERNEL)?;
         *path.comp.lock() = Some(comp);
         Ok(path)
+    }
+
+    /// A fast-registration MR per chunk, each mapping its chunk, and the
+    /// key each is to be registered under first.
+    fn chunk_mrs(
+        pd: &Pd,
+        chunks: &Arc<Buffer>,
+        params: &Params,
+    ) -> Result<(KVec<Mr>, KVec<AtomicU32>)> {
+        let qd = params.queue_depth as usize;
+        let size = params.chunk_size as usize;
+        let mut mrs = KVec::with_capacity(qd, GFP_KERNEL)?;
+        let mut keys = KVec::with_capacity(qd, GFP_KERNEL)?;
+        for i in 0..qd {
+            let mr = Mr::alloc_fast_reg(pd.core(), 1)?;
+            mr.map_mr_sg(
+                &[BufSlice {
+                    buf: chunks,
+                    offset: i * size,
+                    len: size,
+                }],
+                size as u32,
+            )?;
+            keys.push(AtomicU32::new(next_key(mr.rkey())), GFP_KERNEL)?;
+            mrs.push(mr, GFP_KERNEL)?;
+        }
+        Ok((mrs, keys))
+    }
+
+    /// Maps chunk `i`'s MR again (after its invalidation) and returns the
+    /// key to register it under, which becomes its key.
+    pub(crate) fn remap_chunk(&self, i: usize) -> Result<u32> {
+        let size = self.params.chunk_size as usize;
+        let mr = self.chunk_mrs.get(i).ok_or(EINVAL)?;
+        mr.map_mr_sg(
+            &[BufSlice {
+                buf: &self.chunks,
+                offset: i * size,
+                len: size,
+            }],
+            size as u32,
+        )?;
+        let key = next_key(mr.rkey());
+        self.chunk_keys[i].store(key, Ordering::Release);
+        Ok(key)
     }
 
     /// The session UUID its connections carry.
@@ -236,6 +311,66 @@ impl Path {
         }
     }
 
+    /// Something arrived from the client.
+    pub(crate) fn hb_rx(&self) {
+        self.hb.lock().0.any_rx();
+    }
+
+    /// The client acknowledged our heartbeat.
+    pub(crate) fn hb_acked(&self) {
+        let now = kernel::time::Ktime::ktime_get().to_ns() as u64;
+        self.hb.lock().0.acked(now);
+    }
+
+    /// The server's keeper (every second): a connected path gets a
+    /// heartbeat on cid 0 every 5 s if the client was heard since the
+    /// last, and is closed after 5 periods of silence, as the kernel's
+    /// server does.
+    pub(crate) fn tick(self: &Arc<Self>) {
+        if self.is_closed() || !self.state.lock().up {
+            return;
+        }
+        let t = kernel::time::Ktime::ktime_get();
+        let (now_ms, now_ns) = (t.to_ms(), t.to_ns() as u64);
+        let action = {
+            let mut hb = self.hb.lock();
+            if hb.1 == 0 {
+                hb.1 = now_ms;
+                return;
+            }
+            if now_ms - hb.1 < i64::from(RTRS_HB_INTERVAL_MS) {
+                return;
+            }
+            hb.1 = now_ms;
+            let a = hb.0.tick();
+            if a == HbAction::Send {
+                hb.0.sent(now_ns);
+            }
+            a
+        };
+        match action {
+            HbAction::Send => {
+                let sent = Imm::HbMsg
+                    .to_u32()
+                    .map_err(|_| EINVAL)
+                    .and_then(|imm| self.con0().ok_or(ENODEV)?.write_imm(imm));
+                if sent.is_err() {
+                    self.close_later();
+                }
+            }
+            HbAction::Wait => {}
+            HbAction::Fail => {
+                if rdma::kshim::verb::log_allowed() {
+                    pr_warn!(
+                        "rtrs: path \"{}\" closed: heartbeats unanswered\n",
+                        self.name().as_str()
+                    );
+                }
+                self.close_later();
+            }
+        }
+    }
+
     /// A connection is established.
     pub(crate) fn established(&self, _id: &Arc<CmIdCore>) {}
 
@@ -266,17 +401,40 @@ impl Path {
             let n = if c.cid() == 0 { qd + 8 } else { qd };
             c.post_empty_recvs(n)?;
         }
-        let desc = [SgDesc {
-            addr: self.chunks.addr(0),
-            key: self.chunks_mr.rkey(),
-            len: qd * self.params.chunk_size,
-        }];
-        let mut out = [0u8; 64];
-        let n = InfoRsp::new(&desc)
+        let size = self.params.chunk_size;
+        let mut descs = KVec::with_capacity(qd as usize, GFP_KERNEL)?;
+        if self.params.always_invalidate {
+            // A descriptor per chunk, under the key it is registered with
+            // before INFO_RSP goes (same QP: in order).
+            for (i, k) in self.chunk_keys.iter().enumerate() {
+                descs.push(
+                    SgDesc {
+                        addr: self.chunks.addr(i * size as usize),
+                        key: k.load(Ordering::Acquire),
+                        len: size,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+        } else {
+            descs.push(
+                SgDesc {
+                    addr: self.chunks.addr(0),
+                    key: self.chunks_mr.rkey(),
+                    len: qd * size,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut out = KVec::from_elem(0u8, 8 + 16 * descs.len(), GFP_KERNEL)?;
+        let n = InfoRsp::new(&descs)
             .and_then(|r| r.write(&mut out))
             .map_err(|_| EINVAL)?;
         self.info.write(INFO_RSP_AT, &out[..n])?;
         let con0 = cons.iter().find(|c| c.cid() == 0).ok_or(EINVAL)?;
+        if self.params.always_invalidate {
+            con0.register_chunks()?;
+        }
         con0.send_info_rsp(n)?;
         self.state.lock().up = true;
         let name = self.name();
@@ -321,4 +479,9 @@ impl Path {
             self.ops.link_ev(name.as_bytes(), false);
         }
     }
+}
+
+/// The key after `key`: the same MR, the next key byte.
+pub(crate) fn next_key(key: u32) -> u32 {
+    (key & !0xff) | (key.wrapping_add(1) & 0xff)
 }

@@ -12,18 +12,24 @@
 //! closed whole, from a work item (never from the rdma_cm handler that
 //! reported it).
 //!
+//! A keeper on the server's work queue sends every path its heartbeats
+//! and closes the paths whose client went silent.
+//!
 //! Locks: `Server::paths` is held only to find, add or remove a path;
 //! nothing is called with it held.
 
 use kernel::c_str;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::time::msecs_to_jiffies;
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, Disposition, EventKind, IpAddr, SockAddr};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::route::NetNs;
 use rdma::kshim::work::OwnedQueue;
 
+use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, ConnRsp, CONN_RSP_LEN};
 use crate::proto::consts::version_compatible;
 use crate::srv::path::Path;
@@ -114,6 +120,11 @@ pub struct Params {
     pub chunk_size: u32,
     /// Room at the end of a chunk for the user and RTRS messages.
     pub max_hdr_size: u32,
+    /// Each chunk has a memory region of its own, invalidated when a
+    /// request arrives in it and registered again under a new key, which
+    /// the response carries (`RKEY_RSP`): a client can write a chunk only
+    /// while it owns it. The kernel server's default.
+    pub always_invalidate: bool,
 }
 
 impl Params {
@@ -124,11 +135,30 @@ impl Params {
         queue_depth: 64,
         chunk_size: 128 * 1024,
         max_hdr_size: 4096,
+        always_invalidate: true,
     };
 
     /// The largest IO.
     pub fn max_io_size(&self) -> u32 {
         self.chunk_size - self.max_hdr_size
+    }
+
+    /// Checks the values as the kernel's server checks its module
+    /// parameters: a queue depth of 1 to 65535, a chunk of at least 8 KiB
+    /// and a power of two, both fitting the immediate's 28 bits together,
+    /// headers below the chunk size.
+    pub fn check(&self) -> Result {
+        if self.queue_depth == 0
+            || self.queue_depth > 65535
+            || self.chunk_size < 8192
+            || !self.chunk_size.is_power_of_two()
+            || self.max_hdr_size == 0
+            || self.max_hdr_size >= self.chunk_size
+        {
+            return Err(EINVAL);
+        }
+        ChunkGeometry::server(self.queue_depth, self.chunk_size).map_err(|_| EINVAL)?;
+        Ok(())
     }
 }
 
@@ -141,6 +171,26 @@ pub struct Inner {
     wq: Arc<OwnedQueue>,
     #[pin]
     paths: Mutex<KVec<Arc<Path>>>,
+    /// The keeper's stop flag.
+    #[pin]
+    keeper: Mutex<bool>,
+    #[pin]
+    keeper_cv: CondVar,
+    /// The keeper (heartbeats), on `wq`.
+    #[pin]
+    keeper_work: Work<Inner>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Inner { self.keeper_work }
+}
+
+impl WorkItem for Inner {
+    type Pointer = Arc<Inner>;
+
+    fn run(this: Arc<Inner>) {
+        this.keep();
+    }
 }
 
 /// A server, listening until dropped.
@@ -151,15 +201,25 @@ pub struct Server {
 
 impl Server {
     /// Listens on `port` of every address of namespace `ns`, answering
-    /// requests with `ops`. Process context.
+    /// requests with `ops`, with the default parameters. Process context.
     pub fn open(ns: NetNs, port: u16, ops: Arc<dyn SrvOps>) -> Result<Server> {
+        Self::open_with(ns, port, ops, Params::DEFAULT)
+    }
+
+    /// As [`Server::open`], with `params` (`EINVAL` unless they pass
+    /// [`Params::check`]).
+    pub fn open_with(ns: NetNs, port: u16, ops: Arc<dyn SrvOps>, params: Params) -> Result<Server> {
+        params.check()?;
         let wq = Arc::new(OwnedQueue::new(c_str!("rtrs_srv"))?, GFP_KERNEL)?;
         let inner = Arc::pin_init(
             pin_init!(Inner {
                 ops,
-                params: Params::DEFAULT,
+                params,
                 wq,
                 paths <- new_mutex!(KVec::new(), "rtrs::srv::Inner::paths"),
+                keeper <- new_mutex!(false, "rtrs::srv::Inner::keeper"),
+                keeper_cv <- new_condvar!("rtrs::srv::Inner::keeper_cv"),
+                keeper_work <- new_work!("rtrs::srv::Inner::keeper_work"),
             }),
             GFP_KERNEL,
         )?;
@@ -169,6 +229,7 @@ impl Server {
             port,
         })?;
         listener.listen()?;
+        inner.wq.enqueue(inner.clone()).map_err(|_| EBUSY)?;
         Ok(Server {
             inner,
             listener: Some(listener),
@@ -178,8 +239,10 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // No new connection, then every path closes.
+        // No new connection, no more heartbeats, then every path closes.
         drop(self.listener.take());
+        *self.inner.keeper.lock() = true;
+        self.inner.keeper_cv.notify_all();
         let paths = core::mem::take(&mut *self.inner.paths.lock());
         for p in paths.iter() {
             p.close();
@@ -190,6 +253,37 @@ impl Drop for Server {
 }
 
 impl Inner {
+    /// Every second until the server goes: the paths' heartbeats.
+    fn keep(&self) {
+        loop {
+            {
+                let mut stop = self.keeper.lock();
+                if *stop {
+                    return;
+                }
+                let _ = self
+                    .keeper_cv
+                    .wait_interruptible_timeout(&mut stop, msecs_to_jiffies(1000));
+                if *stop {
+                    return;
+                }
+            }
+            let paths = {
+                let paths = self.paths.lock();
+                let mut v = KVec::new();
+                for p in paths.iter() {
+                    if v.push(p.clone(), GFP_KERNEL).is_err() {
+                        break;
+                    }
+                }
+                v
+            };
+            for p in paths.iter() {
+                p.tick();
+            }
+        }
+    }
+
     fn find_path(&self, id: &Arc<CmIdCore>) -> Option<Arc<Path>> {
         self.paths.lock().iter().find(|p| p.owns(id)).cloned()
     }

@@ -39,9 +39,10 @@ report() {
 
 # Waits up to SECS for a log line matching PATTERN.
 wait_log() {
-	for _ in $(seq $(($2 * 10))); do
+	end=$(($(cut -d. -f1 /proc/uptime) + $2))
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 		dmesg | grep -q "$1" && return 0
-		sleep 0.1
+		sleep 0.2
 	done
 	echo "no \"$1\" in $2 s"
 	dmesg | grep -E "rtrs|rnbd" | tail -n 20
@@ -63,7 +64,8 @@ advance() {
 	read -r r0 e0 _ <<-EOF
 	$base
 	EOF
-	for _ in $(seq $(($3 * 10))); do
+	end=$(($(cut -d. -f1 /proc/uptime) + $3))
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 		read -r r e m f u <<-EOF
 		$(report)
 		EOF
@@ -72,7 +74,7 @@ advance() {
 			echo "# $r rounds, $e IO errors, $f failovers, $u up"
 			return 0
 		fi
-		sleep 0.2
+		sleep 0.5
 	done
 	echo "the load did not advance: $(report) (from $base)"
 	dmesg | grep -E "rtrs|rnbd" | tail -n 20

@@ -88,8 +88,8 @@ server_reloaded() {
 }
 
 # Lying clients (rtrs_liar_test.ko, from our rxe rtc in namespace rt_c to
-# the server's 10.80.2.2 on our rxe rtd): the server closes each lying
-# path, and the kernel client's device is still served.
+# the server's 10.80.2.2 on our rxe rtd), and a silent one: the server
+# closes each such path, and the kernel client's device is still served.
 liars_setup() {
 	netns_add rt_c && netns_veth rt_c rtv2 rt_b rtv3 &&
 		netns_addr rt_c rtv2 10.80.2.1/24 && netns_addr rt_b rtv3 10.80.2.2/24 &&
@@ -101,7 +101,8 @@ still_served() {
 	dd if=/dev/rnbd0 of="$tmpd/back4" bs=65536 count=2 iflag=direct 2> /dev/null &&
 		head -c 131072 "$tmpd/pattern" | cmp - "$tmpd/back4" &&
 		dmesg | grep -q 'rtrs: path "liar" closed: a bad RecvRdmaWithImm (errno -22)' &&
-		dmesg | grep -q 'rtrs: path "liar" closed: RdmaWrite completed with RemAccessErr'
+		dmesg | grep -q 'rtrs: path "liar" closed: RdmaWrite completed with RemAccessErr' &&
+		dmesg | grep -q 'rtrs: path "liar" closed: heartbeats unanswered'
 }
 
 unmap() {

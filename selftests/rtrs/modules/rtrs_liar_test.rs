@@ -6,7 +6,8 @@
 //! as the kernel's client does, then sends a request the server must
 //! refuse: a chunk number past the queue depth, a message offset at the
 //! end of the chunk, a garbage message, a read whose buffer descriptor
-//! names memory the client never registered. The server must close that path
+//! names memory the client never registered; and a client that goes silent
+//! (its heartbeats unanswered). The server must close that path
 //! (we see the disconnection), log it, and keep serving the others
 //! (`rnbd.sh` reads the kernel client's device afterwards).
 
@@ -51,6 +52,9 @@ module! {
 
 /// Where INFO_RSP lands in the endpoint's buffer, and INFO_REQ is built.
 const RSP_AT: usize = 4096;
+/// Room for INFO_RSP: a descriptor per chunk when the server always
+/// invalidates.
+const RSP_ROOM: u32 = 2048;
 const REQ_AT: usize = 8192;
 /// Garbage for the last case.
 const JUNK_AT: usize = 12288;
@@ -103,7 +107,7 @@ fn connect(ep: &Ep, rec: &Rec, uuid: u8) -> Result<(rdma::cma::CmId, Session)> {
     qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
         .map_err(|(_, e)| e)?;
     let wc = ep.wait(rec, WcOpcode::Recv)?.ok_or(EINVAL)?;
-    let mut raw = [0u8; 64];
+    let mut raw = KVec::from_elem(0u8, RSP_ROOM as usize, GFP_KERNEL)?;
     let len = core::cmp::min(wc.byte_len as usize, raw.len());
     ep.buf.read(RSP_AT, &mut raw[..len])?;
     let info = InfoRsp::parse(&raw[..len]).map_err(|_| EINVAL)?;
@@ -121,7 +125,7 @@ fn connect(ep: &Ep, rec: &Rec, uuid: u8) -> Result<(rdma::cma::CmId, Session)> {
 
 fn post_rsp_recv(ep: &Ep, id: &CmIdCore) -> Result {
     let qp = id.qp().ok_or(EINVAL)?;
-    let sg = [ep.buf.sge(RSP_AT, 64, ep.mr.lkey())?];
+    let sg = [ep.buf.sge(RSP_AT, RSP_ROOM, ep.mr.lkey())?];
     qp.post_recv(&[RecvWr {
         wr_id: 9,
         cqe: None,
@@ -209,6 +213,28 @@ fn read_into_unregistered_buffer() -> Result {
     })
 }
 
+/// A client that says nothing after INFO: its receives take the server's
+/// heartbeats, which go unanswered, and after 5 silent periods (about
+/// 35 s) the server closes the path.
+fn silent_client() -> Result {
+    let ep = Ep::new(c_str!("rtc"))?;
+    let rec = Recorder::make()?;
+    let (id, _s) = connect(&ep, &rec, 0x55)?;
+    let qp = id.qp().ok_or(EINVAL)?;
+    for _ in 0..16 {
+        qp.post_recv(&[RecvWr {
+            wr_id: 10,
+            cqe: None,
+            sg: &[],
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    let hung_up = rec.take(EventKind::Disconnected, 90).is_ok();
+    pr_info!("rtrs liar: silent client: server hung up: {}\n", hung_up);
+    drop(id);
+    check(hung_up, "the server closed the silent path")
+}
+
 const CASES: &[FnCase<()>] = &[
     case!("chunk_past_queue_depth", |()| chunk_past_queue_depth()),
     case!("offset_at_chunk_end", |()| offset_at_chunk_end()),
@@ -216,6 +242,7 @@ const CASES: &[FnCase<()>] = &[
     case!("read_into_unregistered_buffer", |()| {
         read_into_unregistered_buffer()
     }),
+    case!("silent_client", |()| silent_client()),
 ];
 
 struct RtrsLiarTest;

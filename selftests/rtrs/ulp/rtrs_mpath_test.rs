@@ -156,7 +156,7 @@ fn two_paths(c: &mut Ctx) -> Result {
         check(p.phase() == Phase::Connected, "every path connected")?;
     }
     let a = sess.query()?;
-    check(a.queue_depth == 64, "our server's queue depth")?;
+    check(a.queue_depth == 60, "the test server's queue depth")?;
     let (a, b) = (Buffer::new(N * BS)?, Buffer::new(N * BS)?);
     let load = Arc::pin_init(
         pin_init!(Load {
@@ -259,6 +259,44 @@ fn policy_text(c: &mut Ctx) -> Result {
     Ok(())
 }
 
+/// Our server invalidates on RTRS's port (the session above) and not one
+/// port up: a one-path session there works the same.
+fn both_invalidate_modes(c: &mut Ctx) -> Result {
+    let l = c.load()?;
+    let main = l.sess.paths()?;
+    check(
+        main.iter().all(|p| p.new_rkey()),
+        "RTRS's port: a new key after every request",
+    )?;
+    let dev = device::get_by_name(c_str!("rtm1")).ok_or(ENODEV)?;
+    let nd = dev.netdev(1).ok_or(ENODEV)?;
+    let ns = NetNs::of(&nd)?;
+    drop(dev);
+    let paths = [PathAddr {
+        src: None,
+        dst: SockAddr {
+            ip: IpAddr::V4([10, 80, 4, 2]),
+            port: RTRS_PORT + 1,
+        },
+    }];
+    let s = Session::open(ns, &Config::new(b"rdma_rs_plain", &paths), None)?;
+    check(
+        s.paths()?.iter().all(|p| !p.new_rkey()),
+        "one port up: one key for every chunk",
+    )?;
+    let r = Rnbd::new(&s)?;
+    check(r.sess_info()? == 2, "RNBD 2")?;
+    let d = r.open(b"ours")?;
+    fill(&l.a, 0, N * BS, 77)?;
+    l.b.fill(0, N * BS, 0)?;
+    r.io_many(d.id, Dir::Write, 4096, &l.a, BS, N)?;
+    r.io_many(d.id, Dir::Read, 4096, &l.b, BS, N)?;
+    check(
+        same(&l.a, 0, &l.b, 0, N * BS)?,
+        "the bytes read are those written",
+    )
+}
+
 const CASES: &[FnCase<Ctx>] = &[
     case!(two_paths(_)),
     case!(open_device(_)),
@@ -266,6 +304,7 @@ const CASES: &[FnCase<Ctx>] = &[
     case!(min_inflight(_)),
     case!(min_latency(_)),
     case!(policy_text(_)),
+    case!(both_invalidate_modes(_)),
 ];
 
 impl Load {

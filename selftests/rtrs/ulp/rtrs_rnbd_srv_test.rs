@@ -3,7 +3,9 @@
 //! Selftest: an RNBD server of ours, on our RTRS server (`rtrs::srv`), for
 //! the kernel's `rnbd_client` to map over the kernel's RTRS client.
 //!
-//! At load it listens on RTRS's port on our rxe `rtb` (namespace rt_b) and
+//! At load it listens on RTRS's port on our rxe `rtb` (namespace rt_b),
+//! with `always_invalidate` (a new key for a chunk after every request, as
+//! the kernel's server by default), and one port up without it, and
 //! serves one device, a RAM disk of its own ([`DISK`] bytes, zeroed), under
 //! any name: SESS_INFO, OPEN (512-byte sectors), IO (read, write, flush)
 //! and CLOSE. `rnbd.sh` maps it, writes and reads it with `dd`, and
@@ -24,7 +26,7 @@ use rtrs::proto::rnbd::{
     self, Io, Open, OpenRsp, SessInfo, SessInfoRsp, RNBD_MSG_CLOSE, RNBD_MSG_IO, RNBD_MSG_OPEN,
     RNBD_MSG_SESS_INFO, RNBD_OP_FLUSH, RNBD_OP_MASK, RNBD_OP_READ, RNBD_OP_WRITE,
 };
-use rtrs::srv::{Dir, Server, SrvOps, SrvRequest};
+use rtrs::srv::{Dir, Params, Server, SrvOps, SrvRequest};
 
 module! {
     type: RnbdSrvTest,
@@ -161,6 +163,7 @@ impl SrvOps for Rnbd {
 
 struct RnbdSrvTest {
     _server: Server,
+    _plain: Server,
 }
 
 impl kernel::Module for RnbdSrvTest {
@@ -175,8 +178,33 @@ impl kernel::Module for RnbdSrvTest {
             },
             GFP_KERNEL,
         )?;
-        let server = Server::open(ns, RTRS_PORT, ops)?;
-        pr_info!("rnbd srv: listening on {}\n", RTRS_PORT);
-        Ok(RnbdSrvTest { _server: server })
+        // The kernel server's default on RTRS's port; the other way one
+        // port up, for our client to see both.
+        let ns2 = ns.try_clone()?;
+        // 60 chunks, not a power of two: a chunk number past the queue
+        // depth still fits the immediate, for the lying clients.
+        let params = Params {
+            queue_depth: 60,
+            ..Params::DEFAULT
+        };
+        let server = Server::open_with(ns, RTRS_PORT, ops.clone(), params)?;
+        let plain = Server::open_with(
+            ns2,
+            RTRS_PORT + 1,
+            ops,
+            Params {
+                always_invalidate: false,
+                ..params
+            },
+        )?;
+        pr_info!(
+            "rnbd srv: listening on {} (always_invalidate Y) and {} (N)\n",
+            RTRS_PORT,
+            RTRS_PORT + 1
+        );
+        Ok(RnbdSrvTest {
+            _server: server,
+            _plain: plain,
+        })
     }
 }
