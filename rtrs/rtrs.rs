@@ -14,8 +14,10 @@
 //! - [`clt`]: the client: sessions over several paths, permits,
 //!   requests, the multipath policies, failover, heartbeats and
 //!   reconnects.
+//! - `qp`, `ticker`: what both sides share (a connection's QP; the pace
+//!   of a keeper).
 //!
-//! Not built yet: `always_invalidate=Y` on our server, the sysfs layout.
+//! Not built yet: the server's sysfs (Documentation/rtrs.rst).
 
 #![forbid(unsafe_code)]
 // `pin_init!` of the client session's many fields needs more than 128.
@@ -28,8 +30,9 @@ use kernel::prelude::*;
 pub mod proto;
 
 pub mod clt;
-pub mod errno;
+mod qp;
 pub mod srv;
+mod ticker;
 
 module! {
     type: Rtrs,

@@ -95,10 +95,10 @@ impl SysClass {
 
 impl Drop for SysClass {
     fn drop(&mut self) {
-        // SAFETY: the class is registered (type invariant) and this is its
-        // only unregistration; no directory is left, since each `SysDir`
-        // holds a reference on this `SysClass`, and the last directory of
-        // the class was deleted when the last `SysDir` was dropped.
+        // No directory is left: each `SysDir` holds this `SysClass`, and
+        // the last directory went with the last `SysDir`.
+        // SAFETY: registered (type invariant), unregistered only here, and
+        // empty (above).
         unsafe { bindings::rdma_rs_sysclass_del(self.raw.as_ptr()) }
     }
 }
@@ -214,7 +214,7 @@ impl SysDir {
         let parent = parent.map_or(core::ptr::null_mut(), |p| p.raw.as_ptr());
         let ops = KBox::new(ops, GFP_KERNEL)?;
         let ctx = core::ptr::from_ref::<Arc<dyn SysFiles>>(&ops).cast::<c_void>();
-        // SAFETY:
+        // Why the call is sound:
         // - `class.raw` is a registered class (type invariant of
         //   `SysClass`), alive during the call.
         // - `parent` is null or a directory of that class whose handle is
@@ -226,6 +226,8 @@ impl SysDir {
         //   `rdma_rs_class_store`, which run until the directory's files
         //   are removed when it is closed in `drop`, before `ops` is freed;
         //   moving the box does not move its content.
+        // SAFETY: as listed above: a live class, an open parent or null,
+        // copied NUL-terminated names, a context that outlives the files.
         let raw = unsafe {
             bindings::rdma_rs_sysdir_add(
                 class.raw.as_ptr(),
@@ -250,10 +252,10 @@ impl SysDir {
 
 impl Drop for SysDir {
     fn drop(&mut self) {
-        // SAFETY: the handle is open (type invariant) and this is its only
-        // close. It removes the files and returns once no `show` or
-        // `store` runs on them, so `_ops` is unused when it is freed after
-        // this; the class outlives the call (`class` is dropped after it).
+        // The close removes the files and returns once no `show` or `store`
+        // runs on them, so `_ops`, freed after it, is unused by then; the
+        // class outlives the call (`class` is dropped after it).
+        // SAFETY: the handle is open (type invariant), closed only here.
         unsafe { bindings::rdma_rs_sysdir_close(self.raw.as_ptr()) }
     }
 }

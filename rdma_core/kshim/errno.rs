@@ -28,3 +28,23 @@ pub fn eaddrnotavail() -> Error {
 pub fn econnrefused() -> Error {
     Error::from_errno(-111)
 }
+
+/// `EPROTO` (71): the peer broke the protocol.
+pub fn eproto() -> Error {
+    Error::from_errno(-71)
+}
+
+/// `ECONNABORTED` (103): the connection or session went away.
+pub fn econnaborted() -> Error {
+    Error::from_errno(-103)
+}
+
+/// `ECONNRESET` (104): the peer closed the connection.
+pub fn econnreset() -> Error {
+    Error::from_errno(-104)
+}
+
+/// `EHOSTUNREACH` (113): no route or no answer.
+pub fn ehostunreach() -> Error {
+    Error::from_errno(-113)
+}

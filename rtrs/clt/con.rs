@@ -15,9 +15,8 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore};
 use rdma::kshim::mem::Sge;
-use rdma::spec::qp_state::QpType;
-use rdma::verbs::cq::{Cq, PollCtx};
-use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+use rdma::verbs::cq::Cq;
+use rdma::verbs::qp::QpCore;
 use rdma::verbs::wc::CqeDone;
 use rdma::verbs::wr::{RecvWr, SendWr};
 
@@ -89,27 +88,8 @@ impl ClCon {
         // the response).
         let send = 3 * depth + 32;
         let recv = 2 * depth + 16;
-        let cq = Cq::alloc(dev, send + recv + 1, PollCtx::Workqueue)?;
-        id.create_qp(
-            pd.core(),
-            &QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: cq.core(),
-                recv_cq: cq.core(),
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: send,
-                    // And the INFO_RSP receive of cid 0.
-                    max_recv_wr: recv + 1,
-                    max_send_sge: 2,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                port_num: 1,
-            },
-        )?;
-        let qp = id.qp().ok_or(EINVAL)?;
+        // And the INFO_RSP receive of cid 0.
+        let (cq, qp) = crate::qp::create(&id, dev, pd, send, recv + 1, 2)?;
         let qpn = qp.qpn();
         let core = (*id).clone();
         Arc::pin_init(

@@ -41,14 +41,14 @@ use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::clt::con::{wr, ClCon, RECV_ROOM};
 use crate::clt::session::{PathAddr, SessInner};
-use crate::errno::{
-    econnaborted, econnrefused, econnreset, ehostunreach, enotconn, eproto, etimedout,
-};
 use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, ConnRsp, Uuid, CONN_REQ_LEN};
 use crate::proto::imm::Imm;
 use crate::proto::mpath::{Backoff, HbAction, Heartbeat};
 use crate::proto::msg::{InfoReq, InfoRsp, Rbuf, RkeyRsp, INFO_REQ_LEN};
+use rdma::kshim::errno::{
+    econnaborted, econnrefused, econnreset, ehostunreach, enotconn, eproto, etimedout,
+};
 
 /// The most requests a path keeps in flight (the service connection is
 /// sized for it before the server's queue depth is known).
@@ -97,6 +97,9 @@ pub(crate) struct Res {
     pub(crate) hdr_mr: Mr,
     /// Per permit: the fast-registration MR of its data.
     pub(crate) mrs: KVec<Mr>,
+    /// The completion handler of every work request on the path (it
+    /// holds the path: the cycle goes with this memory).
+    pub(crate) cqe: Arc<dyn CqeDone>,
     info_req_at: usize,
     info_rsp_at: usize,
     /// Last: the MRs above go first.
@@ -104,7 +107,14 @@ pub(crate) struct Res {
 }
 
 impl Res {
-    fn new(dev: Arc<Device>, pd: Pd, recvs: u32, depth: u32, max_segments: u32) -> Result<Res> {
+    fn new(
+        dev: Arc<Device>,
+        pd: Pd,
+        cqe: Arc<dyn CqeDone>,
+        recvs: u32,
+        depth: u32,
+        max_segments: u32,
+    ) -> Result<Res> {
         let rlen = recvs as usize * RECV_ROOM as usize;
         let recv = Buffer::new(rlen)?;
         let recv_mr = Mr::reg_buffer(pd.core(), &recv, 0, rlen, Access::LOCAL_WRITE)?;
@@ -124,6 +134,7 @@ impl Res {
             hdr,
             hdr_mr,
             mrs,
+            cqe,
             info_req_at,
             info_rsp_at,
             _pd: pd,
@@ -305,7 +316,8 @@ fn now_ns() -> u64 {
     Ktime::ktime_get().to_ns() as u64
 }
 
-fn random_uuid() -> Uuid {
+/// A random UUID (a path's, a session's).
+pub(crate) fn random_uuid() -> Uuid {
     let mut u = [0u8; 16];
     for c in u.chunks_mut(4) {
         c.copy_from_slice(&rdma::kshim::random::u32().to_ne_bytes());
@@ -417,10 +429,6 @@ impl ClPath {
         let st = self.st.lock();
         let con = st.cons.iter().find(|c| c.qpn == qpn)?.clone();
         Some((con, st.res.clone()?))
-    }
-
-    fn con0(&self) -> Option<Arc<ClCon>> {
-        self.st.lock().cons.first().cloned()
     }
 
     // -- connecting --------------------------------------------------------
@@ -578,7 +586,14 @@ impl ClPath {
         let (l, g, new_rkey) = limits.ok_or(EINVAL)?;
         let (dev, pd) = dev_pd.ok_or(EINVAL)?;
         let res = Arc::new(
-            Res::new(dev, pd, recvs, l.queue_depth, sess.max_segments())?,
+            Res::new(
+                dev,
+                pd,
+                Arc::new(PathCqe(self.clone()), GFP_KERNEL)?,
+                recvs,
+                l.queue_depth,
+                sess.max_segments(),
+            )?,
             GFP_KERNEL,
         )?;
         {
@@ -590,7 +605,7 @@ impl ClPath {
             st.connecting = None;
         }
         // INFO_RSP's receive is the first of cid 0: it consumes it.
-        let cqe: Arc<dyn CqeDone> = self.clone();
+        let cqe = res.cqe.clone();
         let cons = self.cons();
         let con0 = cons.first().ok_or(EINVAL)?;
         let rsp_sg = [res
@@ -911,7 +926,13 @@ impl ClPath {
 
     /// A zero-length RDMA WRITE with immediate `imm` on cid 0.
     fn send_imm(&self, imm: Imm) -> Result {
-        let con = self.con0().ok_or(enotconn())?;
+        let (con, res) = {
+            let st = self.st.lock();
+            (
+                st.cons.first().cloned().ok_or(enotconn())?,
+                st.res.clone().ok_or(enotconn())?,
+            )
+        };
         let v = imm.to_u32().map_err(|_| EINVAL)?;
         let op = SendOp::WriteWithImm {
             remote_addr: 0,
@@ -920,8 +941,7 @@ impl ClPath {
         };
         let mut w = SendWr::new(wr::HB, op, &[]);
         w.flags = rdma::spec::opcodes::SendFlags::NONE;
-        let cqe = self.sess.path_cqe(self)?;
-        con.post_send(&mut [w], &cqe)
+        con.post_send(&mut [w], &res.cqe)
     }
 
     // -- completions ---------------------------------------------------------
@@ -934,8 +954,7 @@ impl ClPath {
         // Anything from the server shows it alive.
         self.st.lock().hb.any_rx();
         // The receive goes back first.
-        let cqe: Arc<dyn CqeDone> = self.clone();
-        con.post_recv(&res, wr::num(wc.wr_id), cqe)?;
+        con.post_recv(&res, wr::num(wc.wr_id), res.cqe.clone())?;
         if wc.opcode == WcOpcode::Recv && wc.byte_len > 0 {
             // RKEY_RSP: the server's new key for a chunk.
             let mut raw = [0u8; RECV_ROOM as usize];
@@ -1007,14 +1026,21 @@ impl CmHandler for ClPath {
     }
 }
 
-impl CqeDone for ClPath {
+/// The completion handler of a path's work requests.
+pub(crate) struct PathCqe(Arc<ClPath>);
+
+impl CqeDone for PathCqe {
     fn done(&self, _cq: &CqCore, wc: &Wc) {
+        self.0.completion(wc);
+    }
+}
+
+impl ClPath {
+    fn completion(self: &Arc<Self>, wc: &Wc) {
         if wc.status == WcStatus::WrFlushErr {
             return;
         }
-        let Some(me) = self.sess.path_arc(self) else {
-            return;
-        };
+        let me = self;
         if wc.status != WcStatus::Success {
             self.connect_failed();
             if rdma::kshim::verb::log_allowed() {
@@ -1035,7 +1061,7 @@ impl CqeDone for ClPath {
                 Ok(())
             }
             wr::LINV => {
-                self.sess.inv_done(&me, wr::num(wc.wr_id));
+                self.sess.inv_done(me, wr::num(wc.wr_id));
                 Ok(())
             }
             _ => Ok(()),

@@ -22,7 +22,6 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
-use kernel::time::msecs_to_jiffies;
 use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
 
 use rdma::cma::SockAddr;
@@ -32,16 +31,16 @@ use rdma::kshim::route::NetNs;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::{Access, SendFlags};
 use rdma::verbs::mr::BufSlice;
-use rdma::verbs::wc::CqeDone;
 use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::clt::con::wr;
 use crate::clt::path::{ClPath, Phase, Res, HDR_ROOM};
-use crate::errno::{econnaborted, enotconn, eproto};
 use crate::proto::conn::Uuid;
 use crate::proto::consts::RTRS_MSG_NEED_INVAL_F;
 use crate::proto::mpath::{choose, PathView, PermitMap, Policy};
 use crate::proto::msg::{RdmaMsg, RdmaRead, RdmaWrite, SgDesc};
+use crate::ticker::Ticker;
+use rdma::kshim::errno::{econnaborted, enotconn, eproto};
 
 /// The direction of a request, as the client sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,11 +223,9 @@ pub struct SessInner {
     permit_cv: CondVar,
     #[pin]
     reqs: Mutex<KVec<Slot>>,
-    /// The keeper's stop flag.
+    /// The keeper's pace and stop flag.
     #[pin]
-    keeper: Mutex<bool>,
-    #[pin]
-    keeper_cv: CondVar,
+    keeper: Ticker,
     /// Whether a path was connected when last looked at (link events).
     any_up: AtomicBool,
     /// The keeper, on the session's work queue.
@@ -258,22 +255,6 @@ pub struct Session {
     inner: Arc<SessInner>,
 }
 
-fn policy_code(p: Policy) -> u32 {
-    match p {
-        Policy::RoundRobin => 0,
-        Policy::MinInflight => 1,
-        Policy::MinLatency => 2,
-    }
-}
-
-fn policy_of(v: u32) -> Policy {
-    match v {
-        0 => Policy::RoundRobin,
-        2 => Policy::MinLatency,
-        _ => Policy::MinInflight,
-    }
-}
-
 impl Session {
     /// Opens a session in namespace `ns`: connects every path in turn and
     /// returns once all were tried and at least one is connected (the
@@ -294,10 +275,7 @@ impl Session {
         };
         let mut name = KVec::new();
         name.extend_from_slice(cfg.name, GFP_KERNEL)?;
-        let mut uuid = [0u8; 16];
-        for c in uuid.chunks_mut(4) {
-            c.copy_from_slice(&rdma::kshim::random::u32().to_ne_bytes());
-        }
+        let uuid = crate::clt::path::random_uuid();
         let wq = Arc::new(OwnedQueue::new(c_str!("rtrs_clt"))?, GFP_KERNEL)?;
         let port = cfg.paths[0].dst.port;
         let inner = Arc::pin_init(
@@ -310,7 +288,7 @@ impl Session {
                 max_segments: cfg.max_segments,
                 reconnect_delay_ms: AtomicU32::new(cfg.reconnect_delay_ms),
                 max_reconnect_attempts: AtomicI32::new(cfg.max_reconnect_attempts),
-                policy: AtomicU32::new(policy_code(cfg.policy)),
+                policy: AtomicU32::new(cfg.policy.to_u32()),
                 rr: AtomicUsize::new(0),
                 closing: AtomicBool::new(false),
                 link,
@@ -319,8 +297,7 @@ impl Session {
                 permits <- new_mutex!(None, "rtrs::clt::SessInner::permits"),
                 permit_cv <- new_condvar!("rtrs::clt::SessInner::permit_cv"),
                 reqs <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::reqs"),
-                keeper <- new_mutex!(false, "rtrs::clt::SessInner::keeper"),
-                keeper_cv <- new_condvar!("rtrs::clt::SessInner::keeper_cv"),
+                keeper <- Ticker::new(),
                 any_up: AtomicBool::new(false),
                 keeper_work <- new_work!("rtrs::clt::SessInner::keeper_work"),
                 port,
@@ -532,12 +509,12 @@ impl SessInner {
 
     /// The multipath policy.
     pub fn policy(&self) -> Policy {
-        policy_of(self.policy.load(Ordering::Relaxed))
+        Policy::from_u32(self.policy.load(Ordering::Relaxed)).unwrap_or_default()
     }
 
     /// Sets the multipath policy.
     pub fn set_policy(&self, p: Policy) {
-        self.policy.store(policy_code(p), Ordering::Relaxed);
+        self.policy.store(p.to_u32(), Ordering::Relaxed);
     }
 
     pub(crate) fn is_closing(&self) -> bool {
@@ -630,12 +607,6 @@ impl SessInner {
             .iter()
             .find(|q| core::ptr::eq::<ClPath>(&***q, p))
             .cloned()
-    }
-
-    /// The completion handler of `p`'s work requests.
-    pub(crate) fn path_cqe(&self, p: &ClPath) -> Result<Arc<dyn CqeDone>> {
-        let a = self.path_arc(p).ok_or(enotconn())?;
-        Ok(a)
     }
 
     /// A connected path's parameters become the session's (the first), or
@@ -849,8 +820,7 @@ impl SessInner {
             s.mr_key = key;
             p.inflight.fetch_add(1, Ordering::Relaxed);
         }
-        let cqe: Arc<dyn CqeDone> = p.clone();
-        if let Err(e) = ctx.con.post_send(&mut wrs, &cqe) {
+        if let Err(e) = ctx.con.post_send(&mut wrs, &ctx.res.cqe) {
             // Unless the path's failure took it already.
             if let Some(s) = self.reqs.lock().get_mut(id as usize) {
                 if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
@@ -904,16 +874,14 @@ impl SessInner {
             self.finish(msg_id, errno);
             return Ok(());
         }
-        let ctx_con = p.io_ctx(true, msg_id).map(|c| c.con);
-        let posted = ctx_con.and_then(|con| {
-            let cqe: Arc<dyn CqeDone> = p.clone();
-            con.post_send(
+        let posted = p.io_ctx(true, msg_id).and_then(|ctx| {
+            ctx.con.post_send(
                 &mut [SendWr::new(
                     wr::LINV | u64::from(msg_id),
                     SendOp::LocalInv(key),
                     &[],
                 )],
-                &cqe,
+                &ctx.res.cqe,
             )
         });
         if posted.is_err() {
@@ -1021,19 +989,7 @@ impl SessInner {
     /// The keeper: every second, heartbeats and reconnects, until the
     /// session closes.
     fn keep(&self) {
-        loop {
-            {
-                let mut stop = self.keeper.lock();
-                if *stop {
-                    return;
-                }
-                let _ = self
-                    .keeper_cv
-                    .wait_interruptible_timeout(&mut stop, msecs_to_jiffies(1000));
-                if *stop {
-                    return;
-                }
-            }
+        while self.keeper.wait(1000) {
             let Ok(paths) = self.paths_snapshot() else {
                 continue;
             };
@@ -1050,8 +1006,7 @@ impl SessInner {
         if self.closing.swap(true, Ordering::AcqRel) {
             return;
         }
-        *self.keeper.lock() = true;
-        self.keeper_cv.notify_all();
+        self.keeper.stop();
         self.permit_cv.notify_all();
         let paths = self.paths_snapshot().unwrap_or_default();
         for p in paths.iter() {

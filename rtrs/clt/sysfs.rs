@@ -151,17 +151,22 @@ const STATS_FILES: &[SysFile] = &[
     },
 ];
 
-/// Writes `ip:a.b.c.d` (or the IPv6 groups).
-pub(crate) fn write_addr(out: &mut impl Write, ip: IpAddr) -> core::fmt::Result {
-    match ip {
-        IpAddr::V4(a) => write!(out, "ip:{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
-        IpAddr::V6(a) => {
-            write!(out, "ip:")?;
-            for (i, g) in a.chunks(2).enumerate() {
-                let sep = if i == 0 { "" } else { ":" };
-                write!(out, "{}{:x}", sep, u16::from_be_bytes([g[0], g[1]]))?;
+/// An address as the kernel's RTRS writes it: `ip:a.b.c.d` (or the IPv6
+/// groups); `ip:0.0.0.0` when there is none yet.
+pub(crate) struct Addr(pub(crate) Option<IpAddr>);
+
+impl core::fmt::Display for Addr {
+    fn fmt(&self, out: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.unwrap_or(IpAddr::V4([0; 4])) {
+            IpAddr::V4(a) => write!(out, "ip:{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+            IpAddr::V6(a) => {
+                write!(out, "ip:")?;
+                for (i, g) in a.chunks(2).enumerate() {
+                    let sep = if i == 0 { "" } else { ":" };
+                    write!(out, "{}{:x}", sep, u16::from_be_bytes([g[0], g[1]]))?;
+                }
+                Ok(())
             }
-            Ok(())
         }
     }
 }
@@ -285,11 +290,8 @@ impl SysFiles for PathFiles {
                 writeln!(out, "{}", core::str::from_utf8(&n[..l]).unwrap_or("?"))
             }
             HCA_PORT => writeln!(out, "1"),
-            SRC_ADDR => match p.src() {
-                Some(a) => write_addr(out, a.ip).and_then(|()| writeln!(out)),
-                None => writeln!(out, "ip:0.0.0.0"),
-            },
-            DST_ADDR => write_addr(out, p.addr.dst.ip).and_then(|()| writeln!(out)),
+            SRC_ADDR => writeln!(out, "{}", Addr(p.src().map(|a| a.ip))),
+            DST_ADDR => writeln!(out, "{}", Addr(Some(p.addr.dst.ip))),
             CUR_LATENCY => writeln!(out, "{} ns", p.latency_ns()),
             RECONNECTS => writeln!(
                 out,
@@ -365,15 +367,11 @@ pub(crate) fn add_session(s: &Arc<SessInner>) -> Result<KVec<SysDir>> {
 
 /// A path's directories (`<src@dst>` in `paths`, and its `stats`).
 pub(crate) fn add_path(paths: &SysDir, p: &Arc<ClPath>) -> Result<KVec<SysDir>> {
-    let mut name = PathName::default();
-    match p.src() {
-        Some(a) => write_addr(&mut name, a.ip),
-        None => write!(name, "ip:0.0.0.0"),
-    }
-    .and_then(|()| write!(name, "@"))
-    .and_then(|()| write_addr(&mut name, p.addr.dst.ip))
-    .map_err(fmt_err)?;
-    let cname = CString::try_from_fmt(fmt!("{}", name.as_str()))?;
+    let cname = CString::try_from_fmt(fmt!(
+        "{}@{}",
+        Addr(p.src().map(|a| a.ip)),
+        Addr(Some(p.addr.dst.ip))
+    ))?;
     let dir = paths.child(
         &cname,
         PATH_FILES,
@@ -388,38 +386,4 @@ pub(crate) fn add_path(paths: &SysDir, p: &Arc<ClPath>) -> Result<KVec<SysDir>> 
     v.push(dir, GFP_KERNEL)?;
     v.push(stats, GFP_KERNEL)?;
     Ok(v)
-}
-
-/// A path's directory name, built on the stack.
-struct PathName {
-    buf: [u8; 128],
-    len: usize,
-}
-
-impl Default for PathName {
-    fn default() -> Self {
-        PathName {
-            buf: [0; 128],
-            len: 0,
-        }
-    }
-}
-
-impl PathName {
-    fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-    }
-}
-
-impl Write for PathName {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let b = s.as_bytes();
-        let end = self.len.checked_add(b.len()).ok_or(core::fmt::Error)?;
-        if end > self.buf.len() {
-            return Err(core::fmt::Error);
-        }
-        self.buf[self.len..end].copy_from_slice(b);
-        self.len = end;
-        Ok(())
-    }
 }

@@ -21,9 +21,8 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use rdma::cma::{CmId, CmIdCore, ConnParam};
 use rdma::kshim::mem::Sge;
 use rdma::spec::opcodes::{Access, SendFlags, WcOpcode, WcStatus};
-use rdma::spec::qp_state::QpType;
-use rdma::verbs::cq::{Cq, CqCore, PollCtx};
-use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+use rdma::verbs::cq::{Cq, CqCore};
+use rdma::verbs::qp::QpCore;
 use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -73,26 +72,7 @@ impl Con {
         // Per request at most: an invalidation, the data, a registration,
         // a SEND with invalidate, the response.
         let (send, recv) = (5 * qd + 16, qd + 16);
-        let cq = Cq::alloc(&path.dev, send + recv, PollCtx::Workqueue)?;
-        id.create_qp(
-            path.pd.core(),
-            &QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: cq.core(),
-                recv_cq: cq.core(),
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: send,
-                    max_recv_wr: recv,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                port_num: 1,
-            },
-        )?;
-        let qp = id.qp().ok_or(EINVAL)?;
+        let (cq, qp) = crate::qp::create(&id, &path.dev, &path.pd, send, recv, 1)?;
         let core = (*id).clone();
         let qpn = qp.qpn();
         let con = Arc::pin_init(

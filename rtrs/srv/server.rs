@@ -20,8 +20,7 @@
 
 use kernel::c_str;
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
-use kernel::time::msecs_to_jiffies;
+use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, Disposition, EventKind, IpAddr, SockAddr};
@@ -33,6 +32,7 @@ use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, ConnRsp, CONN_RSP_LEN};
 use crate::proto::consts::version_compatible;
 use crate::srv::path::Path;
+use crate::ticker::Ticker;
 
 /// The direction of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,11 +171,9 @@ pub struct Inner {
     wq: Arc<OwnedQueue>,
     #[pin]
     paths: Mutex<KVec<Arc<Path>>>,
-    /// The keeper's stop flag.
+    /// The keeper's pace and stop flag.
     #[pin]
-    keeper: Mutex<bool>,
-    #[pin]
-    keeper_cv: CondVar,
+    keeper: Ticker,
     /// The keeper (heartbeats), on `wq`.
     #[pin]
     keeper_work: Work<Inner>,
@@ -217,8 +215,7 @@ impl Server {
                 params,
                 wq,
                 paths <- new_mutex!(KVec::new(), "rtrs::srv::Inner::paths"),
-                keeper <- new_mutex!(false, "rtrs::srv::Inner::keeper"),
-                keeper_cv <- new_condvar!("rtrs::srv::Inner::keeper_cv"),
+                keeper <- Ticker::new(),
                 keeper_work <- new_work!("rtrs::srv::Inner::keeper_work"),
             }),
             GFP_KERNEL,
@@ -241,8 +238,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         // No new connection, no more heartbeats, then every path closes.
         drop(self.listener.take());
-        *self.inner.keeper.lock() = true;
-        self.inner.keeper_cv.notify_all();
+        self.inner.keeper.stop();
         let paths = core::mem::take(&mut *self.inner.paths.lock());
         for p in paths.iter() {
             p.close();
@@ -255,19 +251,7 @@ impl Drop for Server {
 impl Inner {
     /// Every second until the server goes: the paths' heartbeats.
     fn keep(&self) {
-        loop {
-            {
-                let mut stop = self.keeper.lock();
-                if *stop {
-                    return;
-                }
-                let _ = self
-                    .keeper_cv
-                    .wait_interruptible_timeout(&mut stop, msecs_to_jiffies(1000));
-                if *stop {
-                    return;
-                }
-            }
+        while self.keeper.wait(1000) {
             let paths = {
                 let paths = self.paths.lock();
                 let mut v = KVec::new();

@@ -15,7 +15,11 @@ use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::time::msecs_to_jiffies;
 
+use kernel::str::CStr;
+
+use rdma::device;
 use rdma::kshim::mem::Buffer;
+use rdma::kshim::route::NetNs;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Dir, IoDone, Session};
 use rtrs::proto::rnbd::{
@@ -109,6 +113,28 @@ impl<'a> Rnbd<'a> {
         self.w.wait_one(60)
     }
 
+    /// A session message `usr` whose answer the server writes back (an
+    /// admin read): the answer's first `N` bytes, or the server's errno.
+    fn admin_read<const N: usize>(&self, usr: &[u8]) -> Result<[u8; N]> {
+        let rsp = Buffer::new(4096)?;
+        let e = self.call(
+            ConType::Admin,
+            Dir::Read,
+            usr,
+            &[BufSlice {
+                buf: &rsp,
+                offset: 0,
+                len: N,
+            }],
+        )?;
+        if e != 0 {
+            return Err(Error::from_errno(e));
+        }
+        let mut raw = [0u8; N];
+        rsp.read(0, &mut raw)?;
+        Ok(raw)
+    }
+
     /// SESS_INFO: the server's protocol version.
     pub(crate) fn sess_info(&self) -> Result<u8> {
         let mut m = [0u8; 64];
@@ -117,22 +143,7 @@ impl<'a> Rnbd<'a> {
         }
         .write(&mut m)
         .map_err(|_| EINVAL)?;
-        let rsp = Buffer::new(4096)?;
-        let e = self.call(
-            ConType::Admin,
-            Dir::Read,
-            &m[..n],
-            &[BufSlice {
-                buf: &rsp,
-                offset: 0,
-                len: SESS_INFO_LEN,
-            }],
-        )?;
-        if e != 0 {
-            return Err(Error::from_errno(e));
-        }
-        let mut raw = [0u8; SESS_INFO_LEN];
-        rsp.read(0, &mut raw)?;
+        let raw = self.admin_read::<SESS_INFO_LEN>(&m[..n])?;
         Ok(SessInfoRsp::parse(&raw).map_err(|_| EINVAL)?.ver)
     }
 
@@ -142,22 +153,7 @@ impl<'a> Rnbd<'a> {
         let n = Open::new(AccessMode::Rw, name)
             .and_then(|o| o.write(&mut m))
             .map_err(|_| EINVAL)?;
-        let rsp = Buffer::new(4096)?;
-        let e = self.call(
-            ConType::Admin,
-            Dir::Read,
-            &m[..n],
-            &[BufSlice {
-                buf: &rsp,
-                offset: 0,
-                len: OPEN_RSP_LEN,
-            }],
-        )?;
-        if e != 0 {
-            return Err(Error::from_errno(e));
-        }
-        let mut raw = [0u8; OPEN_RSP_LEN];
-        rsp.read(0, &mut raw)?;
+        let raw = self.admin_read::<OPEN_RSP_LEN>(&m[..n])?;
         let r = OpenRsp::parse(&raw).map_err(|_| EINVAL)?;
         Ok(Dev {
             id: r.device_id,
@@ -253,6 +249,13 @@ impl<'a> Rnbd<'a> {
         }
         Ok(())
     }
+}
+
+/// The namespace of our rxe device `name`'s network device.
+pub(crate) fn ns_of(name: &CStr) -> Result<NetNs> {
+    let dev = device::get_by_name(name).ok_or(ENODEV)?;
+    let nd = dev.netdev(1).ok_or(ENODEV)?;
+    NetNs::of(&nd)
 }
 
 /// Fills `len` bytes of `buf` at `off` with the pattern of `seed`.

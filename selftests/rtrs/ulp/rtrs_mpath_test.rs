@@ -33,9 +33,7 @@ use kernel::time::msecs_to_jiffies;
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{IpAddr, SockAddr};
-use rdma::device;
 use rdma::kshim::mem::Buffer;
-use rdma::kshim::route::NetNs;
 use rtrs::clt::{Config, Dir, LinkOps, PathAddr, Phase, Policy, Session};
 use rtrs::proto::consts::RTRS_PORT;
 
@@ -45,7 +43,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "rnbd_clt.rs"]
 mod rnbd_clt;
-use rnbd_clt::{fill, same, Rnbd};
+use rnbd_clt::{fill, ns_of, same, Rnbd};
 
 module! {
     type: MpathTest,
@@ -107,10 +105,7 @@ impl WorkItem for Load {
 }
 
 fn open_session() -> Result<(Session, Arc<Link>)> {
-    let dev = device::get_by_name(c_str!("rtm1")).ok_or(ENODEV)?;
-    let nd = dev.netdev(1).ok_or(ENODEV)?;
-    let ns = NetNs::of(&nd)?;
-    drop(dev);
+    let ns = ns_of(c_str!("rtm1"))?;
     let at = |c| SockAddr {
         ip: IpAddr::V4([10, 80, c, 2]),
         port: RTRS_PORT,
@@ -268,10 +263,7 @@ fn both_invalidate_modes(c: &mut Ctx) -> Result {
         main.iter().all(|p| p.new_rkey()),
         "RTRS's port: a new key after every request",
     )?;
-    let dev = device::get_by_name(c_str!("rtm1")).ok_or(ENODEV)?;
-    let nd = dev.netdev(1).ok_or(ENODEV)?;
-    let ns = NetNs::of(&nd)?;
-    drop(dev);
+    let ns = ns_of(c_str!("rtm1"))?;
     let paths = [PathAddr {
         src: None,
         dst: SockAddr {

@@ -23,9 +23,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use rdma::cma::{IpAddr, SockAddr};
-use rdma::device;
 use rdma::kshim::mem::Buffer;
-use rdma::kshim::route::NetNs;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{Config, Dir, PathAddr, Session};
 use rtrs::proto::consts::RTRS_PORT;
@@ -36,7 +34,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "rnbd_clt.rs"]
 mod rnbd_clt;
-use rnbd_clt::{fill, fill_lines, same, Dev, Rnbd};
+use rnbd_clt::{fill, fill_lines, ns_of, same, Dev, Rnbd};
 
 module! {
     type: RnbdCltTest,
@@ -72,10 +70,7 @@ impl Ctx {
 }
 
 fn open_session(c: &mut Ctx) -> Result {
-    let dev = device::get_by_name(c_str!("rte")).ok_or(ENODEV)?;
-    let nd = dev.netdev(1).ok_or(ENODEV)?;
-    let ns = NetNs::of(&nd)?;
-    drop(dev);
+    let ns = ns_of(c_str!("rte"))?;
     let paths = [PathAddr {
         src: None,
         dst: SockAddr {

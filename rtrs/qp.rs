@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP of an RTRS connection, client's or server's: RC, one CQ for
+//! both queues handled in a workqueue, one receive SGE, no inline data,
+//! completions only where asked for.
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::cma::CmIdCore;
+use rdma::device::Device;
+use rdma::spec::qp_state::QpType;
+use rdma::verbs::cq::{Cq, PollCtx};
+use rdma::verbs::pd::Pd;
+use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+
+/// Creates the CQ and the QP of `id` with room for `send` and `recv`
+/// work requests and `send_sge` SGEs per send.
+pub(crate) fn create(
+    id: &Arc<CmIdCore>,
+    dev: &Arc<Device>,
+    pd: &Pd,
+    send: u32,
+    recv: u32,
+    send_sge: u32,
+) -> Result<(Cq, Arc<QpCore>)> {
+    let cq = Cq::alloc(dev, send + recv, PollCtx::Workqueue)?;
+    id.create_qp(
+        pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: None,
+            cap: QpCap {
+                max_send_wr: send,
+                max_recv_wr: recv,
+                max_send_sge: send_sge,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            port_num: 1,
+        },
+    )?;
+    let qp = id.qp().ok_or(EINVAL)?;
+    Ok((cq, qp))
+}
