@@ -4,7 +4,8 @@
 #
 #   make run      boot a guest, load the stack, show it working
 #   make check    everything: deps, kernel, modules, lint, host tests, guest tests
-#   make bench    our rxe against the kernel's rdma_rxe: a table of ratios
+#   make bench    our rxe and RTRS against the kernel's: a table of ratios
+#                 (BENCH=rxe or BENCH=rtrs: that part alone)
 #
 # Other targets: deps, kernel, modules, lint, test-host, fuzz, initramfs, guest-test,
 # multihost-test, harness-test, clean. See README.md and Documentation/.
@@ -65,7 +66,7 @@ run: initramfs
 
 # Builds its own kernel flavor and modules (scripts/bench.sh).
 bench:
-	@scripts/bench.sh
+	@BENCH=$(BENCH) scripts/bench.sh
 
 clean:
 	@$(KMAKE) clean 2>/dev/null || true

@@ -1,5 +1,6 @@
 # The benchmark table, from the guest's "bench: ..." lines (scripts/bench.sh):
 #   STACK PATH TEST SIZE ITERATIONS NANOSECONDS   (rdma_rxe_bench)
+#   STACK rtrs-Y|N TEST SIZE REQUESTS NANOSECONDS  (rtrs_bench, rtrs_cbench)
 #   perftest PATH TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh)
 # A workload that ran several times counts by its median. MB is 10^6
 # bytes. "ours/C" is how many times faster ours is: bandwidth and rate
@@ -48,13 +49,19 @@ function median(list,    a, n, i, j, t) {
 	return n ? a[int((n + 1) / 2)] : ""
 }
 END {
-	printf "guest memcpy: %.0f MB/s (the ceiling of a software provider)\n\n", memcpy
-	printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "ours", "C rxe", "ours/C", "min", "max"
+	if (memcpy != "")
+		printf "guest memcpy: %.0f MB/s (the ceiling of a software provider)\n\n", memcpy
+	hdr = 0
 	for (i = 1; i <= n; i++) {
 		split(order[i], k, " ")
+		if (k[1] ~ /^rtrs-/) continue
 		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
 		no = it["ours " order[i]]; nt = it["theirs " order[i]]
 		if (o == "" || t == "") continue
+		if (!hdr) {
+			printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "ours", "C rxe", "ours/C", "min", "max"
+			hdr = 1
+		}
 		spread(order[i])
 		if (k[2] == "send_lat") {
 			uo = o / no / 2 / 1000; ut = t / nt / 2 / 1000
@@ -67,6 +74,26 @@ END {
 			ro = no * 1000 / o; rt = nt * 1000 / t
 			printf "%-9s %-9s %8s %7.4f Mpps %7.4f Mpps %8.2f %6.2f %6.2f\n", k[1], "msg rate", k[3], ro, rt, ro / rt, lo, hi
 		}
+	}
+	# RTRS: the rows of rtrs-Y and rtrs-N, and the IO rate of the 4 KiB ones.
+	hdr = 0
+	for (i = 1; i <= n; i++) {
+		split(order[i], k, " ")
+		if (k[1] !~ /^rtrs-/) continue
+		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
+		no = it["ours " order[i]]; nt = it["theirs " order[i]]
+		if (o == "" || t == "") continue
+		if (!hdr) {
+			print ""
+			print "RTRS, 64 requests in flight (rtrs-Y, rtrs-N: the server's always_invalidate):"
+			printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "ours", "C rtrs", "ours/C", "min", "max"
+			hdr = 1
+		}
+		spread(order[i])
+		bo = mbs(k[3], no, o); bt = mbs(k[3], nt, t)
+		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
+		if (k[3] == 4096)
+			printf "%-9s %-9s %8s %7.0f IOPS %7.0f IOPS %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], no * 1e9 / o, nt * 1e9 / t, bo / bt, lo, hi
 	}
 	if (npt) {
 		print ""

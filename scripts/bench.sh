@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench: our rxe against the kernel's rdma_rxe, the same kernel-space
-# workload in one guest boot, on the benchmark kernel (the test kernel
+# make bench: our rxe against the kernel's rdma_rxe, and our RTRS against
+# the kernel's, the same kernel-space workloads in one guest boot, on the benchmark kernel (the test kernel
 # without its debugging options: kernel/bench-kernel.config); writes the
 # table to .build/bench/table.txt and prints it. Documentation/bench.rst
 # says what is measured and how to read it.
@@ -9,6 +9,9 @@
 # sources under the cache, so the test build in the tree stays as it is.
 set -euo pipefail
 export KERNEL_FLAVOR=bench
+# BENCH=rxe or BENCH=rtrs runs that part alone (selftests/bench.sh).
+part=${BENCH:-all}
+case "$part" in all | rxe | rtrs) ;; *) echo "bench: BENCH=rxe, rtrs or nothing, not '$part'" >&2; exit 2 ;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=env.sh
 . "$top/scripts/env.sh"
@@ -31,10 +34,15 @@ RDMA_RS_TOP=$src "$src/scripts/initramfs.sh" "$out/initramfs.cpio"
 # tsc=reliable: under TCG the clocksource watchdog finds the TSC skewed
 # against jiffies and falls back to them, whose 4 ms steps would be the
 # resolution of every figure.
-RDMA_RS_APPEND="tsc=reliable " RDMA_RS_INITRD=$out/initramfs.cpio "$top/scripts/vm.sh" --name bench --mode bench --timeout 3600 |
+RDMA_RS_APPEND="tsc=reliable rdma_rs.bench=$part " RDMA_RS_INITRD=$out/initramfs.cpio "$top/scripts/vm.sh" --name bench --mode bench --timeout 3600 |
 	tee "$out/guest.log" | grep -E "^(ok|not ok|#) |vm.sh:" || true
 results=$top/.build/vm/bench/ktap0.log
-grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the benchmark did not run to the end" >&2; exit 1; }
+if [ "$part" != rtrs ]; then
+	grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the rxe benchmark did not run to the end" >&2; exit 1; }
+fi
+if [ "$part" != rxe ]; then
+	grep -q "^ok [0-9]* rtrs" "$results" || { echo "bench: the RTRS benchmark did not run to the end" >&2; exit 1; }
+fi
 
 # The table: one row per workload, ours and theirs side by side.
 {

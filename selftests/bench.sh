@@ -1,8 +1,10 @@
 #!/bin/sh
 # `make bench`, in the guest: the same kernel-space workload on our rxe and
 # on the kernel's rdma_rxe (modules/rdma_rxe_bench.rs says which), then
-# perftest on the kernel's rxe for the userspace view. Prints KTAP, with the
-# figures as "# bench: ..." lines that scripts/bench.sh turns into a table.
+# perftest on the kernel's rxe for the userspace view, then the same RTRS
+# load on our RTRS and on the kernel's (rtrs/ulp/rtrs_bench.rs and
+# rtrs/cbench/rtrs_cbench.c). Prints KTAP, with the figures as
+# "# bench: ..." lines that scripts/bench.sh turns into a table.
 cd "$(dirname "$0")/rxe" || exit 1
 # shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
@@ -105,25 +107,73 @@ profile() {
 	rmmod rdma_rxe_bench
 }
 
+# rdma_rs.bench=rxe or =rtrs on the kernel command line (`make bench
+# BENCH=...`) runs that part alone; the other's cases are skipped.
+part=all
+read -r cmdline < /proc/cmdline
+for arg in $cmdline; do
+	case "$arg" in rdma_rs.bench=*) part=${arg#*=} ;; esac
+done
+
 ktap_plan
 ktap_check "ours_on_veth" ours
 ktap_check "theirs_on_veth" theirs
-ktap_module rdma_rxe_bench
-dmesg | sed -n 's/^.*rdma_rxe_bench: bench: /# bench: /p'
-for d in rbo0 rbo1; do echo "# counters $d: $(tr '\n' ' ' < $cfs/$d/counters)"; done
-rmmod rdma_rxe_bench 2>/dev/null
-if command -v perf > /dev/null; then
-	if profile; then ktap_pass "profile"; else ktap_fail "profile" "perf failed"; fi
+if [ "$part" = rtrs ]; then
+	ktap_skip "rdma_rxe_bench" "rdma_rs.bench=rtrs"
+	ktap_skip "profile" "rdma_rs.bench=rtrs"
+	ktap_skip "perftest" "rdma_rs.bench=rtrs"
 else
-	ktap_skip "profile" "no perf in the guest"
+	ktap_module rdma_rxe_bench
+	dmesg | sed -n 's/^.*rdma_rxe_bench: bench: /# bench: /p'
+	for d in rbo0 rbo1; do echo "# counters $d: $(tr '\n' ' ' < $cfs/$d/counters)"; done
+	rmmod rdma_rxe_bench 2>/dev/null
+	if command -v perf > /dev/null; then
+		if profile; then ktap_pass "profile"; else ktap_fail "profile" "perf failed"; fi
+	else
+		ktap_skip "profile" "no perf in the guest"
+	fi
+	rmmod rxe_cpeer 2>/dev/null
+	ok=1
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		perftest "$t" 65536 200 || ok=0
+	done
+	perftest ib_send_lat 8 500 || ok=0
+	if [ $ok = 1 ]; then ktap_pass "perftest"; else ktap_fail "perftest" "a run failed"; fi
 fi
-rmmod rxe_cpeer 2>/dev/null
-ok=1
-for t in ib_write_bw ib_read_bw ib_send_bw; do
-	perftest "$t" 65536 200 || ok=0
-done
-perftest ib_send_lat 8 500 || ok=0
-if [ $ok = 1 ]; then ktap_pass "perftest"; else ktap_fail "perftest" "a run failed"; fi
+
+# RTRS: three rounds, each ours (always_invalidate Y, then N), then the
+# kernel's with Y, then with N (rtrs-server.ko's parameter, so it is loaded
+# again for each). Both servers: 128 chunks of 256 KiB (rtrs_bench.rs).
+rtrs_theirs() { # Y|N
+	modprobe rtrs-server always_invalidate="$1" sess_queue_depth=128 max_chunk_size=262144 &&
+		modprobe rtrs-client && modprobe rtrs_cbench inval="$1"
+	rc=$?
+	rmmod rtrs_cbench 2>/dev/null
+	rmmod rtrs_server 2>/dev/null
+	return $rc
+}
+rtrs_ours() {
+	modprobe rtrs_bench
+	rc=$?
+	rmmod rtrs_bench 2>/dev/null
+	return $rc
+}
+rtrs_rounds() {
+	for _ in 1 2 3; do
+		dmesg -c > /dev/null
+		rtrs_ours && rtrs_theirs Y && rtrs_theirs N
+		rc=$?
+		dmesg | sed -n 's/^.*\(bench: \(ours\|theirs\) rtrs-\)/# \1/p'
+		[ $rc -eq 0 ] || { dmesg | grep -E 'rtrs|RTRS' | tail -n 20 | sed 's/^/# /'; return 1; }
+	done
+}
+if [ "$part" = rxe ]; then
+	ktap_skip "rtrs" "rdma_rs.bench=rxe"
+elif rtrs_rounds; then
+	ktap_pass "rtrs"
+else
+	ktap_fail "rtrs" "a round failed"
+fi
 ktap_check "teardown" sh -c "echo 0 > $cfs/rbo0/enable && echo 0 > $cfs/rbo1/enable &&
 	rmdir $cfs/rbo0 $cfs/rbo1 && ip netns del bna && ip netns del bnb &&
 	rdma link delete cbo0 && rdma link delete cbo1 && ip link del bc0"

@@ -1,0 +1,144 @@
+#!/bin/sh
+# The kernel's RNBD client maps a device of our RNBD test server
+# (rtrs_rnbd_srv_test.ko on our RTRS server, namespace rt_b) over two
+# paths: 10.80.1.x (the kernel's rxe rtxa, our rxe rtb) and 10.80.2.x
+# (rtxb, rtd), one veth pair each. Both paths connect; round-robin puts IO
+# on both (the kernel client's per-path counters); one link is taken down
+# under a verified write, which completes on the other path with nothing
+# lost; the link comes back and the path reconnects (the kernel client's
+# sysfs reconnect, instead of its 30 s reconnect delay); IO is verified
+# again on both paths; the device is unmapped and everything unloads.
+. ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
+. ../lib/rxe.sh
+
+ctl=/sys/class/rnbd-client/ctl
+sess=/sys/class/rtrs-client/rdma_rs_kmp
+
+setup() {
+	modprobe rdma_rxe && modprobe rdma_rs_rxe && modprobe rdma_cm && modprobe rnbd_client &&
+		netns_add rt_b &&
+		netns_veth - rtv0 rt_b rtv1 && netns_veth - rtv2 rt_b rtv3 &&
+		netns_addr - rtv0 10.80.1.1/24 && netns_addr rt_b rtv1 10.80.1.2/24 &&
+		netns_addr - rtv2 10.80.2.1/24 && netns_addr rt_b rtv3 10.80.2.2/24 &&
+		c_rxe_add rtxa rtv0 && c_rxe_add rtxb rtv2 &&
+		rxe_bind rt_b rtv1 rtb && rxe_bind rt_b rtv3 rtd &&
+		ping -c 1 -W 5 10.80.1.2 > /dev/null && ping -c 1 -W 5 10.80.2.2 > /dev/null &&
+		modprobe rtrs_rnbd_srv_test
+}
+
+# The kernel client's path directories, one per line.
+paths() {
+	ls "$sess/paths"
+}
+
+# Both paths of the session connected, our server saw both come up.
+map_two_paths() {
+	if ! echo "sessname=rdma_rs_kmp path=ip:10.80.1.2 path=ip:10.80.2.2 device_path=ours" > "$ctl/map_device" ||
+		[ ! -b /dev/rnbd0 ]; then
+		dmesg | grep -E "rtrs|rnbd" | tail -20
+		return 1
+	fi
+	[ "$(paths | wc -l)" = 2 ] || { echo "paths: $(paths)"; return 1; }
+	for p in $(paths); do
+		st=$(cat "$sess/paths/$p/state")
+		[ "$st" = connected ] || { echo "$p: $st"; return 1; }
+	done
+	n=$(dmesg | grep -c 'rtrs: path "rdma_rs_kmp" up')
+	[ "$n" -ge 2 ] || { echo "our server saw $n paths up"; return 1; }
+}
+
+# A path's count of requests (reads and writes), from the kernel client's
+# stats/rdma: "reads read_bytes writes write_bytes inflight failovers".
+requests() { # path
+	awk '{ print $1 + $3 }' "$sess/paths/$1/stats/rdma"
+}
+
+failovers() { # path
+	awk '{ print $6 }' "$sess/paths/$1/stats/rdma"
+}
+
+# Writes and reads back 8 MiB of a fresh pattern at 4 KiB blocks (at
+# offset $1 MiB), direct; the bytes must match.
+verified_io() { # MiB
+	dd if=/dev/urandom of="$tmpd/pattern" bs=4096 count=2048 2> /dev/null &&
+		dd if="$tmpd/pattern" of=/dev/rnbd0 bs=4096 count=2048 seek=$(($1 * 256)) oflag=direct 2> /dev/null &&
+		dd if=/dev/rnbd0 of="$tmpd/back" bs=4096 count=2048 skip=$(($1 * 256)) iflag=direct 2> /dev/null &&
+		cmp "$tmpd/pattern" "$tmpd/back"
+}
+
+# Round-robin: IO verified, and both paths carried some of it.
+both_paths_used() {
+	echo 0 > "$sess/mpath_policy" || return 1
+	grep -q "round-robin" "$sess/mpath_policy" || { cat "$sess/mpath_policy"; return 1; }
+	for p in $(paths); do echo 1 > "$sess/paths/$p/stats/reset_all" || return 1; done
+	verified_io 0 || return 1
+	for p in $(paths); do
+		n=$(requests "$p")
+		[ "$n" -gt 100 ] || { echo "$p carried $n requests"; return 1; }
+	done
+}
+
+# The second link down under a verified write: the write completes (the
+# requests on the dead path fail over), the path is no longer connected,
+# the first carries on.
+link_down_failover() {
+	p2=$(paths | grep 10.80.2.2) || return 1
+	dd if=/dev/urandom of="$tmpd/pattern2" bs=4096 count=4096 2> /dev/null || return 1
+	dd if="$tmpd/pattern2" of=/dev/rnbd0 bs=4096 count=4096 seek=4096 oflag=direct 2> "$tmpd/dd.err" &
+	ddp=$!
+	sleep 1
+	ip link set rtv2 down || return 1
+	wait "$ddp" || { cat "$tmpd/dd.err"; return 1; }
+	for _ in $(seq 300); do
+		[ "$(cat "$sess/paths/$p2/state")" != connected ] && break
+		sleep 0.1
+	done
+	st=$(cat "$sess/paths/$p2/state")
+	[ "$st" != connected ] || { echo "$p2 still $st"; return 1; }
+	dd if=/dev/rnbd0 of="$tmpd/back2" bs=4096 count=4096 skip=4096 iflag=direct 2> /dev/null &&
+		cmp "$tmpd/pattern2" "$tmpd/back2" || return 1
+	if dmesg | grep -E "I/O error|rnbd.*failed"; then return 1; fi
+}
+
+# The link back; the kernel client reconnects the path (sysfs reconnect)
+# to our server, and IO runs on both paths again.
+link_up_reconnect() {
+	p2=$(paths | grep 10.80.2.2) || return 1
+	ip link set rtv2 up && ping -c 1 -W 5 10.80.2.2 > /dev/null || return 1
+	for _ in $(seq 30); do
+		echo 1 > "$sess/paths/$p2/reconnect" 2> /dev/null
+		[ "$(cat "$sess/paths/$p2/state")" = connected ] && break
+		sleep 1
+	done
+	st=$(cat "$sess/paths/$p2/state")
+	[ "$st" = connected ] || { echo "$p2: $st"; dmesg | grep -E "rtrs|rnbd" | tail -20; return 1; }
+	for p in $(paths); do echo 1 > "$sess/paths/$p/stats/reset_all" || return 1; done
+	verified_io 24 || return 1
+	for p in $(paths); do
+		n=$(requests "$p")
+		[ "$n" -gt 100 ] || { echo "$p carried $n requests"; return 1; }
+	done
+}
+
+unmap() {
+	echo normal > /sys/block/rnbd0/rnbd/unmap_device && [ ! -b /dev/rnbd0 ]
+}
+
+teardown() {
+	rmmod rnbd_client rtrs_client 2>/dev/null
+	rmmod rtrs_rnbd_srv_test rdma_rs_rtrs && rdma link delete rtxa && rdma link delete rtxb &&
+		rxe_item_remove rtb rtd && ip netns del rt_b
+}
+
+ktap_plan
+ktap_check setup setup
+ktap_check map_two_paths map_two_paths
+ktap_check both_paths_used both_paths_used
+ktap_check link_down_failover link_down_failover
+ktap_check link_up_reconnect link_up_reconnect
+ktap_check unmap unmap
+ktap_check teardown teardown
+cleanup_run
+ktap_finish
