@@ -151,9 +151,11 @@ params_announced() {
 		grep . "/sys/block/$d/mq/0/nr_tags" "/sys/block/$d/queue/max_hw_sectors_kb"
 		return 1
 	fi
+	# At 8 MiB: the server's RAM disk is the first device's too, whose
+	# first MiB and the 256 KiB at 4 MiB hold what later cases read back.
 	dd if=/dev/urandom of="$tmpd/ppattern" bs=4096 count=64 2> /dev/null &&
-		dd if="$tmpd/ppattern" of="/dev/$d" bs=4096 count=64 oflag=direct 2> /dev/null &&
-		dd if="/dev/$d" of="$tmpd/pback" bs=4096 count=64 iflag=direct 2> /dev/null &&
+		dd if="$tmpd/ppattern" of="/dev/$d" bs=4096 count=64 seek=2048 oflag=direct 2> /dev/null &&
+		dd if="/dev/$d" of="$tmpd/pback" bs=4096 count=64 skip=2048 iflag=direct 2> /dev/null &&
 		cmp "$tmpd/ppattern" "$tmpd/pback" || return 1
 	[ -d "$pp" ] || { ls -R "$srv"; return 1; }
 	[ "$(cat "$pp/hca_name")" = rtb ] || return 1
