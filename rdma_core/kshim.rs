@@ -31,6 +31,7 @@ pub mod mem;
 pub mod module_ref;
 pub mod net;
 pub mod pages;
+pub mod param;
 pub mod peer_abi;
 pub mod random;
 pub mod route;

@@ -9,21 +9,25 @@
 //! - [`srv`]: the server: a listener on our rdma_cm, paths of one RC
 //!   connection per client CPU plus the service connection, the chunk
 //!   memory clients write their requests into, and the responses; a ULP
-//!   answers requests through [`srv::SrvOps`].
-//!
+//!   answers requests through [`srv::SrvOps`]. Its sysfs is
+//!   `/sys/class/rdma_rs_rtrs_server`; its settings are the module's
+//!   parameters `sess_queue_depth`, `max_chunk_size` and
+//!   `always_invalidate` (declared in C, `params.c`: 6.12's Rust modules
+//!   have none), checked at load as the kernel's server checks its own.
 //! - [`clt`]: the client: sessions over several paths, permits,
 //!   requests, the multipath policies, failover, heartbeats and
-//!   reconnects.
-//! - `qp`, `ticker`: what both sides share (a connection's QP; the pace
-//!   of a keeper).
+//!   reconnects; its sysfs is `/sys/class/rdma_rs_rtrs_client`.
+//! - `qp`, `ticker`, `sysfs`: what both sides share (a connection's QP;
+//!   the pace of a keeper; addresses and writes in sysfs).
 //!
-//! Not built yet: the server's sysfs (Documentation/rtrs.rst).
+//! Not built yet: see `Not done` in Documentation/rtrs.rst.
 
 #![forbid(unsafe_code)]
 // `pin_init!` of the client session's many fields needs more than 128.
 #![recursion_limit = "256"]
 
 use kernel::prelude::*;
+use kernel::types::ScopeGuard;
 
 /// The RTRS and RNBD wire codec.
 #[path = "proto/kernel_mod.rs"]
@@ -32,6 +36,7 @@ pub mod proto;
 pub mod clt;
 mod qp;
 pub mod srv;
+mod sysfs;
 mod ticker;
 
 module! {
@@ -45,15 +50,19 @@ module! {
 struct Rtrs;
 
 impl kernel::Module for Rtrs {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        srv::init(module)?;
+        let srv = ScopeGuard::new(srv::exit);
         clt::sysfs::init()?;
+        srv.dismiss();
         Ok(Rtrs)
     }
 }
 
 impl Drop for Rtrs {
     fn drop(&mut self) {
-        // Every session is gone: their modules hold ours.
+        // Every session and server is gone: their modules hold ours.
         clt::sysfs::exit();
+        srv::exit();
     }
 }

@@ -21,4 +21,5 @@
 #include "chardev_glue.h"
 #include "kobj_glue.h"
 #include "class_glue.h"
+#include "param_glue.h"
 #include "../../include/rdma/peer_mem.h"

@@ -34,6 +34,7 @@ use rdma::kshim::global::Global;
 use crate::clt::path::{ClPath, Phase};
 use crate::clt::session::{PathAddr, SessInner};
 use crate::proto::mpath::Policy;
+use crate::sysfs::{fmt_err, one, trim, Addr};
 
 /// `/sys/class/rdma_rs_rtrs_client`, while the module is loaded.
 pub(crate) static CLASS: Global<SysClass> = Global::new();
@@ -151,26 +152,6 @@ const STATS_FILES: &[SysFile] = &[
     },
 ];
 
-/// An address as the kernel's RTRS writes it: `ip:a.b.c.d` (or the IPv6
-/// groups); `ip:0.0.0.0` when there is none yet.
-pub(crate) struct Addr(pub(crate) Option<IpAddr>);
-
-impl core::fmt::Display for Addr {
-    fn fmt(&self, out: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0.unwrap_or(IpAddr::V4([0; 4])) {
-            IpAddr::V4(a) => write!(out, "ip:{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
-            IpAddr::V6(a) => {
-                write!(out, "ip:")?;
-                for (i, g) in a.chunks(2).enumerate() {
-                    let sep = if i == 0 { "" } else { ":" };
-                    write!(out, "{}{:x}", sep, u16::from_be_bytes([g[0], g[1]]))?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
 /// Parses `[ip:]a.b.c.d`.
 fn parse_ip(s: &[u8]) -> Result<IpAddr> {
     let s = s.strip_prefix(b"ip:").unwrap_or(s);
@@ -194,24 +175,6 @@ fn parse_ip(s: &[u8]) -> Result<IpAddr> {
         return Err(EINVAL);
     }
     Ok(IpAddr::V4(a))
-}
-
-/// The text written to a file, without its newline.
-fn trim(input: &[u8]) -> &[u8] {
-    input.strip_suffix(b"\n").unwrap_or(input)
-}
-
-/// Takes "1" (the kernel's files that act take nothing else).
-fn one(input: &[u8]) -> Result {
-    if trim(input) == b"1" {
-        Ok(())
-    } else {
-        Err(EINVAL)
-    }
-}
-
-fn fmt_err(_: core::fmt::Error) -> Error {
-    EINVAL
 }
 
 /// The session's files.

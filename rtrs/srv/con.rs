@@ -235,6 +235,7 @@ impl Con {
                 r.flags & RTRS_MSG_NEED_INVAL_F != 0,
             ),
         };
+        path.stats.count(dir, off as u64);
         let name = path.name();
         let sreq = SrvRequest::new(dir, &usr, &path.chunks, chunk, data_len);
         let errno = path.ops.rdma_ev(name.as_bytes(), &sreq);

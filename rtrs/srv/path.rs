@@ -11,8 +11,12 @@
 //! once all its connections are up; the server then posts the receives
 //! every later request consumes, on every connection, and answers.
 //!
-//! Locks: `Path::state` is held to read or change the connections and the
-//! name, never across a post or a call into the ULP.
+//! Its sysfs directories (`srv::sysfs`) are made when INFO_REQ names the
+//! path, and go first when it closes.
+//!
+//! Locks: `Path::state` is held to read or change the connections, the
+//! name and the sysfs directories, never across a post, a call into the
+//! ULP or the removal of a directory.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -20,7 +24,7 @@ use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-use rdma::cma::{CmId, CmIdCore};
+use rdma::cma::{CmId, CmIdCore, SockAddr};
 use rdma::device::Device;
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::work::OwnedQueue;
@@ -35,7 +39,8 @@ use crate::proto::imm::Imm;
 use crate::proto::mpath::{HbAction, Heartbeat};
 use crate::proto::msg::{InfoReq, InfoRsp, SgDesc};
 use crate::srv::con::{Comp, Con};
-use crate::srv::server::{Params, SrvOps};
+use crate::srv::server::{Dir, Params, SrvOps};
+use crate::srv::sysfs::{PathDirs, Sessions};
 
 /// Offset in the info buffer of the INFO_REQ receive (272 bytes).
 pub(crate) const INFO_REQ_AT: usize = 0;
@@ -66,6 +71,44 @@ struct PathState {
     cons: KVec<Arc<Con>>,
     name: [u8; 256],
     up: bool,
+    /// Its sysfs directories, from INFO_REQ until it closes.
+    dirs: Option<PathDirs>,
+}
+
+/// A path's request counters (sysfs `stats/rdma`): requests and their
+/// bytes each way, the bytes as the kernel's server counts them (the
+/// offset of the RTRS message in the chunk: the data area and the user
+/// message).
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) reads: AtomicU64,
+    pub(crate) read_bytes: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) write_bytes: AtomicU64,
+}
+
+impl Stats {
+    /// A request of `bytes` arrived.
+    pub(crate) fn count(&self, dir: Dir, bytes: u64) {
+        let (n, b) = match dir {
+            Dir::Read => (&self.reads, &self.read_bytes),
+            Dir::Write => (&self.writes, &self.write_bytes),
+        };
+        n.fetch_add(1, Ordering::Relaxed);
+        b.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Every counter back to 0.
+    pub(crate) fn reset(&self) {
+        for c in [
+            &self.reads,
+            &self.read_bytes,
+            &self.writes,
+            &self.write_bytes,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A client path.
@@ -75,9 +118,20 @@ pub struct Path {
     pub(crate) params: Params,
     pub(crate) geometry: ChunkGeometry,
     wq: Arc<OwnedQueue>,
+    /// The server's sessions, which the path joins at INFO_REQ.
+    sessions: Arc<Sessions>,
     sess_uuid: Uuid,
+    /// The client's session, which may have other paths.
+    paths_uuid: Uuid,
     cid_num: u16,
     pub(crate) dev: Arc<Device>,
+    /// The port of `dev` that cid 0 came on.
+    pub(crate) port: u32,
+    /// Our address and the client's, as cid 0 came.
+    pub(crate) local: Option<SockAddr>,
+    pub(crate) peer: Option<SockAddr>,
+    /// Requests counted.
+    pub(crate) stats: Stats,
     pub(crate) chunks: Arc<Buffer>,
     pub(crate) chunks_mr: Mr,
     pub(crate) info: Arc<Buffer>,
@@ -126,12 +180,14 @@ impl Path {
         ops: Arc<dyn SrvOps>,
         params: Params,
         wq: Arc<OwnedQueue>,
+        sessions: Arc<Sessions>,
         req: &ConnReq,
         id: &CmId,
     ) -> Result<Arc<Path>> {
         let geometry =
             ChunkGeometry::server(params.queue_depth, params.chunk_size).map_err(|_| EINVAL)?;
-        let (dev, _port) = id.device().ok_or(ENODEV)?;
+        let (dev, port) = id.device().ok_or(ENODEV)?;
+        let (local, peer) = (id.src_addr(), id.dst_addr());
         let pd = Pd::alloc(&dev)?;
         let len = (params.queue_depth * params.chunk_size) as usize;
         let chunks = Buffer::new(len)?;
@@ -154,6 +210,7 @@ impl Path {
         let rkey_buf = Buffer::new(rkey_len)?;
         let rkey_mr = Mr::reg_buffer(pd.core(), &rkey_buf, 0, rkey_len, Access::LOCAL_WRITE)?;
         let sess_uuid = req.sess_uuid;
+        let paths_uuid = req.paths_uuid;
         let cid_num = req.cid_num;
         let path = Arc::pin_init(
             pin_init!(Path {
@@ -161,9 +218,15 @@ impl Path {
                 params,
                 geometry,
                 wq,
+                sessions,
                 sess_uuid,
+                paths_uuid,
                 cid_num,
                 dev,
+                port,
+                local,
+                peer,
+                stats: Stats::default(),
                 chunks,
                 chunks_mr,
                 info,
@@ -178,6 +241,7 @@ impl Path {
                         cons: KVec::new(),
                         name: [0; 256],
                         up: false,
+                        dirs: None,
                     },
                     "rtrs::srv::Path::state"
                 ),
@@ -282,7 +346,8 @@ impl Path {
             .cloned()
     }
 
-    /// The client's name for the path (from INFO_REQ).
+    /// The client's name for the path (from INFO_REQ): the name of its
+    /// session.
     pub(crate) fn name(&self) -> Name {
         Name(self.state.lock().name)
     }
@@ -376,7 +441,7 @@ impl Path {
 
     /// INFO_REQ arrived on cid 0 (`len` bytes in the info buffer): posts
     /// every connection's receives, then sends INFO_RSP.
-    pub(crate) fn on_info_req(&self, len: usize) -> Result {
+    pub(crate) fn on_info_req(self: &Arc<Self>, len: usize) -> Result {
         let mut raw = [0u8; 272];
         let n = core::cmp::min(len, raw.len());
         self.info.read(INFO_REQ_AT, &mut raw[..n])?;
@@ -395,6 +460,7 @@ impl Path {
         if cons.len() != usize::from(self.cid_num) {
             return Err(EINVAL);
         }
+        self.add_dirs()?;
         let qd = self.params.queue_depth;
         for c in cons.iter() {
             // The service connection takes admin requests and heartbeats.
@@ -447,6 +513,37 @@ impl Path {
         Ok(())
     }
 
+    /// Joins its client session in sysfs and makes its directories
+    /// (`EPERM` if another client session has its name, as the kernel's
+    /// server refuses it).
+    fn add_dirs(self: &Arc<Self>) -> Result {
+        let name = self.name();
+        let dirs = match self.sessions.join(self.paths_uuid, name.as_bytes(), self) {
+            Ok(d) => d,
+            Err(e) => {
+                if rdma::kshim::verb::log_allowed() {
+                    pr_warn!(
+                        "rtrs: path \"{}\" from {}: no sysfs directory (errno {})\n",
+                        name.as_str(),
+                        crate::sysfs::Addr(self.peer.map(|a| a.ip)),
+                        e.to_errno()
+                    );
+                }
+                return Err(e);
+            }
+        };
+        let mut st = self.state.lock();
+        if self.is_closed() {
+            // `close` took the directories already: these go now, as the
+            // path does.
+            drop(st);
+            drop(dirs);
+            return Err(ENODEV);
+        }
+        st.dirs = Some(dirs);
+        Ok(())
+    }
+
     /// Closes the path from its work queue (from an rdma_cm handler or a
     /// completion).
     pub(crate) fn close_later(self: &Arc<Self>) {
@@ -457,12 +554,17 @@ impl Path {
         let _ = self.wq.enqueue(self.clone());
     }
 
-    /// Closes the path: every connection disconnects and goes, the ULP is
-    /// told. Process context, not in an rdma_cm handler of the path.
+    /// Closes the path: its sysfs directories go, every connection
+    /// disconnects and goes, the ULP is told. Process context, not in an
+    /// rdma_cm handler of the path nor in a store of its sysfs files.
     pub(crate) fn close(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Its sysfs directories go first (waiting for their readers), so a
+        // client that sees the disconnection finds the path's name free.
+        let dirs = self.state.lock().dirs.take();
+        drop(dirs);
         let (cons, was_up) = {
             let mut st = self.state.lock();
             let up = core::mem::replace(&mut st.up, false);

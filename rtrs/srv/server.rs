@@ -24,14 +24,19 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, Disposition, EventKind, IpAddr, SockAddr};
+use rdma::kshim::global::Global;
 use rdma::kshim::mem::Buffer;
+use rdma::kshim::param;
 use rdma::kshim::route::NetNs;
 use rdma::kshim::work::OwnedQueue;
 
 use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, ConnRsp, CONN_RSP_LEN};
-use crate::proto::consts::version_compatible;
+use crate::proto::consts::{
+    version_compatible, MAX_IMM_PAYL_BITS, MAX_SESS_QUEUE_DEPTH, MIN_CHUNK_SIZE,
+};
 use crate::srv::path::Path;
+use crate::srv::sysfs::Sessions;
 use crate::ticker::Ticker;
 
 /// The direction of a request.
@@ -112,7 +117,7 @@ pub trait SrvOps: Send + Sync {
 }
 
 /// The parameters the server announces (`rtrs_msg_conn_rsp`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Chunks per path (the client's permits).
     pub queue_depth: u32,
@@ -127,10 +132,30 @@ pub struct Params {
     pub always_invalidate: bool,
 }
 
+/// Why [`Params`] are refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamsFault {
+    /// The queue depth is not 1 to 65535.
+    QueueDepth,
+    /// The chunk size is below 8 KiB or not a power of two.
+    ChunkSize,
+    /// Chunk numbers and offsets in a chunk do not fit the immediate's 28
+    /// payload bits together.
+    ImmBits,
+    /// The header room is 0 or not below the chunk size.
+    HdrSize,
+}
+
+/// The parameters [`Server::open`] uses: the module's, once its init read
+/// them.
+static MODULE_PARAMS: Global<Params> = Global::new();
+
 impl Params {
     /// 64 chunks of 128 KiB with 4 KiB of headers: within the kernel
     /// client's limits (headers of at least 288 bytes, IO of at least 4 KiB
-    /// and a multiple of 512) and small for a test guest.
+    /// and a multiple of 512) and small for a test guest (the kernel's
+    /// server has 512 chunks). The defaults of the module parameters
+    /// (`rtrs/params.c`), which must stay equal.
     pub const DEFAULT: Params = Params {
         queue_depth: 64,
         chunk_size: 128 * 1024,
@@ -143,21 +168,90 @@ impl Params {
         self.chunk_size - self.max_hdr_size
     }
 
-    /// Checks the values as the kernel's server checks its module
-    /// parameters: a queue depth of 1 to 65535, a chunk of at least 8 KiB
-    /// and a power of two, both fitting the immediate's 28 bits together,
-    /// headers below the chunk size.
-    pub fn check(&self) -> Result {
-        if self.queue_depth == 0
-            || self.queue_depth > 65535
-            || self.chunk_size < 8192
-            || !self.chunk_size.is_power_of_two()
-            || self.max_hdr_size == 0
-            || self.max_hdr_size >= self.chunk_size
-        {
-            return Err(EINVAL);
+    /// What is wrong with the values, as the kernel's server checks its
+    /// module parameters: a queue depth of 1 to 65535, a chunk of at least
+    /// 8 KiB and a power of two, both fitting the immediate's 28 bits
+    /// together; and headers below the chunk size.
+    pub fn fault(&self) -> Option<ParamsFault> {
+        if self.queue_depth == 0 || self.queue_depth > MAX_SESS_QUEUE_DEPTH {
+            Some(ParamsFault::QueueDepth)
+        } else if self.chunk_size < MIN_CHUNK_SIZE || !self.chunk_size.is_power_of_two() {
+            Some(ParamsFault::ChunkSize)
+        } else if ChunkGeometry::server(self.queue_depth, self.chunk_size).is_err() {
+            Some(ParamsFault::ImmBits)
+        } else if self.max_hdr_size == 0 || self.max_hdr_size >= self.chunk_size {
+            Some(ParamsFault::HdrSize)
+        } else {
+            None
         }
-        ChunkGeometry::server(self.queue_depth, self.chunk_size).map_err(|_| EINVAL)?;
+    }
+
+    /// `EINVAL` if the values have a [`fault`](Params::fault).
+    pub fn check(&self) -> Result {
+        match self.fault() {
+            Some(_) => Err(EINVAL),
+            None => Ok(()),
+        }
+    }
+
+    /// The parameters `always_invalidate`, `max_chunk_size` and
+    /// `sess_queue_depth` of `module` (`rdma_rs_rtrs`, whose C declares
+    /// them: `rtrs/params.c`), checked; the header room is the default's.
+    /// `EINVAL`, with the reason logged, for values the kernel's server
+    /// refuses too. Process context.
+    pub fn from_module(module: &'static ThisModule) -> Result<Params> {
+        let qd = param::get_int(module, c_str!("sess_queue_depth"))?;
+        let chunk = param::get_int(module, c_str!("max_chunk_size"))?;
+        let inv = param::get_bool(module, c_str!("always_invalidate"))?;
+        // Values beyond u32 are refused as they are.
+        let p = Params {
+            queue_depth: u32::try_from(qd).unwrap_or(0),
+            chunk_size: u32::try_from(chunk).unwrap_or(0),
+            always_invalidate: inv,
+            ..Params::DEFAULT
+        };
+        match p.fault() {
+            None => return Ok(p),
+            Some(ParamsFault::QueueDepth) => pr_err!(
+                "rtrs: sess_queue_depth={} refused: it must be 1 to {}\n",
+                qd,
+                MAX_SESS_QUEUE_DEPTH
+            ),
+            Some(ParamsFault::ChunkSize) => pr_err!(
+                "rtrs: max_chunk_size={} refused: it must be a power of two of at least {}\n",
+                chunk,
+                MIN_CHUNK_SIZE
+            ),
+            Some(ParamsFault::ImmBits) => pr_err!(
+                "rtrs: sess_queue_depth={} with max_chunk_size={} refused: chunk numbers and offsets do not fit the {} bits of an immediate's payload; lower one of them\n",
+                qd,
+                chunk,
+                MAX_IMM_PAYL_BITS
+            ),
+            Some(ParamsFault::HdrSize) => pr_err!(
+                "rtrs: max_chunk_size={} refused: it must exceed the {} bytes of headers\n",
+                chunk,
+                p.max_hdr_size
+            ),
+        }
+        Err(EINVAL)
+    }
+
+    /// The parameters [`Server::open`] uses: the module's (see
+    /// [`Params::from_module`]), or [`Params::DEFAULT`] before its init
+    /// read them.
+    pub fn module_default() -> Params {
+        MODULE_PARAMS.get().map_or(Params::DEFAULT, |p| *p)
+    }
+
+    /// Makes `self` what [`Params::module_default`] returns (module init);
+    /// `None` forgets it (module exit).
+    pub(crate) fn set_module_default(p: Option<Params>) -> Result {
+        let p = match p {
+            Some(p) => Some(Arc::new(p, GFP_KERNEL)?),
+            None => None,
+        };
+        drop(MODULE_PARAMS.replace(p));
         Ok(())
     }
 }
@@ -171,6 +265,8 @@ pub struct Inner {
     wq: Arc<OwnedQueue>,
     #[pin]
     paths: Mutex<KVec<Arc<Path>>>,
+    /// The client sessions of the paths, in sysfs.
+    sessions: Arc<Sessions>,
     /// The keeper's pace and stop flag.
     #[pin]
     keeper: Ticker,
@@ -199,9 +295,11 @@ pub struct Server {
 
 impl Server {
     /// Listens on `port` of every address of namespace `ns`, answering
-    /// requests with `ops`, with the default parameters. Process context.
+    /// requests with `ops`, with the module's parameters
+    /// ([`Params::module_default`]: `sess_queue_depth`, `max_chunk_size`
+    /// and `always_invalidate` of `rdma_rs_rtrs`). Process context.
     pub fn open(ns: NetNs, port: u16, ops: Arc<dyn SrvOps>) -> Result<Server> {
-        Self::open_with(ns, port, ops, Params::DEFAULT)
+        Self::open_with(ns, port, ops, Params::module_default())
     }
 
     /// As [`Server::open`], with `params` (`EINVAL` unless they pass
@@ -209,12 +307,14 @@ impl Server {
     pub fn open_with(ns: NetNs, port: u16, ops: Arc<dyn SrvOps>, params: Params) -> Result<Server> {
         params.check()?;
         let wq = Arc::new(OwnedQueue::new(c_str!("rtrs_srv"))?, GFP_KERNEL)?;
+        let sessions = Sessions::new()?;
         let inner = Arc::pin_init(
             pin_init!(Inner {
                 ops,
                 params,
                 wq,
                 paths <- new_mutex!(KVec::new(), "rtrs::srv::Inner::paths"),
+                sessions,
                 keeper <- Ticker::new(),
                 keeper_work <- new_work!("rtrs::srv::Inner::keeper_work"),
             }),
@@ -227,6 +327,13 @@ impl Server {
         })?;
         listener.listen()?;
         inner.wq.enqueue(inner.clone()).map_err(|_| EBUSY)?;
+        pr_info!(
+            "rtrs: listening on port {}: {} chunks of {} bytes, always_invalidate {}\n",
+            port,
+            params.queue_depth,
+            params.chunk_size,
+            if params.always_invalidate { "Y" } else { "N" }
+        );
         Ok(Server {
             inner,
             listener: Some(listener),
@@ -315,8 +422,14 @@ impl Inner {
         };
         let path = match (path, req.cid) {
             (Some(p), _) => p,
-            (None, 0) => match Path::new(self.ops.clone(), self.params, self.wq.clone(), &req, &id)
-            {
+            (None, 0) => match Path::new(
+                self.ops.clone(),
+                self.params,
+                self.wq.clone(),
+                self.sessions.clone(),
+                &req,
+                &id,
+            ) {
                 Ok(p) => {
                     if self.paths.lock().push(p.clone(), GFP_KERNEL).is_err() {
                         return Self::refuse(id, -12);

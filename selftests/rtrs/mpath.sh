@@ -13,7 +13,10 @@
 # rxe device is removed and added again; the client module is unloaded
 # under IO. Mismatches are never allowed. The client's sysfs is read and
 # written as the kernel's rtrs-client is: policy, attempts, counters, and a
-# path disconnected, reconnected, removed and added.
+# path disconnected, reconnected, removed and added. The server's sysfs is
+# read and written as the kernel's rtrs-server is: the session and its two
+# paths, their devices and addresses, their counters, and a path
+# disconnected by the server (the client reconnects it).
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -121,6 +124,66 @@ sysfs_layout() {
 		echo 1 > "$p1/stats/reset_all" && read -r r1b _ < "$p1/stats/rdma" && [ "$r1b" -lt "$r1" ]
 }
 
+srv=/sys/class/rdma_rs_rtrs_server/rdma_rs_mpath
+sp0=$srv/paths/ip:10.80.4.1@ip:10.80.4.2
+sp1=$srv/paths/ip:10.80.5.1@ip:10.80.5.2
+
+# The server's sysfs: the kernel's rtrs-server layout and texts, under our
+# class. The client session's directory holds its two paths, each named
+# <client address>@<server address>, with the device and port it came on,
+# both addresses and its requests counted (reads, bytes, writes, bytes),
+# growing under the load; 1 resets the counters, 0 is refused.
+server_sysfs() {
+	if [ ! -d "$sp0" ] || [ ! -d "$sp1" ]; then
+		ls -R /sys/class/rdma_rs_rtrs_server
+		return 1
+	fi
+	set -- "$srv/paths"/*
+	[ $# -eq 2 ] || { echo "paths: $*"; return 1; }
+	if [ "$(cat "$sp0/hca_name")" != rtb ] || [ "$(cat "$sp1/hca_name")" != rtn ] ||
+		[ "$(cat "$sp0/hca_port")" != 1 ] || [ "$(cat "$sp1/hca_port")" != 1 ] ||
+		[ "$(cat "$sp0/src_addr")" != ip:10.80.4.1 ] ||
+		[ "$(cat "$sp0/dst_addr")" != ip:10.80.4.2 ] ||
+		[ "$(cat "$sp1/src_addr")" != ip:10.80.5.1 ] ||
+		[ "$(cat "$sp1/dst_addr")" != ip:10.80.5.2 ] ||
+		[ "$(cat "$sp1/disconnect")" != "Usage: echo 1 > disconnect" ]; then
+		grep . "$sp0"/* "$sp1"/*
+		return 1
+	fi
+	read -r ra rba wa wba < "$sp0/stats/rdma" && read -r rb rbb wb wbb < "$sp1/stats/rdma" &&
+		sleep 2 &&
+		read -r ra2 rba2 wa2 wba2 < "$sp0/stats/rdma" && read -r rb2 rbb2 wb2 wbb2 < "$sp1/stats/rdma" ||
+		return 1
+	echo "# rdma: path 0 $ra2 reads $wa2 writes, path 1 $rb2 reads $wb2 writes"
+	# Both paths carried requests; together they carry the load.
+	[ "$ra2" -gt 0 ] && [ "$wa2" -gt 0 ] && [ "$rb2" -gt 0 ] && [ "$wb2" -gt 0 ] &&
+		[ $((ra2 + rb2)) -gt $((ra + rb)) ] && [ $((wa2 + wb2)) -gt $((wa + wb)) ] &&
+		[ $((rba2 + rbb2)) -gt $((rba + rbb)) ] && [ $((wba2 + wbb2)) -gt $((wba + wbb)) ] ||
+		return 1
+	if echo 0 > "$sp1/stats/rdma" 2> /dev/null; then echo "0 taken"; return 1; fi
+	echo 1 > "$sp1/stats/rdma" && read -r rb3 _ wb3 _ < "$sp1/stats/rdma" &&
+		[ "$rb3" -lt "$rb2" ] && [ "$wb3" -lt "$wb2" ]
+}
+
+# disconnect (write 1) on the server: it closes path 1 (its directory goes
+# first, the session's stays with path 0); the client sees the path go,
+# the load runs on path 0, the client reconnects the path and its
+# directory is back.
+server_disconnect() {
+	dmesg -c > /dev/null
+	echo 1 > "$sp1/disconnect" &&
+		wait_log 'rtrs: path "rdma_rs_mpath" from ip:10.80.5.1: disconnect requested' 10 &&
+		wait_log 'rtrs: path "rdma_rs_mpath" closed' 10 &&
+		wait_log "rtrs clt: path 1 disconnected" 30 &&
+		[ -d "$sp0" ] &&
+		wait_log "rtrs clt: path 1 reconnected" 60 || return 1
+	for _ in $(seq 100); do
+		[ -d "$sp1" ] && break
+		sleep 0.1
+	done
+	[ -d "$sp1" ] && advance 20 2 60
+}
+
 # disconnect (write 1): the path goes down and stays down, the load runs on
 # the other; reconnect (write 1) brings it back.
 sysfs_disconnect_reconnect() {
@@ -192,7 +255,8 @@ server_reloaded() {
 		wait_log "rtrs mpath: link down" 30 &&
 		sleep 2 && modprobe rtrs_rnbd_srv_test &&
 		wait_log "rtrs mpath: device opened again" 90 &&
-		advance 20 2 90
+		advance 20 2 90 &&
+		[ -d "$sp0" ] && [ -d "$sp1" ]
 }
 
 # A client rxe device removed under the load: its path fails and the other
@@ -214,7 +278,14 @@ closed_under_io() {
 	rmmod rtrs_mpath_test &&
 		wait_log "rtrs mpath: stopped" 10 &&
 		wait_log 'rtrs: path "rdma_rs_mpath" closed' 30 &&
-		[ ! -d "$cls" ]
+		[ ! -d "$cls" ] || return 1
+	# The server's session goes with its last path.
+	for _ in $(seq 100); do
+		[ -d "$srv" ] || return 0
+		sleep 0.1
+	done
+	echo "$srv is still there"
+	return 1
 }
 
 teardown() {
@@ -230,6 +301,8 @@ ktap_check load_runs load_runs
 ktap_check sysfs_layout sysfs_layout
 ktap_check sysfs_disconnect_reconnect sysfs_disconnect_reconnect
 ktap_check sysfs_remove_add sysfs_remove_add
+ktap_check server_sysfs server_sysfs
+ktap_check server_disconnect server_disconnect
 ktap_check link_down_and_up link_down_and_up
 ktap_check peer_silent peer_silent
 ktap_check server_reloaded server_reloaded

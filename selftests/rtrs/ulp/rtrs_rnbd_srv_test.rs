@@ -5,12 +5,14 @@
 //!
 //! At load it listens on RTRS's port on our rxe `rtb` (namespace rt_b),
 //! with `always_invalidate` (a new key for a chunk after every request, as
-//! the kernel's server by default), and one port up without it, and
-//! serves one device, a RAM disk of its own ([`DISK`] bytes, zeroed), under
-//! any name: SESS_INFO, OPEN (512-byte sectors), IO (read, write, flush)
-//! and CLOSE. `rnbd.sh` maps it, writes and reads it with `dd`, and
-//! compares; it also reads what the device holds through this module's
-//! log of the first bytes of every write (the server's own view).
+//! the kernel's server by default), one port up without it, and two ports
+//! up with the parameters `rdma_rs_rtrs` was loaded with
+//! ([`Server::open`]). It serves one device, a RAM disk of its own
+//! ([`DISK`] bytes, zeroed), under any name: SESS_INFO, OPEN (512-byte
+//! sectors), IO (read, write, flush) and CLOSE. `rnbd.sh` maps it, writes
+//! and reads it with `dd`, and compares; it also reads what the device
+//! holds through this module's log of the first bytes of every write (the
+//! server's own view).
 
 #![forbid(unsafe_code)]
 
@@ -164,6 +166,7 @@ impl SrvOps for Rnbd {
 struct RnbdSrvTest {
     _server: Server,
     _plain: Server,
+    _module_params: Server,
 }
 
 impl kernel::Module for RnbdSrvTest {
@@ -181,6 +184,7 @@ impl kernel::Module for RnbdSrvTest {
         // The kernel server's default on RTRS's port; the other way one
         // port up, for our client to see both.
         let ns2 = ns.try_clone()?;
+        let ns3 = ns.try_clone()?;
         // 60 chunks, not a power of two: a chunk number past the queue
         // depth still fits the immediate, for the lying clients.
         let params = Params {
@@ -191,20 +195,24 @@ impl kernel::Module for RnbdSrvTest {
         let plain = Server::open_with(
             ns2,
             RTRS_PORT + 1,
-            ops,
+            ops.clone(),
             Params {
                 always_invalidate: false,
                 ..params
             },
         )?;
+        // The module's parameters, for rnbd.sh to see them announced.
+        let module_params = Server::open(ns3, RTRS_PORT + 2, ops)?;
         pr_info!(
-            "rnbd srv: listening on {} (always_invalidate Y) and {} (N)\n",
+            "rnbd srv: listening on {} (always_invalidate Y), {} (N) and {} (rdma_rs_rtrs's parameters)\n",
             RTRS_PORT,
-            RTRS_PORT + 1
+            RTRS_PORT + 1,
+            RTRS_PORT + 2
         );
         Ok(RnbdSrvTest {
             _server: server,
             _plain: plain,
+            _module_params: module_params,
         })
     }
 }
