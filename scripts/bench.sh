@@ -55,4 +55,5 @@ fi
 cat "$out/table.txt"
 # The profile of the second run (perf in the guest), for where the time goes.
 sed -n 's/^# profile: //p' "$results" > "$out/profile.txt"
-echo "bench: table in $out/table.txt, profile in $out/profile.txt"
+sed -n 's/^# rtrs profile: //p' "$results" > "$out/rtrs-profile.txt"
+echo "bench: table in $out/table.txt, profiles in $out/profile.txt (rxe) and $out/rtrs-profile.txt"
