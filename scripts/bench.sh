@@ -56,4 +56,5 @@ cat "$out/table.txt"
 # The profile of the second run (perf in the guest), for where the time goes.
 sed -n 's/^# profile: //p' "$results" > "$out/profile.txt"
 sed -n 's/^# rtrs profile: //p' "$results" > "$out/rtrs-profile.txt"
-echo "bench: table in $out/table.txt, profiles in $out/profile.txt (rxe) and $out/rtrs-profile.txt"
+sed -n 's/^# rtrs C profile: //p' "$results" > "$out/rtrs-c-profile.txt"
+echo "bench: table in $out/table.txt, profiles in $out/profile.txt (rxe), rtrs-profile.txt and rtrs-c-profile.txt (RTRS, ours and the kernel's)"

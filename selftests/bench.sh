@@ -158,30 +158,54 @@ rtrs_ours() {
 	rmmod rtrs_bench 2>/dev/null
 	return $rc
 }
+# Packets both devices of a stack sent so far: ours (rbo0, rbo1), the
+# kernel's (cbo0, cbo1).
+rtrs_pkts() { # ours|theirs
+	if [ "$1" = ours ]; then
+		cat $cfs/rbo0/counters $cfs/rbo1/counters | awk '$1 == "tx_packets" { n += $2 } END { print n }'
+	else
+		cat /sys/class/infiniband/cbo0/ports/1/hw_counters/sent_pkts \
+			/sys/class/infiniband/cbo1/ports/1/hw_counters/sent_pkts | awk '{ n += $1 } END { print n }'
+	fi
+}
+
 rtrs_rounds() {
-	for _ in 1 2 3; do
+	for r in 1 2 3; do
 		dmesg -c > /dev/null
-		rtrs_ours && rtrs_theirs Y && rtrs_theirs N
+		o0=$(rtrs_pkts ours) t0=$(rtrs_pkts theirs)
+		rtrs_ours && o1=$(rtrs_pkts ours) && rtrs_theirs Y && rtrs_theirs N
 		rc=$?
+		# Both ran the same requests (Y and N): the packets they took.
+		[ $rc -eq 0 ] && echo "# rtrs packets, round $r: ours $((o1 - o0)), the kernel's $(($(rtrs_pkts theirs) - t0))"
 		dmesg | sed -n 's/^.*\(bench: \(ours\|theirs\) rtrs-\)/# \1/p'
 		[ $rc -eq 0 ] || { dmesg | grep -E 'rtrs|RTRS' | tail -n 20 | sed 's/^/# /'; return 1; }
 	done
 }
-# Our RTRS load once more under perf, as profile() does for rxe: where its
-# time goes, by module and by function ("# rtrs profile: " lines).
+# The RTRS loads once more under perf, as profile() does for rxe: where
+# their time goes, by module and by function ("# rtrs profile: " lines for
+# ours, "# rtrs C profile: " for the kernel's with always_invalidate=Y).
+rtrs_report() { # perf.data prefix
+	echo "# $2: samples by module"
+	perf report -i "$1" --stdio --no-children --sort dso -g none 2>/dev/null |
+		grep '%' | head -n 12 | sed "s/^/# $2: /"
+	echo "# $2: hottest functions (self)"
+	perf report -i "$1" --stdio --no-children --sort dso,sym -g none 2>/dev/null |
+		grep '%' | head -n 40 | sed "s/^/# $2: /"
+	echo "# $2: time including callees, by module and function"
+	perf report -i "$1" --stdio --children --sort dso,sym -g none 2>/dev/null |
+		grep '%' | grep -v 'kernel.kallsyms' | head -n 50 | sed "s/^/# $2: /"
+}
 rtrs_profile() {
 	perf record -q -a -g -F 499 -o "$tmpd/rperf.data" -- modprobe rtrs_bench > "$tmpd/rperf.log" 2>&1 ||
 		{ sed 's/^/# /' "$tmpd/rperf.log"; return 1; }
 	rmmod rtrs_bench
-	echo "# rtrs profile: samples by module"
-	perf report -i "$tmpd/rperf.data" --stdio --no-children --sort dso -g none 2>/dev/null |
-		grep '%' | head -n 12 | sed 's/^/# rtrs profile: /'
-	echo "# rtrs profile: hottest functions (self)"
-	perf report -i "$tmpd/rperf.data" --stdio --no-children --sort dso,sym -g none 2>/dev/null |
-		grep '%' | head -n 40 | sed 's/^/# rtrs profile: /'
-	echo "# rtrs profile: time including callees, by module and function"
-	perf report -i "$tmpd/rperf.data" --stdio --children --sort dso,sym -g none 2>/dev/null |
-		grep '%' | grep -v 'kernel.kallsyms' | head -n 50 | sed 's/^/# rtrs profile: /'
+	rtrs_report "$tmpd/rperf.data" "rtrs profile"
+	modprobe rtrs-server always_invalidate=Y sess_queue_depth=128 max_chunk_size=262144 &&
+		modprobe rtrs-client || return 1
+	perf record -q -a -g -F 499 -o "$tmpd/cperf.data" -- modprobe rtrs_cbench inval=Y > "$tmpd/cperf.log" 2>&1 ||
+		{ sed 's/^/# /' "$tmpd/cperf.log"; return 1; }
+	rmmod rtrs_cbench rtrs_server
+	rtrs_report "$tmpd/cperf.data" "rtrs C profile"
 }
 
 if [ "$part" = rxe ]; then

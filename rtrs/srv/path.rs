@@ -390,9 +390,10 @@ impl Path {
     /// The server's keeper (every second): a connected path gets a
     /// heartbeat on cid 0 every 5 s if the client was heard since the
     /// last, and is closed after 5 periods of silence, as the kernel's
-    /// server does.
+    /// server does. A server muted for fault tests (`Params::heartbeats` off) neither
+    /// sends heartbeats nor counts the client's silence.
     pub(crate) fn tick(self: &Arc<Self>) {
-        if self.is_closed() || !self.state.lock().up {
+        if !self.params.heartbeats || self.is_closed() || !self.state.lock().up {
             return;
         }
         let t = kernel::time::Ktime::ktime_get();

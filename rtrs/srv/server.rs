@@ -130,6 +130,11 @@ pub struct Params {
     /// the response carries (`RKEY_RSP`): a client can write a chunk only
     /// while it owns it. The kernel server's default.
     pub always_invalidate: bool,
+    /// Heartbeats are sent and acknowledged (`true`, always, but in fault
+    /// tests): `false` makes a server that keeps its paths' transport up
+    /// but never sends a heartbeat nor acknowledges one, so that a client
+    /// fails such a path on heartbeats alone. Not a module parameter.
+    pub heartbeats: bool,
 }
 
 /// Why [`Params`] are refused.
@@ -161,6 +166,7 @@ impl Params {
         chunk_size: 128 * 1024,
         max_hdr_size: 4096,
         always_invalidate: true,
+        heartbeats: true,
     };
 
     /// The largest IO.

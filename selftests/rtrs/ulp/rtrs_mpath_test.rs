@@ -9,7 +9,9 @@
 //! Its cases: the session connects both paths; SESS_INFO and OPEN; IO
 //! verified under each multipath policy, with what each policy must do to
 //! the spread of IO over the paths (round-robin alternates, min-inflight
-//! uses both under load, min-latency uses a measured path).
+//! uses both under load, min-latency uses a measured path). Then a
+//! one-path session to a server of its own that stops answering heartbeats
+//! (the client fails the path on heartbeats alone) and one that answers.
 //!
 //! Then it leaves a load running until it is unloaded: rounds of 32 writes
 //! of 4 KiB in flight, read back and compared; every 10th round it logs
@@ -36,6 +38,7 @@ use rdma::cma::{IpAddr, SockAddr};
 use rdma::kshim::mem::Buffer;
 use rtrs::clt::{Config, Dir, LinkOps, PathAddr, Phase, Policy, Session};
 use rtrs::proto::consts::RTRS_PORT;
+use rtrs::srv::{Params, Server, SrvOps, SrvRequest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -289,6 +292,106 @@ fn both_invalidate_modes(c: &mut Ctx) -> Result {
     )
 }
 
+/// What a session's link events were: downs and ups.
+struct Events {
+    down: AtomicU64,
+    up: AtomicU64,
+}
+
+impl LinkOps for Events {
+    fn link_ev(&self, up: bool) {
+        if up {
+            self.up.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.down.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Waits up to `secs` for `f`; how many tenths of a second it took.
+fn wait_for(secs: u32, f: impl Fn() -> bool) -> Option<u32> {
+    for t in 0..secs * 10 {
+        if f() {
+            return Some(t);
+        }
+        rdma::kshim::testing::msleep(100);
+    }
+    None
+}
+
+/// A server that stops answering heartbeats but keeps its transport up
+/// (our server with `heartbeats` off, on a port of its own in rt_b): the
+/// client fails the path on heartbeats alone, after 5 periods of 5 s with
+/// no answer, and tells the ULP the link is down; once a server that
+/// answers listens there again, the path reconnects, its heartbeats are
+/// acknowledged and it stays up.
+fn peer_stops_heartbeats(_c: &mut Ctx) -> Result {
+    const PORT: u16 = RTRS_PORT + 5;
+    let ans: Arc<dyn SrvOps> = Arc::new(Always, GFP_KERNEL)?;
+    let mute = Params {
+        heartbeats: false,
+        ..Params::DEFAULT
+    };
+    let muted = Server::open_with(ns_of(c_str!("rtb"))?, PORT, ans.clone(), mute)?;
+    let paths = [PathAddr {
+        src: None,
+        dst: SockAddr {
+            ip: IpAddr::V4([10, 80, 4, 2]),
+            port: PORT,
+        },
+    }];
+    let mut cfg = Config::new(b"rdma_rs_hb", &paths);
+    cfg.reconnect_delay_ms = 1000;
+    let ev = Arc::new(
+        Events {
+            down: AtomicU64::new(0),
+            up: AtomicU64::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    let link: Arc<dyn LinkOps> = ev.clone();
+    let s = Session::open(ns_of(c_str!("rtm1"))?, &cfg, Some(link))?;
+    let t = wait_for(60, || ev.down.load(Ordering::Relaxed) > 0);
+    pr_info!(
+        "rtrs mpath: silent server: link down after {:?} tenths of a second\n",
+        t
+    );
+    // Nothing else fails the path: not before 5 periods of 5 s less the
+    // first period's slack.
+    check(
+        t.is_some_and(|t| t >= 200),
+        "the path fails on heartbeats, after 5 unanswered",
+    )?;
+    drop(muted);
+    let _answering = Server::open_with(ns_of(c_str!("rtb"))?, PORT, ans, Params::DEFAULT)?;
+    let acked = || {
+        s.paths().is_ok_and(|ps| {
+            ps.iter()
+                .all(|p| p.phase() == Phase::Connected && p.latency_ns() > 0)
+        })
+    };
+    let t = wait_for(60, acked);
+    check(t.is_some(), "reconnected, heartbeats acknowledged")?;
+    check(
+        ev.up.load(Ordering::Relaxed) > 0,
+        "the ULP heard the link up",
+    )?;
+    // Two periods later, still up.
+    rdma::kshim::testing::msleep(12_000);
+    check(acked(), "it stays up")?;
+    s.close();
+    Ok(())
+}
+
+/// The silent server's ULP: every request succeeds.
+struct Always;
+
+impl SrvOps for Always {
+    fn rdma_ev(&self, _path: &[u8], _req: &SrvRequest<'_>) -> i32 {
+        0
+    }
+}
+
 const CASES: &[FnCase<Ctx>] = &[
     case!(two_paths(_)),
     case!(open_device(_)),
@@ -297,6 +400,7 @@ const CASES: &[FnCase<Ctx>] = &[
     case!(min_latency(_)),
     case!(policy_text(_)),
     case!(both_invalidate_modes(_)),
+    case!(peer_stops_heartbeats(_)),
 ];
 
 impl Load {
