@@ -6,6 +6,7 @@
 # - host workspace: cargo fmt --check and cargo clippy -D warnings.
 # - shell scripts: shellcheck (its own block below).
 # - `unsafe` only in rdma_core/kshim/ and the C test peer's binding.
+# - imports follow the layer map scripts/layers.conf (tools/layercheck).
 set -euo pipefail
 # shellcheck source=env.sh
 . "$(dirname "$0")/env.sh"
@@ -58,4 +59,8 @@ if [ -n "$unsafe_outside" ]; then
 	exit 1
 fi
 cargo clippy -q --workspace --all-targets -- -D warnings
+
+# Imports run down the layers scripts/layers.conf names (rdma_core's, rtrs's),
+# and rxe reaches rdma_core only through rdma::provider (tools/layercheck).
+cargo run -q -p layercheck -- scripts/layers.conf .
 echo "lint: clean"
