@@ -38,12 +38,29 @@
 //!
 //! `IDS` (the list of ids) before `CmIdCore::st`; `CmIdCore::st` before
 //! the IB CM's table before a connection's lock; the event queue's
-//! spinlock is a leaf.
+//! spinlock is a leaf (the waits for a handler sleep on `CmIdCore::idle`,
+//! which releases it).
+//!
+//! # Files
+//!
+//! - [`id`]: the id itself, its state, creation and destruction, its QP;
+//! - [`addr`]: addresses, `resolve_addr`, `resolve_route`, `bind_addr`;
+//! - [`conn`]: `connect`, `accept`, `reject`, `disconnect` and the IB
+//!   CM's events of a connection;
+//! - [`listen`]: `listen` and the requests that come to a listener;
+//! - [`event`]: the events and their delivery to the handler;
+//! - `client`: the internal client (device removal), module init and exit.
 
+pub mod addr;
+mod client;
+pub mod conn;
+pub mod event;
 pub mod id;
+pub mod listen;
 
-pub use id::{
-    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
-};
+pub use addr::{IpAddr, SockAddr};
+pub use conn::ConnParam;
+pub use event::{CmEvent, CmHandler, Disposition, EventKind};
+pub use id::{CmId, CmIdCore};
 
-pub(crate) use id::{exit, init};
+pub(crate) use client::{exit, init};

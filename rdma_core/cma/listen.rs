@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The passive side: `listen`, the IB CM's question whether a REQ is for
+//! this listener, the new id (and its `ConnectRequest` event) for a REQ,
+//! and the delayed MRA for a request the ULP has not answered yet.
+
+use core::sync::atomic::Ordering;
+
+use kernel::error::code::{EINVAL, ENODEV};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use super::addr::{gid_of, hdr_addrs, Bound, IpAddr, SockAddr};
+use super::conn::CMA_HDR_LEN;
+use super::event::{CmEvent, EventKind};
+use super::id::{CmId, CmIdCore, Phase, IDS};
+use crate::cm::conn::{CmConn, ConnUser};
+use crate::cm::port::CmPortShared;
+use crate::cm::table::{ListenUser, Listener};
+use crate::kshim::errno::eaddrnotavail;
+use crate::mad::MadAddr;
+use crate::spec::attr::Mtu;
+use crate::spec::cm_msg::{service_id_port, tcp_service_id, Req};
+
+/// The service timeout of the MRA rdma_cm sends for a request its consumer
+/// has not accepted yet (`CMA_CM_MRA_SETTING`: about 65 s).
+const MRA_SERVICE_TIMEOUT: u8 = 24;
+
+impl CmIdCore {
+    /// Listens on the bound address and port (`rdma_listen`).
+    pub fn listen(self: &Arc<Self>) -> Result {
+        let port = {
+            let st = self.st.lock();
+            if st.phase != Phase::AddrBound {
+                return Err(EINVAL);
+            }
+            st.src.ok_or(EINVAL)?.port
+        };
+        let user: Arc<dyn ListenUser> = self.clone();
+        let l = Listener::new(tcp_service_id(port), user)?;
+        let mut st = self.st.lock();
+        st.listener = Some(l);
+        st.phase = Phase::Listening;
+        Ok(())
+    }
+
+    /// After the request's event: if the consumer has not answered yet,
+    /// a delayed MRA, so that a duplicate REQ is answered with an MRA
+    /// while the consumer decides (rdma_cm does the same).
+    pub(super) fn mra_if_unanswered(&self) {
+        let conn = {
+            let st = self.st.lock();
+            if st.phase != Phase::ReqRcvd {
+                return;
+            }
+            st.conn.clone()
+        };
+        if let Some(c) = conn {
+            c.mra_delayed(MRA_SERVICE_TIMEOUT);
+        }
+    }
+
+    /// Whether the listener of this (passive) id was destroyed.
+    pub(super) fn parent_gone(&self) -> bool {
+        self.st
+            .lock()
+            .parent
+            .as_ref()
+            .is_some_and(|p| p.destroyed.load(Ordering::Acquire))
+    }
+}
+
+impl ListenUser for CmIdCore {
+    fn takes(&self, port: &CmPortShared, req: &Req) -> bool {
+        let st = self.st.lock();
+        if st.phase != Phase::Listening {
+            return false;
+        }
+        let Some(bound) = st.src else { return false };
+        let Some(nd) = port.device().netdev(port.port_num()) else {
+            return false;
+        };
+        if nd.net_id() != self.ns.id() {
+            return false;
+        }
+        let Ok(hdr) = req.cma_header() else {
+            return false;
+        };
+        let (_, dst) = hdr_addrs(&hdr);
+        match bound.ip {
+            IpAddr::V4(a) if a == [0; 4] => matches!(dst, IpAddr::V4(_)),
+            IpAddr::V6(a) if a == [0; 16] => true,
+            ip => IpAddr::from16(ip.to16()) == dst,
+        }
+    }
+
+    fn on_req(
+        &self,
+        port: &Arc<CmPortShared>,
+        conn: &Arc<CmConn>,
+        req: &Req,
+        _from: &MadAddr,
+    ) -> Result<Arc<dyn ConnUser>> {
+        let hdr = req.cma_header().map_err(|_| EINVAL)?;
+        let (src_ip, dst_ip) = hdr_addrs(&hdr);
+        let dev = port.device();
+        let (_, index) = dev
+            .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
+            .ok_or_else(eaddrnotavail)?;
+        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone())?;
+        // Before the child's lock: the list of ids comes first.
+        let parent = self.me();
+        {
+            let mut st = child.st.lock();
+            st.phase = Phase::ReqRcvd;
+            st.src = Some(SockAddr {
+                ip: dst_ip,
+                port: service_id_port(req.service_id),
+            });
+            st.dst = Some(SockAddr {
+                ip: src_ip,
+                port: hdr.port,
+            });
+            st.bound = Some(Bound {
+                dev: dev.clone(),
+                port: port.port_num(),
+                sgid_index: index as u8,
+                mtu: Mtu::from_raw(u32::from(req.path_mtu)).unwrap_or(Mtu::Mtu1024),
+            });
+            st.req = Some(*req);
+            st.conn = Some(conn.clone());
+            st.parent = parent;
+        }
+        let ids = IDS.get().ok_or(ENODEV)?;
+        ids.list.lock().push(child.clone(), GFP_KERNEL)?;
+        let mut ev = CmEvent::new(EventKind::ConnectRequest, 0);
+        ev.private_data
+            .extend_from_slice(&req.private_data.as_ref()[CMA_HDR_LEN..], GFP_KERNEL)?;
+        ev.param.responder_resources = req.responder_resources;
+        ev.param.initiator_depth = req.initiator_depth;
+        ev.param.flow_control = req.end_to_end_flow_control;
+        ev.param.retry_count = req.retry_count;
+        ev.param.rnr_retry_count = req.rnr_retry_count;
+        ev.new_id = Some(CmId(child.clone()));
+        child.post(ev);
+        Ok(child)
+    }
+}
