@@ -88,7 +88,8 @@ pub(crate) fn quiet(cq: &CqCore, ms: u32) -> Result {
     check(cq.poll(&mut wcs) == 0, "no completion")
 }
 
-/// xorshift32.
+/// xorshift32, the generator of every data pattern of the test modules.
+/// Its state must not be 0 (it would stay 0).
 pub(crate) struct Rng(pub(crate) u32);
 
 impl Rng {
@@ -99,6 +100,14 @@ impl Rng {
         x ^= x << 5;
         self.0 = x;
         x
+    }
+
+    /// Fills `out` with the next bytes of the pattern, one a step (the low
+    /// byte of each state).
+    pub(crate) fn fill(&mut self, out: &mut [u8]) {
+        for b in out.iter_mut() {
+            *b = self.next() as u8;
+        }
     }
 
     pub(crate) fn below(&mut self, n: u32) -> u32 {
@@ -117,9 +126,7 @@ pub(crate) fn fill_pattern(buf: &Buffer, off: usize, len: usize, seed: u32) -> R
     let mut done = 0;
     while done < len {
         let n = chunk.len().min(len - done);
-        for b in chunk[..n].iter_mut() {
-            *b = rng.next() as u8;
-        }
+        rng.fill(&mut chunk[..n]);
         buf.write(off + done, &chunk[..n])?;
         done += n;
     }

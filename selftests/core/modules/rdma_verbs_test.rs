@@ -49,6 +49,10 @@ use ktap::{case, check, FnCase};
 mod rc;
 use rc::{Opts, Remote, ALL_ACCESS};
 
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::Rng;
+
 module! {
     type: VerbsTest,
     name: "rdma_verbs_test",
@@ -200,13 +204,7 @@ fn recv1(qp: &Qp, wr_id: u64, sg: &[Sge]) -> Result {
 
 /// A deterministic byte pattern.
 fn pattern(seed: u32, out: &mut [u8]) {
-    let mut x = seed | 1;
-    for b in out.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = x as u8;
-    }
+    Rng(seed | 1).fill(out);
 }
 
 fn resources_and_destroy_order() -> Result {
