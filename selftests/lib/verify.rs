@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Checks for in-kernel selftest modules: completions polled with a
-//! deadline and compared with what was expected, deterministic data
-//! patterns, and byte-for-byte comparison of buffers.
+//! deadline and compared with what was expected, conditions polled until
+//! they hold, deterministic data patterns, and byte-for-byte comparison of
+//! buffers.
 //!
 //! Include it with `#[path = "../../lib/verify.rs"] mod verify;` at the
 //! crate root, beside `ktap.rs`.
@@ -79,6 +80,19 @@ pub(crate) fn expect(
         return Err(EINVAL);
     }
     Ok(wc)
+}
+
+/// Polls `cond` every `every_ms` until it holds, `ms / every_ms` times at
+/// most and then once more: whether it came to hold. (Each sleep lasts at
+/// least `every_ms`, so the whole wait may last longer than `ms`.)
+pub(crate) fn wait_until(ms: u32, every_ms: u32, cond: impl Fn() -> bool) -> bool {
+    for _ in 0..ms / every_ms {
+        if cond() {
+            return true;
+        }
+        testing::msleep(every_ms);
+    }
+    cond()
 }
 
 /// No completion arrives within `ms`.
