@@ -18,11 +18,15 @@
 //! carries the peer and the address towards it (a GRH from the device's GID
 //! table on a RoCE device, or a fixed one on the software test device).
 //!
+//! The rxe suites run between two devices of ours, `rxa` and `rxb`; an
+//! [`RxePair`] names them with their addresses.
+//!
 //! Include it with `#[path = "../../lib/rc.rs"] mod rc;` at the crate root.
 
 // Each test module uses its own part of this file.
 #![allow(dead_code)]
 
+use kernel::c_str;
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -128,6 +132,56 @@ pub(crate) struct Port<'a> {
     pub(crate) name: &'a CStr,
     /// The GID of the address, on port 1.
     pub(crate) gid: Gid,
+}
+
+/// The two devices of an rxe suite, `rxa` and `rxb`, with one address
+/// each: the set-up of `rxe_pair` in `selftests/lib/rxe_pair.sh`, which
+/// binds them in two namespaces to the ends of a veth pair and gives them
+/// addresses NET.1 and NET.2 (and NET6::1 and NET6::2).
+#[derive(Clone, Copy)]
+pub(crate) struct RxePair {
+    /// `rxa`, the first address of the subnet.
+    pub(crate) a: Port<'static>,
+    /// `rxb`, the second.
+    pub(crate) b: Port<'static>,
+}
+
+impl RxePair {
+    /// `rxa` at `a` and `rxb` at `b`.
+    pub(crate) fn new(a: Gid, b: Gid) -> Self {
+        RxePair {
+            a: Port {
+                name: c_str!("rxa"),
+                gid: a,
+            },
+            b: Port {
+                name: c_str!("rxb"),
+                gid: b,
+            },
+        }
+    }
+
+    /// `rxa` at 10.78.`net`.1 and `rxb` at 10.78.`net`.2 (each suite has a
+    /// subnet of its own).
+    pub(crate) fn ipv4(net: u8) -> Self {
+        Self::new(
+            Gid::from_ipv4([10, 78, net, 1]),
+            Gid::from_ipv4([10, 78, net, 2]),
+        )
+    }
+
+    /// `rxa` at fd00:`net`::1 and `rxb` at fd00:`net`::2 (`net` in hex, as
+    /// the script writes it: 0x79 is fd00:79::).
+    pub(crate) fn ipv6(net: u8) -> Self {
+        let at = |last: u8| {
+            let mut g = [0u8; 16];
+            g[0] = 0xfd;
+            g[3] = net;
+            g[15] = last;
+            Gid(g)
+        };
+        Self::new(at(1), at(2))
+    }
 }
 
 /// What a QP is connected to.

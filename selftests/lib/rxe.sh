@@ -13,6 +13,9 @@
 #       disables and removes the items that exist, quietly (the cleanup).
 #   rxe_counter ITEM NAME
 #       prints counter NAME of our device ITEM (its configfs counters file).
+#   rxe_counters_show ITEM...
+#       prints all counters of each of our devices ITEM on one line,
+#       "ITEM: NAME VALUE NAME VALUE ... " (for a failed check's output).
 #   c_rxe_add NAME NETDEV
 #       makes a device NAME of the kernel's rdma_rxe on NETDEV (`rdma link
 #       add`, initial namespace); at exit it is deleted.
@@ -63,4 +66,10 @@ roce_v2_gid_index() {
 
 rxe_counter() {
 	sed -n "s/^$2 //p" "$rxe_cfs/$1/counters"
+}
+
+rxe_counters_show() {
+	for _it in "$@"; do
+		echo "$_it: $(tr '\n' ' ' < "$rxe_cfs/$_it/counters")"
+	done
 }

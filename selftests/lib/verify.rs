@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Checks for in-kernel selftest modules: completions polled with a
-//! deadline and compared with what was expected, deterministic data
-//! patterns, and byte-for-byte comparison of buffers.
+//! deadline and compared with what was expected, conditions polled until
+//! they hold, deterministic data patterns, and byte-for-byte comparison of
+//! buffers.
 //!
 //! Include it with `#[path = "../../lib/verify.rs"] mod verify;` at the
 //! crate root, beside `ktap.rs`.
@@ -81,6 +82,19 @@ pub(crate) fn expect(
     Ok(wc)
 }
 
+/// Polls `cond` every `every_ms` until it holds, `ms / every_ms` times at
+/// most and then once more: whether it came to hold. (Each sleep lasts at
+/// least `every_ms`, so the whole wait may last longer than `ms`.)
+pub(crate) fn wait_until(ms: u32, every_ms: u32, cond: impl Fn() -> bool) -> bool {
+    for _ in 0..ms / every_ms {
+        if cond() {
+            return true;
+        }
+        testing::msleep(every_ms);
+    }
+    cond()
+}
+
 /// No completion arrives within `ms`.
 pub(crate) fn quiet(cq: &CqCore, ms: u32) -> Result {
     testing::msleep(ms);
@@ -88,7 +102,8 @@ pub(crate) fn quiet(cq: &CqCore, ms: u32) -> Result {
     check(cq.poll(&mut wcs) == 0, "no completion")
 }
 
-/// xorshift32.
+/// xorshift32, the generator of every data pattern of the test modules.
+/// Its state must not be 0 (it would stay 0).
 pub(crate) struct Rng(pub(crate) u32);
 
 impl Rng {
@@ -99,6 +114,14 @@ impl Rng {
         x ^= x << 5;
         self.0 = x;
         x
+    }
+
+    /// Fills `out` with the next bytes of the pattern, one a step (the low
+    /// byte of each state).
+    pub(crate) fn fill(&mut self, out: &mut [u8]) {
+        for b in out.iter_mut() {
+            *b = self.next() as u8;
+        }
     }
 
     pub(crate) fn below(&mut self, n: u32) -> u32 {
@@ -117,9 +140,7 @@ pub(crate) fn fill_pattern(buf: &Buffer, off: usize, len: usize, seed: u32) -> R
     let mut done = 0;
     while done < len {
         let n = chunk.len().min(len - done);
-        for b in chunk[..n].iter_mut() {
-            *b = rng.next() as u8;
-        }
+        rng.fill(&mut chunk[..n]);
         buf.write(off + done, &chunk[..n])?;
         done += n;
     }

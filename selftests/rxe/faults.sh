@@ -8,43 +8,31 @@
 # faults armed on the PSNs the cases use), and the counters must show the
 # recovery each needed. Then the soak of modules/rdma_rxe_soak_test.rs
 # under random faults on both devices at once.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 setup() {
-	modprobe rdma_rs_rxe && netns_add fla flb && netns_veth fla fa flb fb &&
-		netns_addr fla fa 10.78.3.1/24 && netns_addr flb fb 10.78.3.2/24 &&
-		rxe_bind fla fa rxa && rxe_bind flb fb rxb
-}
-
-show_counters() {
-	echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
-	echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+	rxe_pair fla fa flb fb 10.78.3
 }
 
 # The fault language: what is refused, and what reads back.
 fault_spec() {
-	! echo "tx_drop=101" > "$cfs/rxa/fault" 2>/dev/null &&
-		! echo "tx_fly=1" > "$cfs/rxa/fault" 2>/dev/null &&
-		! echo "rx_drop=60 rx_dup=50" > "$cfs/rxa/fault" 2>/dev/null &&
-		! echo "hit=tx_drop@psn=0x1000000" > "$cfs/rxa/fault" 2>/dev/null &&
-		echo "seed=9 tx_drop=1.5 hit=rx_dup@nth=4" > "$cfs/rxa/fault" &&
-		[ "$(head -1 "$cfs/rxa/fault")" = "seed=9 tx_drop=1.5000 hit=rx_dup@nth=4" ] &&
-		echo off > "$cfs/rxa/fault" && [ "$(head -1 "$cfs/rxa/fault")" = off ] &&
-		mkdir "$cfs/idle" && ! echo "tx_drop=1" > "$cfs/idle/fault" 2>/dev/null &&
-		rmdir "$cfs/idle"
+	! echo "tx_drop=101" > "$rxe_cfs/rxa/fault" 2>/dev/null &&
+		! echo "tx_fly=1" > "$rxe_cfs/rxa/fault" 2>/dev/null &&
+		! echo "rx_drop=60 rx_dup=50" > "$rxe_cfs/rxa/fault" 2>/dev/null &&
+		! echo "hit=tx_drop@psn=0x1000000" > "$rxe_cfs/rxa/fault" 2>/dev/null &&
+		echo "seed=9 tx_drop=1.5 hit=rx_dup@nth=4" > "$rxe_cfs/rxa/fault" &&
+		[ "$(head -1 "$rxe_cfs/rxa/fault")" = "seed=9 tx_drop=1.5000 hit=rx_dup@nth=4" ] &&
+		echo off > "$rxe_cfs/rxa/fault" && [ "$(head -1 "$rxe_cfs/rxa/fault")" = off ] &&
+		mkdir "$rxe_cfs/idle" && ! echo "tx_drop=1" > "$rxe_cfs/idle/fault" 2>/dev/null &&
+		rmdir "$rxe_cfs/idle"
 }
 
 # The one-time faults of rdma_rxe_fault_test's cases (see its table).
 arm() {
 	echo "hit=rx_drop@psn=0x100003 hit=tx_drop@psn=0x500000" \
-		"hit=rx_reorder@psn=0x600001 hit=rx_dup@psn=0x700002" > "$cfs/rxb/fault" &&
+		"hit=rx_reorder@psn=0x600001 hit=rx_dup@psn=0x700002" > "$rxe_cfs/rxb/fault" &&
 		echo "hit=rx_drop@psn=0x200000 hit=rx_drop@psn=0x300001" \
-			"hit=rx_drop@psn=0x400002" > "$cfs/rxa/fault"
+			"hit=rx_drop@psn=0x400002" > "$rxe_cfs/rxa/fault"
 }
 
 # Every armed fault fired, each counted once, and the recovery shows:
@@ -53,8 +41,8 @@ arm() {
 # and the go-back-N copies), a timeout for the lost atomic ACK, RNR NAKs
 # waited out and RNR and transport retries exhausted.
 recovered() {
-	if ! { grep -qx "hits_pending 0" "$cfs/rxa/fault" &&
-		grep -qx "hits_pending 0" "$cfs/rxb/fault" &&
+	if ! { grep -qx "hits_pending 0" "$rxe_cfs/rxa/fault" &&
+		grep -qx "hits_pending 0" "$rxe_cfs/rxb/fault" &&
 		[ "$(rxe_counter rxa fault_rx_drop)" = 3 ] && [ "$(rxe_counter rxb fault_rx_drop)" = 1 ] &&
 		[ "$(rxe_counter rxb fault_tx_drop)" = 1 ] && [ "$(rxe_counter rxb fault_rx_reorder)" = 1 ] &&
 		[ "$(rxe_counter rxb fault_rx_dup)" = 1 ] &&
@@ -64,14 +52,14 @@ recovered() {
 		[ "$(rxe_counter rxa rcvd_rnr_err)" -ge 2 ] &&
 		[ "$(rxe_counter rxa retry_rnr_exceeded_err)" = 1 ] &&
 		[ "$(rxe_counter rxa retry_exceeded_err)" = 1 ]; }; then
-		cat "$cfs/rxa/fault" "$cfs/rxb/fault"
-		show_counters
+		cat "$rxe_cfs/rxa/fault" "$rxe_cfs/rxb/fault"
+		rxe_counters_show rxa rxb
 		return 1
 	fi
 }
 
 disarm() {
-	echo off > "$cfs/rxa/fault" && echo off > "$cfs/rxb/fault"
+	echo off > "$rxe_cfs/rxa/fault" && echo off > "$rxe_cfs/rxb/fault"
 }
 
 # The sum of a counter over both devices.
@@ -84,14 +72,14 @@ both() {
 # in MOVED (over both devices) must have grown.
 soak() { # NAME "SPEC" "MOVED..."
 	_name=$1 _spec=$2 _moved=$3
-	echo "seed=11 $_spec" > "$cfs/rxa/fault" && echo "seed=22 $_spec" > "$cfs/rxb/fault" ||
+	echo "seed=11 $_spec" > "$rxe_cfs/rxa/fault" && echo "seed=22 $_spec" > "$rxe_cfs/rxb/fault" ||
 		return 1
 	for c in $_moved; do eval "_before_$c=$(both "$c")"; done
 	_t0=$(both timeouts) _r0=$(both completer_retry_err)
 	dmesg -c > /dev/null
 	if modprobe rdma_rxe_soak_test; then _ok=1; else _ok=0; fi
 	rmmod rdma_rxe_soak_test 2>/dev/null
-	echo off > "$cfs/rxa/fault" && echo off > "$cfs/rxb/fault"
+	echo off > "$rxe_cfs/rxa/fault" && echo off > "$rxe_cfs/rxb/fault"
 	dmesg | sed -n 's/^.*: ktap: /    /p; s/^.*rdma_rxe_soak_test: \(soak\|ud\): /# \1: /p' \
 		> "$tmpd/$_name"
 	cat "$tmpd/$_name"
@@ -99,15 +87,12 @@ soak() { # NAME "SPEC" "MOVED..."
 	for c in $_moved; do
 		eval "_b=\$_before_$c"
 		# shellcheck disable=SC2154 # set by the eval above
-		[ "$(both "$c")" -gt "$_b" ] || { echo "$c did not grow"; show_counters; return 1; }
+		[ "$(both "$c")" -gt "$_b" ] || { echo "$c did not grow"; rxe_counters_show rxa rxb; return 1; }
 	done
 	echo "# $_name: $(grep -h '^#' "$tmpd/$_name" | tr '\n' ' ')" \
 		"timeouts $(($(both timeouts) - _t0)) retries $(($(both completer_retry_err) - _r0))" \
 		> "$tmpd/$_name.summary"
 }
-
-tmpd=$(mktemp -d) || exit 1
-cleanup_add rm -rf "$tmpd"
 
 # Loss (every retransmission path), then everything else a network does.
 loss="completer_retry_err rcvd_seq_err out_of_seq_request rcvd_rnr_err fault_tx_drop"
@@ -122,12 +107,11 @@ soak_mixed() {
 }
 # Over all of them: duplicates were answered as duplicates.
 soak_duplicates() {
-	[ "$(both duplicate_request)" -gt 0 ] || { show_counters; return 1; }
+	[ "$(both duplicate_request)" -gt 0 ] || { rxe_counters_show rxa rxb; return 1; }
 }
 
 teardown() {
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del fla && ip netns del flb && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown fla flb
 }
 
 ktap_plan
@@ -137,7 +121,7 @@ ktap_check "arm" arm
 ktap_module rdma_rxe_fault_test
 rmmod rdma_rxe_fault_test 2>/dev/null
 ktap_check "recovered" recovered
-echo "# $(show_counters | tr '\n' ' ')"
+echo "# $(rxe_counters_show rxa rxb | tr '\n' ' ')"
 ktap_check "disarm" disarm
 ktap_check "soak_loss_1" soak_1
 ktap_check "soak_loss_5" soak_5

@@ -9,22 +9,14 @@
 # and addresses nobody gave out, at PSNs far from the connection's) are
 # dropped or answered without harm, each counted by its reason; the
 # traffic under attack completes with every byte checked; nothing splats.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
+. ../lib/rxe_pair.sh
 
-cfs=/sys/kernel/config/rdma_rs_rxe
 malformed="bad-icrc truncated short unknown-opcode bad-pad too-long"
 
 # MTU 9000, so that a too-long packet (over 4096 bytes of payload) leaves
 # whole, with DF, over IPv4 too.
 setup() {
-	modprobe rdma_rs_rxe && netns_add hoa hob && netns_veth hoa ha hob hb &&
-		ip -n hoa link set ha mtu 9000 && ip -n hob link set hb mtu 9000 &&
-		netns_addr hoa ha 10.78.3.1/24 fd00:7b::1/64 &&
-		netns_addr hob hb 10.78.3.2/24 fd00:7b::2/64 &&
-		rxe_bind hoa ha rxa && rxe_bind hob hb rxb
+	rxe_pair -m 9000 hoa ha hob hb 10.78.3 fd00:7b
 }
 
 inject() { # SRC DST KIND COUNT [ARGS...]
@@ -47,7 +39,7 @@ idle_malformed() {
 	m=$(($(rxe_counter rxb rx_drop_malformed) - m0)) d=$(($(rxe_counter rxb rx_dropped) - d0))
 	if ! { [ "$m" = "$n" ] && [ "$d" = "$n" ] && [ "$(rxe_counter rxb rx_packets)" = 0 ]; }; then
 		echo "malformed $m, dropped $d of $n"
-		tr '\n' ' ' < "$cfs/rxb/counters"
+		tr '\n' ' ' < "$rxe_cfs/rxb/counters"
 		return 1
 	fi
 }
@@ -105,7 +97,7 @@ under_traffic() {
 	# at least what was aimed at them.
 	if ! { [ "$p" = 200 ] && [ "$q" -ge 200 ] && [ "$m" -ge $((2 * 6 * 20)) ] &&
 		[ "$r" -ge $((2 * 20)) ]; }; then
-		tr '\n' ' ' < "$cfs/rxb/counters"
+		tr '\n' ' ' < "$rxe_cfs/rxb/counters"
 		return 1
 	fi
 }
@@ -132,14 +124,13 @@ read_limit() {
 	wait "$mod" || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
 	dmesg | sed -n 's/^.*: ktap: /# /p'
 	[ "$(rxe_counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
-		{ tr '\n' ' ' < "$cfs/rxb/counters"; return 1; }
+		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
 teardown() {
 	rmmod rdma_rxe_soak_test 2>/dev/null
 	rmmod rdma_rxe_resources_test 2>/dev/null
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del hoa && ip netns del hob && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown hoa hob
 }
 
 tmpd=$(mktemp -d) || exit 1

@@ -4,18 +4,10 @@
 # of a veth pair; modules/rdma_rxe_mcast_test.rs attaches QPs to an IPv4
 # and an IPv6 group and checks fan-out, detach and the limits. Attaching
 # joins the IP group on the netdev; the last QP to go leaves it.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 setup() {
-	modprobe rdma_rs_rxe && netns_add mca mcb && netns_veth mca ya mcb yb &&
-		netns_addr mca ya 10.78.6.1/24 fd00:7c::1/64 &&
-		netns_addr mcb yb 10.78.6.2/24 fd00:7c::2/64 &&
-		rxe_bind mca ya rxa && rxe_bind mcb yb rxb
+	rxe_pair mca ya mcb yb 10.78.6 fd00:7c
 }
 
 member() { # NS DEV GROUP
@@ -48,8 +40,7 @@ left() {
 
 teardown() {
 	rmmod rdma_rxe_mcast_test 2>/dev/null
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del mca && ip netns del mcb && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown mca mcb
 }
 
 ktap_plan
@@ -57,6 +48,6 @@ ktap_check "setup" setup
 ktap_module rdma_rxe_mcast_test
 ktap_check "joined" joined
 ktap_check "left" left
-echo "# rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"
+rxe_counters_show rxa | sed 's/^/# /'
 ktap_check "teardown" teardown
 ktap_finish

@@ -9,12 +9,7 @@
 # MTU: rxa and rxb on a veth pair (10.78.5.1, 10.78.5.2) whose MTU goes
 # from 1500 to 9000 and back while modules/rdma_rxe_netdev_test.rs has QPs
 # (it says when in the kernel log).
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 vlan_setup() {
 	modprobe rdma_rs_rxe && netns_add nva nvb && netns_veth nva va nvb vb &&
@@ -24,7 +19,7 @@ vlan_setup() {
 		netns_addr nva va.7 10.78.0.1/24 fd00:78::1/64 &&
 		netns_addr nvb vb.7 10.78.0.2/24 fd00:78::2/64 &&
 		rxe_bind nva va.7 rxa && rxe_bind nvb vb.7 rxb &&
-		[ "$(cat "$cfs/rxa/netdev")" = va.7 ]
+		[ "$(cat "$rxe_cfs/rxa/netdev")" = va.7 ]
 }
 
 dev_stat() { # NS DEV NAME
@@ -43,14 +38,12 @@ vlan_carried() {
 
 vlan_teardown() {
 	rmmod rdma_rxe_ud_test 2>/dev/null
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
+	echo 0 > "$rxe_cfs/rxa/enable" && echo 0 > "$rxe_cfs/rxb/enable" && rmdir "$rxe_cfs/rxa" "$rxe_cfs/rxb" &&
 		ip netns del nva && ip netns del nvb
 }
 
 mtu_setup() {
-	netns_add nma nmb && netns_veth nma ta5 nmb tb5 &&
-		netns_addr nma ta5 10.78.5.1/24 && netns_addr nmb tb5 10.78.5.2/24 &&
-		rxe_bind nma ta5 rxa && rxe_bind nmb tb5 rxb
+	rxe_pair nma ta5 nmb tb5 10.78.5
 }
 
 set_mtu() { # MTU
@@ -75,8 +68,7 @@ mtu_watch() {
 
 teardown() {
 	rmmod rdma_rxe_netdev_test 2>/dev/null
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del nma && ip netns del nmb && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown nma nmb
 }
 
 ktap_plan

@@ -3,18 +3,10 @@
 # device (loopback): rxa (10.78.1.1, fd00:79::1) and rxb (10.78.1.2,
 # fd00:79::2), each bound in its own network namespace to one end of a veth
 # pair; the traffic is run by modules/rdma_rxe_rc_test.rs.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 setup() {
-	modprobe rdma_rs_rxe && netns_add rca rcb && netns_veth rca ra rcb rb &&
-		netns_addr rca ra 10.78.1.1/24 fd00:79::1/64 &&
-		netns_addr rcb rb 10.78.1.2/24 fd00:79::2/64 &&
-		rxe_bind rca ra rxa && rxe_bind rcb rb rxb
+	rxe_pair rca ra rcb rb 10.78.1 fd00:79
 }
 
 # The RNR and timeout cases made the counters move; packets crossed the
@@ -28,8 +20,7 @@ counters_moved() {
 		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] &&
 		[ "$(rxe_counter rxa tx_packets)" -ge 1000 ] && [ "$(rxe_counter rxb tx_packets)" -ge 1000 ] &&
 		[ "$(rxe_counter rxa loopback_packets)" -ge 1000 ]; }; then
-		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
-		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+		rxe_counters_show rxa rxb
 		return 1
 	fi
 }
@@ -49,8 +40,7 @@ hw_counters() {
 }
 
 teardown() {
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del rca && ip netns del rcb && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown rca rcb
 }
 
 ktap_plan
@@ -59,7 +49,6 @@ ktap_module rdma_rxe_rc_test
 rmmod rdma_rxe_rc_test 2>/dev/null
 ktap_check "counters_moved" counters_moved
 ktap_check "hw_counters" hw_counters
-echo "# rxa: $(tr '\n' ' ' < $cfs/rxa/counters)"
-echo "# rxb: $(tr '\n' ' ' < $cfs/rxb/counters)"
+rxe_counters_show rxa rxb | sed 's/^/# /'
 ktap_check "teardown" teardown
 ktap_finish

@@ -4,17 +4,10 @@
 # a veth pair between two namespaces; deleting the veth pair unregisters
 # both devices, the ULP sees `remove`, stops and frees everything, and the
 # stack unloads cleanly afterwards.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 setup() {
-	modprobe rdma_rs_rxe && netns_add tra trb && netns_veth tra ta trb tb &&
-		netns_addr tra ta 10.78.2.1/24 && netns_addr trb tb 10.78.2.2/24 &&
-		rxe_bind tra ta rxa && rxe_bind trb tb rxb
+	rxe_pair tra ta trb tb 10.78.2
 }
 
 gone() { # device
@@ -36,12 +29,12 @@ remove_under_traffic() {
 }
 
 items_unbound() {
-	[ "$(cat "$cfs/rxa/ibdev")" = "" ] && [ "$(cat "$cfs/rxb/ibdev")" = "" ]
+	[ "$(cat "$rxe_cfs/rxa/ibdev")" = "" ] && [ "$(cat "$rxe_cfs/rxb/ibdev")" = "" ]
 }
 
 teardown() {
 	rmmod rdma_rxe_traffic_test 2>/dev/null
-	rmdir "$cfs/rxa" "$cfs/rxb" &&
+	rmdir "$rxe_cfs/rxa" "$rxe_cfs/rxb" &&
 		ip netns del tra && ip netns del trb && rmmod rdma_rs_rxe && rmmod rdma_core
 }
 

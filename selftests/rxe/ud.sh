@@ -3,18 +3,10 @@
 # (10.78.0.1, fd00:78::1) and rxb (10.78.0.2, fd00:78::2), each bound in its
 # own network namespace to one end of a veth pair; the traffic is run by
 # modules/rdma_rxe_ud_test.rs.
-. ../lib/ktap.sh
-. ../lib/cleanup.sh
-. ../lib/netns.sh
-. ../lib/rxe.sh
-
-cfs=/sys/kernel/config/rdma_rs_rxe
+. ../lib/rxe_pair.sh
 
 setup() {
-	modprobe rdma_rs_rxe && netns_add uda udb && netns_veth uda ua udb ub &&
-		netns_addr uda ua 10.78.0.1/24 fd00:78::1/64 &&
-		netns_addr udb ub 10.78.0.2/24 fd00:78::2/64 &&
-		rxe_bind uda ua rxa && rxe_bind udb ub rxb
+	rxe_pair uda ua udb ub 10.78.0 fd00:78
 }
 
 counters_add_up() {
@@ -22,8 +14,7 @@ counters_add_up() {
 	# received those 7 and 1 from itself by the loopback path.
 	if ! { [ "$(rxe_counter rxb loopback_packets)" = 1 ] && [ "$(rxe_counter rxa tx_packets)" -ge 8 ] &&
 		[ "$(rxe_counter rxb rx_packets)" -ge 8 ] && [ "$(rxe_counter rxb rx_dropped)" -ge 1 ]; }; then
-		echo "rxa: $(tr '\n' ' ' < "$cfs/rxa/counters")"
-		echo "rxb: $(tr '\n' ' ' < "$cfs/rxb/counters")"
+		rxe_counters_show rxa rxb
 		return 1
 	fi
 }
@@ -48,8 +39,7 @@ cm_counters_in_sysfs() {
 }
 
 teardown() {
-	echo 0 > "$cfs/rxa/enable" && echo 0 > "$cfs/rxb/enable" && rmdir "$cfs/rxa" "$cfs/rxb" &&
-		ip netns del uda && ip netns del udb && rmmod rdma_rs_rxe && rmmod rdma_core
+	rxe_pair_teardown uda udb
 }
 
 ktap_plan

@@ -32,6 +32,10 @@ use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortSt
 mod ktap;
 use ktap::{case, check, FnCase};
 
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::wait_until;
+
 module! {
     type: HotplugTest,
     name: "rdma_hotplug_test",
@@ -39,6 +43,9 @@ module! {
     description: "Selftest: rdma_core hot-plug, client data, references and events",
     license: "GPL",
 }
+
+/// How often the cases poll a condition they wait for (ms).
+const POLL_MS: u32 = 10;
 
 struct NoHw;
 
@@ -172,17 +179,6 @@ impl Client for Recorder {
     }
 }
 
-/// Polls `cond` every 10 ms for up to `ms` milliseconds.
-fn wait_until(ms: u32, cond: impl Fn() -> bool) -> bool {
-    for _ in 0..ms / 10 {
-        if cond() {
-            return true;
-        }
-        testing::msleep(10);
-    }
-    cond()
-}
-
 fn order_fifo_add_lifo_remove() -> Result {
     let log = Log::new()?;
     let driver = Driver::new(c_str!("hptest"))?;
@@ -258,7 +254,7 @@ fn unregister_waits_for_usage_refs() -> Result {
     }
     // Unregistration has started once try_get fails.
     check(
-        wait_until(5000, || !dev.is_registered()),
+        wait_until(5000, POLL_MS, || !dev.is_registered()),
         "unregistration starts",
     )?;
     testing::msleep(200);
@@ -272,7 +268,7 @@ fn unregister_waits_for_usage_refs() -> Result {
     )?;
     drop(held);
     check(
-        wait_until(10000, || done.load(Ordering::Acquire)),
+        wait_until(10000, POLL_MS, || done.load(Ordering::Acquire)),
         "unregister returns after the put",
     )
 }
@@ -319,7 +315,7 @@ fn events_in_order_from_any_context() -> Result {
     testing::with_irqs_disabled(&mut || burst(10));
     testing::with_bh_disabled(&mut || burst(10));
     burst(10);
-    let all = wait_until(10000, || log.seen.lock().len() >= 40);
+    let all = wait_until(10000, POLL_MS, || log.seen.lock().len() >= 40);
     let in_order = log
         .seen
         .lock()
@@ -396,7 +392,7 @@ fn concurrent_registration() -> Result {
             finished.fetch_add(1, Ordering::Release);
         })?;
     }
-    let all_done = wait_until(120_000, || finished.load(Ordering::Acquire) == 5);
+    let all_done = wait_until(120_000, POLL_MS, || finished.load(Ordering::Acquire) == 5);
     drop(stable_reg);
     check(all_done, "all threads finished")?;
     check(
@@ -606,7 +602,7 @@ fn ports_and_tables() -> Result {
     check(dev.query_pkey(1, 4).is_err(), "P_Key index past the table")?;
 
     check(
-        wait_until(5000, || events.ports.lock().len() >= 2),
+        wait_until(5000, POLL_MS, || events.ports.lock().len() >= 2),
         "GID change events",
     )?;
     let ports_ok = events.ports.lock().iter().all(|p| *p == 2);

@@ -49,6 +49,10 @@ use ktap::{case, check, FnCase};
 mod rc;
 use rc::{Opts, Remote, ALL_ACCESS};
 
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::{wait_until, Rng};
+
 module! {
     type: VerbsTest,
     name: "rdma_verbs_test",
@@ -57,19 +61,11 @@ module! {
     license: "GPL",
 }
 
+/// How often the cases poll a condition they wait for (ms).
+const POLL_MS: u32 = 2;
+
 fn dev(name: &CStr) -> Result<DeviceRef> {
     device::get_by_name(name).ok_or(ENODEV)
-}
-
-/// Polls `cond` every 2 ms for up to `ms` milliseconds.
-fn wait_until(ms: u32, cond: impl Fn() -> bool) -> bool {
-    for _ in 0..ms / 2 {
-        if cond() {
-            return true;
-        }
-        testing::msleep(2);
-    }
-    cond()
 }
 
 /// Polls `n` completions (5 s at most).
@@ -200,13 +196,7 @@ fn recv1(qp: &Qp, wr_id: u64, sg: &[Sge]) -> Result {
 
 /// A deterministic byte pattern.
 fn pattern(seed: u32, out: &mut [u8]) {
-    let mut x = seed | 1;
-    for b in out.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = x as u8;
-    }
+    Rng(seed | 1).fill(out);
 }
 
 fn resources_and_destroy_order() -> Result {
@@ -1594,7 +1584,7 @@ fn cq_pool() -> Result {
     wr.cqe = Some(cqe);
     post1(&a, wr)?;
     check(
-        wait_until(2000, || done.count.load(Ordering::Acquire) == 2),
+        wait_until(2000, POLL_MS, || done.count.load(Ordering::Acquire) == 2),
         "completions through the pool",
     )?;
     drop((a, b, c1, c2, c3, c4));
@@ -1720,14 +1710,16 @@ fn srq_shared_and_limit() -> Result {
         "one per QP",
     )?;
     check(
-        wait_until(2000, || events.limit.load(Ordering::Relaxed) == 1),
+        wait_until(2000, POLL_MS, || events.limit.load(Ordering::Relaxed) == 1),
         "SRQ limit event once",
     )?;
     check(srq.query().srq_limit == 0, "limit disarmed")?;
     // A QP of an SRQ entering the error state: "last WQE reached".
     r1.modify(&full_attr(QpState::Err, 0), AttrMask::STATE)?;
     check(
-        wait_until(2000, || events.last_wqe.load(Ordering::Relaxed) == r1.qpn()),
+        wait_until(2000, POLL_MS, || {
+            events.last_wqe.load(Ordering::Relaxed) == r1.qpn()
+        }),
         "last WQE reached for the QP in error",
     )?;
     srq.modify(Some(8), None)?;
@@ -1824,7 +1816,10 @@ fn cq_notify_peek_resize_moderation() -> Result {
     };
     // Not armed: no call.
     post1(&a, write(1))?;
-    check(wait_until(1000, || cq.peek(8) == 1), "completion arrives")?;
+    check(
+        wait_until(1000, POLL_MS, || cq.peek(8) == 1),
+        "completion arrives",
+    )?;
     check(
         h.calls.load(Ordering::Relaxed) == 0,
         "no handler call unarmed",
@@ -1840,12 +1835,12 @@ fn cq_notify_peek_resize_moderation() -> Result {
     )?;
     post1(&a, write(2))?;
     check(
-        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1),
+        wait_until(1000, POLL_MS, || h.calls.load(Ordering::Relaxed) == 1),
         "armed: one call",
     )?;
     post1(&a, write(3))?;
     check(
-        wait_until(1000, || cq.peek(8) == 2),
+        wait_until(1000, POLL_MS, || cq.peek(8) == 2),
         "second completion arrives",
     )?;
     check(h.calls.load(Ordering::Relaxed) == 1, "one call per arm")?;
@@ -1856,7 +1851,7 @@ fn cq_notify_peek_resize_moderation() -> Result {
     recv1(&b, 11, &sg)?;
     post1(&a, SendWr::new(4, SendOp::Send, &sg))?;
     check(
-        wait_until(1000, || cq.peek(8) == 2),
+        wait_until(1000, POLL_MS, || cq.peek(8) == 2),
         "send and receive complete",
     )?;
     check(h.calls.load(Ordering::Relaxed) == 1, "unsolicited: no call")?;
@@ -1864,10 +1859,13 @@ fn cq_notify_peek_resize_moderation() -> Result {
     wr.flags = SendFlags::SIGNALED | SendFlags::SOLICITED;
     post1(&a, wr)?;
     check(
-        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 2),
+        wait_until(1000, POLL_MS, || h.calls.load(Ordering::Relaxed) == 2),
         "solicited: a call",
     )?;
-    check(wait_until(1000, || cq.peek(8) == 4), "four waiting")?;
+    check(
+        wait_until(1000, POLL_MS, || cq.peek(8) == 4),
+        "four waiting",
+    )?;
     // Resize keeps the entries, in order.
     check(
         cq.resize(3) == Err(EINVAL),
@@ -1884,10 +1882,13 @@ fn cq_notify_peek_resize_moderation() -> Result {
     cq.modify(4, 5000)?;
     cq.req_notify(NotifyFlags::NEXT_COMP)?;
     post1(&a, write(6))?;
-    check(wait_until(1000, || cq.peek(8) == 1), "completion arrives")?;
+    check(
+        wait_until(1000, POLL_MS, || cq.peek(8) == 1),
+        "completion arrives",
+    )?;
     let early = h.calls.load(Ordering::Relaxed);
     check(
-        wait_until(2000, || h.calls.load(Ordering::Relaxed) == 3),
+        wait_until(2000, POLL_MS, || h.calls.load(Ordering::Relaxed) == 3),
         "the period fires the handler",
     )?;
     check(early == 2 || early == 3, "held back or fired by the period")?;
@@ -1897,7 +1898,7 @@ fn cq_notify_peek_resize_moderation() -> Result {
         post1(&a, write(id))?;
     }
     check(
-        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 4),
+        wait_until(1000, POLL_MS, || h.calls.load(Ordering::Relaxed) == 4),
         "the count fires the handler",
     )?;
     let _ = poll_n(&cq, 4)?;
@@ -1909,11 +1910,11 @@ fn cq_notify_peek_resize_moderation() -> Result {
     c.post_send(&[write(20), write(21), write(22)])
         .map_err(|(_, e)| e)?;
     check(
-        wait_until(1000, || small.overflows() == 1),
+        wait_until(1000, POLL_MS, || small.overflows() == 1),
         "overflow counted",
     )?;
     check(
-        wait_until(1000, || c.state() == QpState::Err),
+        wait_until(1000, POLL_MS, || c.state() == QpState::Err),
         "QP in error after overflow",
     )?;
     Ok(())
@@ -1977,7 +1978,7 @@ fn poll_contexts_and_wr_cqe() -> Result {
             }
             posted += burst;
             let want = 2 * posted;
-            let ok = wait_until(5000, || {
+            let ok = wait_until(5000, POLL_MS, || {
                 if ctx == PollCtx::Direct {
                     let _ = cq.process_direct(64);
                 }
@@ -2089,7 +2090,7 @@ fn one_handler_per_cq() -> Result {
             finished.fetch_add(1, Ordering::Release);
         })?;
     }
-    let ok = wait_until(60_000, || {
+    let ok = wait_until(60_000, POLL_MS, || {
         finished.load(Ordering::Acquire) == PUSHERS
             && h.polled.load(Ordering::Relaxed) == u64::from(PUSHERS * EACH)
     });
@@ -2179,7 +2180,7 @@ fn verbs_in_atomic_context() -> Result {
     )?;
     // 4 rounds of one SEND each: 8 completions in all.
     check(
-        wait_until(2000, || {
+        wait_until(2000, POLL_MS, || {
             let mut wcs: [Wc; 4] = Default::default();
             polled.fetch_add(cq.poll(&mut wcs) as u32, Ordering::Relaxed);
             polled.load(Ordering::Relaxed) == 8
@@ -2206,7 +2207,7 @@ fn inline_completion_is_caught() -> Result {
     check(completed_inline, "the provider completed inline")?;
     check(cq.inline_signals() == 1, "the core caught it")?;
     check(
-        wait_until(1000, || h.calls.load(Ordering::Relaxed) == 1),
+        wait_until(1000, POLL_MS, || h.calls.load(Ordering::Relaxed) == 1),
         "the handler ran later",
     )?;
     check(

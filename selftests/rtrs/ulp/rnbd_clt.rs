@@ -3,7 +3,7 @@
 //! A small RNBD client on our RTRS client, for the test modules: the
 //! session messages (SESS_INFO, OPEN, CLOSE) and block IO, each sent and
 //! waited for, or many IOs in flight at once; and the patterns they write
-//! and check.
+//! (checked with `verify::same` of `selftests/lib/verify.rs`).
 //!
 //! Include it with `#[path = "rnbd_clt.rs"] mod rnbd_clt;`.
 
@@ -275,24 +275,6 @@ pub(crate) fn fill(buf: &Buffer, off: usize, len: usize, seed: u32) -> Result {
         done += n;
     }
     Ok(())
-}
-
-/// Whether `len` bytes of `a` at `aoff` equal those of `b` at `boff`.
-pub(crate) fn same(a: &Buffer, aoff: usize, b: &Buffer, boff: usize, len: usize) -> Result<bool> {
-    let mut x = [0u8; 256];
-    let mut y = [0u8; 256];
-    let mut done = 0;
-    while done < len {
-        let n = core::cmp::min(x.len(), len - done);
-        a.read(aoff + done, &mut x[..n])?;
-        b.read(boff + done, &mut y[..n])?;
-        if x[..n] != y[..n] {
-            pr_err!("rnbd clt: bytes differ at {}\n", done);
-            return Ok(false);
-        }
-        done += n;
-    }
-    Ok(true)
 }
 
 /// Fills `len` bytes of `buf` at `off` with 16-byte lines, `%015x\n` of

@@ -46,7 +46,11 @@ use ktap::{case, check, FnCase};
 
 #[path = "rnbd_clt.rs"]
 mod rnbd_clt;
-use rnbd_clt::{fill, ns_of, same, Rnbd};
+use rnbd_clt::{fill, ns_of, Rnbd};
+
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::same;
 
 module! {
     type: MpathTest,

@@ -34,7 +34,11 @@ use ktap::{case, check, FnCase};
 
 #[path = "rnbd_clt.rs"]
 mod rnbd_clt;
-use rnbd_clt::{fill, fill_lines, ns_of, same, Dev, Rnbd};
+use rnbd_clt::{fill, fill_lines, ns_of, Dev, Rnbd};
+
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::same;
 
 module! {
     type: RnbdCltTest,

@@ -9,7 +9,6 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::time::{ktime_ms_delta, Ktime};
@@ -20,7 +19,7 @@ use rdma::prelude::*;
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{End, Opts, Port};
+use rc::{End, Opts, RxePair};
 
 module! {
     type: RxeDemo,
@@ -119,17 +118,8 @@ fn summary(what: &str, us: i64, verified: bool) {
 }
 
 fn demo() -> Result {
-    let (a, b) = rc::pair(
-        Port {
-            name: c_str!("rxa"),
-            gid: Gid::from_ipv4([10, 78, 3, 1]),
-        },
-        Port {
-            name: c_str!("rxb"),
-            gid: Gid::from_ipv4([10, 78, 3, 2]),
-        },
-        &OPTS,
-    )?;
+    let p = RxePair::ipv4(3);
+    let (a, b) = rc::pair(p.a, p.b, &OPTS)?;
     pr_info!(
         "rxe demo: RC QP {} on rxa (10.78.3.1) <-> QP {} on rxb (10.78.3.2), path MTU 1024\n",
         a.qp.qpn(),

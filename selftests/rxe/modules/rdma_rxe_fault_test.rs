@@ -29,11 +29,9 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::prelude::*;
 
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -43,7 +41,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{pair, End, Opts, Port};
+use rc::{pair, End, Opts, Port, RxePair};
 
 #[path = "../../lib/verify.rs"]
 mod verify;
@@ -318,12 +316,7 @@ fn retry_exhausted(a: Port<'_>, b: Port<'_>) -> Result {
     Ok(())
 }
 
-struct Ports {
-    a: Port<'static>,
-    b: Port<'static>,
-}
-
-const CASES: &[FnCase<Ports>] = &[
+const CASES: &[FnCase<RxePair>] = &[
     case!("go_back_n", |p| go_back_n(p.a, p.b)),
     case!("implied_nak", |p| implied_nak(p.a, p.b)),
     case!("read_gap", |p| read_gap(p.a, p.b)),
@@ -341,16 +334,7 @@ struct RxeFaultTest;
 
 impl kernel::Module for RxeFaultTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 3, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 3, 2]),
-            },
-        };
+        let mut ports = RxePair::ipv4(3);
         ktap::run(CASES, &mut ports)?;
         Ok(RxeFaultTest)
     }

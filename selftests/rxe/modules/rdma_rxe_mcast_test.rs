@@ -16,7 +16,6 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 
@@ -33,7 +32,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{End, Opts, Port};
+use rc::{End, Opts, Port, RxePair};
 
 #[path = "../../lib/verify.rs"]
 mod verify;
@@ -70,13 +69,6 @@ const UD: Opts = Opts {
     qkey: QKEY,
     ..rc::RC
 };
-
-fn v6(last: u8) -> Gid {
-    let mut g = [0u8; 16];
-    g[..4].copy_from_slice(&[0xfd, 0x00, 0x00, 0x7c]);
-    g[15] = last;
-    Gid(g)
-}
 
 fn group_v6() -> Gid {
     let mut g = [0u8; 16];
@@ -233,23 +225,12 @@ struct RxeMcastTest {
 
 impl kernel::Module for RxeMcastTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let (v4, v6) = (RxePair::ipv4(6), RxePair::ipv6(0x7c));
         let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 6, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 6, 2]),
-            },
-            a6: Port {
-                name: c_str!("rxa"),
-                gid: v6(1),
-            },
-            b6: Port {
-                name: c_str!("rxb"),
-                gid: v6(2),
-            },
+            a: v4.a,
+            b: v4.b,
+            a6: v6.a,
+            b6: v6.b,
             kept: KVec::new(),
         };
         ktap::run(CASES, &mut ports)?;

@@ -16,12 +16,11 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 
 use rdma::kshim::testing;
-use rdma::spec::attr::{Gid, Mtu};
+use rdma::spec::attr::Mtu;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::wr::{SendOp, SendWr};
 
@@ -31,7 +30,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{pair, End, Opts, Port};
+use rc::{pair, End, Opts, Port, RxePair};
 
 #[path = "../../lib/verify.rs"]
 mod verify;
@@ -105,27 +104,13 @@ fn mtu_change(a: Port<'_>, b: Port<'_>) -> Result {
     transfer(&x3, &y3, 256 * 1024, 5)
 }
 
-struct Ports {
-    a: Port<'static>,
-    b: Port<'static>,
-}
-
-const CASES: &[FnCase<Ports>] = &[case!("mtu_change", |p| mtu_change(p.a, p.b))];
+const CASES: &[FnCase<RxePair>] = &[case!("mtu_change", |p| mtu_change(p.a, p.b))];
 
 struct RxeNetdevTest;
 
 impl kernel::Module for RxeNetdevTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 5, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 5, 2]),
-            },
-        };
+        let mut ports = RxePair::ipv4(5);
         ktap::run(CASES, &mut ports)?;
         Ok(RxeNetdevTest)
     }

@@ -16,7 +16,6 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock, Arc, SpinLock};
@@ -26,7 +25,6 @@ use rdma::device::{self, Device};
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{AttrMask, QpState, QpType};
 use rdma::verbs::cq::CqCore;
@@ -49,7 +47,7 @@ use ktap::{case, check, FnCase};
 mod rc;
 #[path = "../../lib/verify.rs"]
 mod verify;
-use rc::{pair, End, Opts, Port};
+use rc::{pair, End, Opts, Port, RxePair};
 use verify::{expect, fill_pattern, poll, quiet, same, Rng};
 
 module! {
@@ -1291,14 +1289,6 @@ fn ipv6(a: Port<'_>, b: Port<'_>) -> Result {
     Ok(())
 }
 
-fn v6(net: u8, last: u8) -> Gid {
-    let mut g = [0u8; 16];
-    g[0] = 0xfd;
-    g[3] = net;
-    g[15] = last;
-    Gid(g)
-}
-
 /// The addresses of `rxa` and `rxb`, IPv4 and IPv6.
 struct Ports {
     a: Port<'static>,
@@ -1345,23 +1335,12 @@ struct RxeRcTest;
 
 impl kernel::Module for RxeRcTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let (v4, v6) = (RxePair::ipv4(1), RxePair::ipv6(0x79));
         let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 1, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 1, 2]),
-            },
-            a6: Port {
-                name: c_str!("rxa"),
-                gid: v6(0x79, 1),
-            },
-            b6: Port {
-                name: c_str!("rxb"),
-                gid: v6(0x79, 2),
-            },
+            a: v4.a,
+            b: v4.b,
+            a6: v6.a,
+            b6: v6.b,
         };
         ktap::run(CASES, &mut ports)?;
         Ok(RxeRcTest)

@@ -16,12 +16,10 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
 use rdma::spec::qp_state::QpState;
 
 #[path = "../../lib/ktap.rs"]
@@ -30,7 +28,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{pair, Opts, Port};
+use rc::{pair, Opts, Port, RxePair};
 
 module! {
     type: RxeResourcesTest,
@@ -69,27 +67,13 @@ fn read_limit(a: Port<'_>, b: Port<'_>) -> Result {
     Err(EAGAIN)
 }
 
-struct Ports {
-    a: Port<'static>,
-    b: Port<'static>,
-}
-
-const CASES: &[FnCase<Ports>] = &[case!("read_limit", |p| read_limit(p.a, p.b))];
+const CASES: &[FnCase<RxePair>] = &[case!("read_limit", |p| read_limit(p.a, p.b))];
 
 struct RxeResourcesTest;
 
 impl kernel::Module for RxeResourcesTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 3, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 3, 2]),
-            },
-        };
+        let mut ports = RxePair::ipv4(3);
         ktap::run(CASES, &mut ports)?;
         Ok(RxeResourcesTest)
     }

@@ -23,14 +23,12 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::mr::Mr;
@@ -43,7 +41,7 @@ use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{pair, End, Opts, Port};
+use rc::{pair, End, Opts, Port, RxePair};
 
 #[path = "../../lib/verify.rs"]
 mod verify;
@@ -453,12 +451,7 @@ fn ud_under_loss(a: Port<'_>, b: Port<'_>) -> Result {
     )
 }
 
-struct Ports {
-    a: Port<'static>,
-    b: Port<'static>,
-}
-
-const CASES: &[FnCase<Ports>] = &[
+const CASES: &[FnCase<RxePair>] = &[
     case!("rc_soak", |p| rc_soak(p.a, p.b)),
     case!("ud_under_loss", |p| ud_under_loss(p.a, p.b)),
 ];
@@ -467,16 +460,7 @@ struct RxeSoakTest;
 
 impl kernel::Module for RxeSoakTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut ports = Ports {
-            a: Port {
-                name: c_str!("rxa"),
-                gid: Gid::from_ipv4([10, 78, 3, 1]),
-            },
-            b: Port {
-                name: c_str!("rxb"),
-                gid: Gid::from_ipv4([10, 78, 3, 2]),
-            },
-        };
+        let mut ports = RxePair::ipv4(3);
         ktap::run(CASES, &mut ports)?;
         Ok(RxeSoakTest)
     }

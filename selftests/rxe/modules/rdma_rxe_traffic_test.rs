@@ -25,7 +25,6 @@ use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::{Device, DeviceRef};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::testing;
-use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::qp::{QpCap, QpCore};
@@ -34,7 +33,7 @@ use rdma::verbs::wr::{SendOp, SendWr};
 
 #[path = "../../lib/rc.rs"]
 mod rc;
-use rc::{End, Opts, Port};
+use rc::{End, Opts, RxePair};
 
 module! {
     type: TrafficTest,
@@ -179,17 +178,8 @@ struct Pair {
 }
 
 fn start() -> Result<Pair> {
-    let (x, y) = rc::pair(
-        Port {
-            name: c_str!("rxa"),
-            gid: Gid::from_ipv4([10, 78, 2, 1]),
-        },
-        Port {
-            name: c_str!("rxb"),
-            gid: Gid::from_ipv4([10, 78, 2, 2]),
-        },
-        &OPTS,
-    )?;
+    let p = RxePair::ipv4(2);
+    let (x, y) = rc::pair(p.a, p.b, &OPTS)?;
     let t = Target {
         qp: x.qp.core().clone(),
         cq: x.cq.core().clone(),

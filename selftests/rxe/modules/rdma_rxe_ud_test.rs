@@ -48,6 +48,10 @@ use ktap::{case, check, Fixture, FnCase};
 mod rc;
 use rc::{End, Opts, Port};
 
+#[path = "../../lib/verify.rs"]
+mod verify;
+use verify::Rng;
+
 module! {
     type: RxeUdTest,
     name: "rdma_rxe_ud_test",
@@ -118,13 +122,7 @@ fn poll(cq: &CqCore, n: usize, ms: u32) -> Result<KVec<Wc>> {
 }
 
 fn pattern(seed: u32, out: &mut [u8]) {
-    let mut x = seed | 1;
-    for b in out.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = x as u8;
-    }
+    Rng(seed | 1).fill(out);
 }
 
 /// Sends messages of several sizes from `a` to `b` and checks them.
