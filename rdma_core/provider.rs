@@ -32,7 +32,9 @@
 //! [`ProviderQp::sq_take_with`] (or [`ProviderQp::sq_with`] for one already
 //! taken), then complete them in order with [`ProviderQp::sq_complete`].
 //! `Documentation/rdma_core.rst` ("Provider side of a QP") has the rules;
-//! `rxe/` and `selftests/core/modules/swdev*.rs` are two providers.
+//! `rxe/` and the selftests' software device
+//! (`selftests/core/modules/rdma_swdev.rs`, `swdev_qp.rs`) are two
+//! providers.
 
 pub use crate::device::driver::Driver;
 pub use crate::device::event::{Element, Event, EventKind};

@@ -6,10 +6,10 @@
 //! is the largest IB MTU that fits the netdev's MTU after the largest
 //! RoCE v2 headers, as rxe computes it; the GID table holds the link-local
 //! GID of the netdev's MAC, then a RoCE v2 GID per IPv4 and IPv6 address.
-//! Netdev events arrive in atomic context (`config.rs`'s listener) and only
-//! set a flag and queue this device's work item, which does the rest in
-//! process context: port events, GID table, or unregistration when the
-//! netdev goes away.
+//! Netdev events arrive in atomic context (the listener of `registry.rs`)
+//! and only set a flag and queue this device's work item, which does the
+//! rest in process context: port events, GID table, or unregistration when
+//! the netdev goes away.
 
 use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 

@@ -4,10 +4,11 @@
 //!
 //! Devices are made and removed through configfs
 //! (`/sys/kernel/config/rdma_rs_rxe/<name>/{netdev,enable,ibdev}`, see
-//! `config.rs`), and kept in the module's registry (`registry.rs`); each is bound to one netdev and follows it: port state
-//! with the carrier, MTU with the netdev's, the GID table with its IPv4 and
-//! IPv6 addresses (`device.rs`), and the device goes away by itself when the
-//! netdev is unregistered.
+//! `config.rs`) and kept in the module's registry (`registry.rs`); each is
+//! bound to one netdev and follows it: port state with the carrier, MTU
+//! with the netdev's, the GID table with its IPv4 and IPv6 addresses
+//! (`device.rs`), and the device goes away by itself when the netdev is
+//! unregistered.
 //!
 //! - `net/`: the RoCE v2 UDP sockets, the receive path (hostile input in,
 //!   packets to their QP), the transmit path (routes, loopback) and the
