@@ -519,10 +519,9 @@ impl RcQp {
                 return None;
             }
             // What the requester keeps of the WQE is read under the
-            // queue's lock; only a local operation is taken out (to execute
-            // it unlocked). Nothing posted: posting schedules the work.
+            // queue's lock. Nothing posted: posting schedules the work.
             let mtu = conn.mtu;
-            let (kind, npkts, fence, len, send, local) = qp.sq_with(idx, |wqe| {
+            let (kind, npkts, fence, len, send) = qp.sq_with(idx, |wqe| {
                 let (kind, npkts) = classify(wqe, mtu);
                 (
                     kind,
@@ -533,7 +532,6 @@ impl RcQp {
                         wqe.op,
                         WqeOp::Send | WqeOp::SendWithImm(_) | WqeOp::SendWithInv(_)
                     ),
-                    (kind == Kind::Local).then(|| wqe.op.clone()),
                 )
             })?;
             let seq = st.tail;
@@ -561,8 +559,12 @@ impl RcQp {
                 st.rd_out += 1;
             }
             st.cur_pkt = 0;
-            if let Some(op) = local {
+            if kind == Kind::Local {
                 st.cur = st.tail;
+                // A local operation is taken out of the WQE (the MR and
+                // window it holds, counted), to execute it and let go of
+                // it with no lock held. None: the queue was flushed.
+                let op = qp.sq_with(idx, |wqe| wqe.op.clone())?;
                 return Some(Next::Local(seq, op));
             }
         }
