@@ -41,8 +41,7 @@ use crate::device::registry::DevClients;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::attr::{LinkLayer, NodeType};
-use crate::verbs::cq::{CqCore, ProviderCq};
-use crate::verbs::qp::{ProviderQp, QpCore, QpInfo, QpOps};
+use crate::verbs::qp::{QpInfo, QpOps};
 use crate::verbs::restrack::Resources;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
@@ -219,7 +218,7 @@ pub trait DeviceOps: Send + Sync {
     /// Whether `port` takes management datagrams on QP1 (`rdma_cap_ib_mad`
     /// of the C core: IB and RoCE ports). The core's MAD layer then owns
     /// the port's GSI QP from registration to unregistration
-    /// ([`crate::mad`]), and a ULP's own `QpType::Gsi` QP is refused
+    /// (`rdma_core/mad/`), and a ULP's own `QpType::Gsi` QP is refused
     /// (`EBUSY`). Read once, when the device is added.
     fn has_mad(&self, _port: u32) -> bool {
         false
@@ -414,12 +413,6 @@ impl Device {
         &self.attr
     }
 
-    /// The QP of number `qpn` (for providers: the destination of a packet).
-    /// Any context.
-    pub(crate) fn qp_by_num(&self, qpn: u32) -> Option<Arc<QpCore>> {
-        self.res.qp_by_num(qpn)
-    }
-
     /// The number of live verbs objects of each kind, as in the sysfs
     /// `resources` file: (PDs, CQs, QPs, SRQs, MRs, AHs, MWs).
     pub fn resource_counts(&self) -> [u32; 7] {
@@ -590,17 +583,6 @@ impl ProviderDevice {
     /// (`ib_dispatch_event`). Any context, hard IRQ included.
     pub fn dispatch_event(&self, event: Event) {
         self.0.dispatch_event(event)
-    }
-
-    /// The provider's handle on QP `qpn` of this device (packets name their
-    /// QP by number).
-    pub fn qp(&self, qpn: u32) -> Option<ProviderQp> {
-        self.0.qp_by_num(qpn).map(ProviderQp::new)
-    }
-
-    /// The provider's handle on `cq`, when it is a CQ of this device.
-    pub fn cq(&self, cq: &Arc<CqCore>) -> Option<ProviderCq> {
-        Arc::ptr_eq(cq.device(), &self.0).then(|| ProviderCq::new(cq.clone()))
     }
 }
 

@@ -22,6 +22,10 @@
 //! - [`spec`]: what the specification fixes (QP states, opcodes, attribute
 //!   types), kernel-independent and host-tested.
 //!
+//! Two entry points, one per audience: [`prelude`] for ULPs, [`provider`]
+//! for providers (the driver, device and QP handles, work-queue entries and
+//! the kernel facilities a provider needs).
+//!
 //! A ULP's path through the API, as `selftests/rxe/modules/rdma_rxe_demo.rs`
 //! and `selftests/lib/rc.rs` (both built with every `make modules`) take it:
 //!
@@ -62,6 +66,8 @@ pub mod mad;
 pub mod cm;
 
 pub mod cma;
+
+pub mod provider;
 
 /// What a ULP usually needs, in one `use rdma::prelude::*;`.
 pub mod prelude {

@@ -6,10 +6,10 @@
 //! is the largest IB MTU that fits the netdev's MTU after the largest
 //! RoCE v2 headers, as rxe computes it; the GID table holds the link-local
 //! GID of the netdev's MAC, then a RoCE v2 GID per IPv4 and IPv6 address.
-//! Netdev events arrive in atomic context (`config.rs`'s listener) and only
-//! set a flag and queue this device's work item, which does the rest in
-//! process context: port events, GID table, or unregistration when the
-//! netdev goes away.
+//! Netdev events arrive in atomic context (the listener of `registry.rs`)
+//! and only set a flag and queue this device's work item, which does the
+//! rest in process context: port events, GID table, or unregistration when
+//! the netdev goes away.
 
 use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
@@ -18,19 +18,16 @@ use kernel::sync::Arc;
 use kernel::types::ARef;
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-use rdma::device::event::{Element, Event, EventKind};
-use rdma::device::port::{GidEntry, PortAttr};
-use rdma::device::{DeviceAttr, DeviceCaps, DeviceOps, ProviderDevice};
-use rdma::kshim::net::NetDevice;
-use rdma::kshim::sync::SpinLockIrq;
-use rdma::spec::attr::{Gid, GidType, Mtu, PhysState, PortState};
-use rdma::spec::qp_state::QpType;
-use rdma::verbs::qp::{QpInfo, QpOps};
+use rdma::provider::{
+    net::NetDevice, sync::SpinLockIrq, DeviceAttr, DeviceCaps, DeviceOps, Element, Event,
+    EventKind, Gid, GidEntry, GidType, Mtu, PhysState, PortAttr, PortState, ProviderDevice, QpInfo,
+    QpOps, QpType,
+};
 
-use crate::config::Rxe;
 use crate::counters::{Counter, Counters};
 use crate::mcast::Groups;
 use crate::net::fault::FaultInjector;
+use crate::registry::Rxe;
 
 /// GID table entries of the port.
 pub(crate) const GID_TBL_LEN: u32 = 64;
@@ -100,7 +97,7 @@ impl RxeDev {
                 ip_id: AtomicU16::new(0),
                 netdev,
                 rxe,
-                dev <- rdma::new_spinlock_irq!(None, "RxeDev::dev"),
+                dev <- rdma::provider::new_spinlock_irq!(None, "RxeDev::dev"),
                 active: AtomicBool::new(false),
                 refresh: AtomicBool::new(false),
                 gone: AtomicBool::new(false),
@@ -152,7 +149,7 @@ impl RxeDev {
     /// Waits until the device's work is neither queued nor running.
     /// Process context, not from the work itself.
     pub(crate) fn flush_work(&self) {
-        rdma::kshim::work::flush(&self.work);
+        rdma::provider::work::flush(&self.work);
     }
 
     /// Whether the port is active now.
@@ -269,7 +266,7 @@ impl DeviceOps for RxeOps {
                 qp.qp_type == QpType::Uc,
                 qp.cap.max_send_wr,
             )?),
-            _ => Err(rdma::kshim::errno::eopnotsupp()),
+            _ => Err(rdma::provider::errno::eopnotsupp()),
         }
     }
 
@@ -278,10 +275,10 @@ impl DeviceOps for RxeOps {
     }
 
     /// Peer memory invalidation: every access rxe makes to a region goes
-    /// through the core's checked copies (`rdma::verbs::mr`), which the
-    /// invalidation stops, and a refused access already completes as a
-    /// remote access error NAK (responder) or a local protection error
-    /// (requester); rxe keeps no pages of its own.
+    /// through the core's checked copies (`ProviderQp::gather` and the
+    /// like), which the invalidation stops, and a refused access already
+    /// completes as a remote access error NAK (responder) or a local
+    /// protection error (requester); rxe keeps no pages of its own.
     fn peer_invalidate(&self) -> bool {
         true
     }

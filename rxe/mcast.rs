@@ -23,9 +23,7 @@ use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex};
 
-use rdma::kshim::net::NetDevice;
-use rdma::kshim::sync::SpinLockIrq;
-use rdma::spec::attr::Gid;
+use rdma::provider::{net::NetDevice, sync::SpinLockIrq, Gid};
 
 /// The most groups a device has (`RXE_MAX_MCAST_GRP`).
 pub(crate) const MAX_GROUPS: usize = 8192;
@@ -58,7 +56,7 @@ impl Groups {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Groups {
             change <- new_mutex!((), "Groups::change"),
-            table <- rdma::new_spinlock_irq!(KVec::new(), "Groups::table"),
+            table <- rdma::provider::new_spinlock_irq!(KVec::new(), "Groups::table"),
             attached: AtomicUsize::new(0),
         })
     }
@@ -115,10 +113,10 @@ impl Groups {
             let Some(i) = t.iter().position(|g| g.mgid == *mgid) else {
                 return Err(EINVAL);
             };
-            let found = rdma::kshim::vec::remove_first(&mut t[i].qpns, |&q| q == qpn).is_some();
+            let found = rdma::provider::vec::remove_first(&mut t[i].qpns, |&q| q == qpn).is_some();
             let last = t[i].qpns.is_empty();
             let gone = if last {
-                rdma::kshim::vec::remove(&mut t, i)
+                rdma::provider::vec::remove(&mut t, i)
             } else {
                 None
             };

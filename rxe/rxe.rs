@@ -4,13 +4,15 @@
 //!
 //! Devices are made and removed through configfs
 //! (`/sys/kernel/config/rdma_rs_rxe/<name>/{netdev,enable,ibdev}`, see
-//! `config.rs`); each is bound to one netdev and follows it: port state
-//! with the carrier, MTU with the netdev's, the GID table with its IPv4 and
-//! IPv6 addresses (`device.rs`), and the device goes away by itself when the
-//! netdev is unregistered.
+//! `config.rs`) and kept in the module's registry (`registry.rs`); each is
+//! bound to one netdev and follows it: port state with the carrier, MTU
+//! with the netdev's, the GID table with its IPv4 and IPv6 addresses
+//! (`device.rs`), and the device goes away by itself when the netdev is
+//! unregistered.
 //!
 //! - `net/`: the RoCE v2 UDP sockets, the receive path (hostile input in,
-//!   packets to their QP) and the transmit path (routes, loopback).
+//!   packets to their QP), the transmit path (routes, loopback) and the
+//!   address and CRC helpers both share.
 //! - `transport/`: UD, and RC/UC: the requester, the completer and the
 //!   responder of a connected QP.
 //! - `wire/`: the packet codec (headers, ICRC, PSNs, opcodes,
@@ -18,18 +20,24 @@
 
 #![forbid(unsafe_code)]
 
+// The core is used through its provider API only: every path into the
+// crate `rdma` starts with `rdma::provider`.
+
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use rdma::kshim::configfs::{Attr, Subsystem};
-use rdma::kshim::net::NetListenerRegistration;
+use rdma::provider::{
+    configfs::{Attr, Subsystem},
+    net::NetListenerRegistration,
+};
 
 mod config;
 mod counters;
 mod device;
 mod mcast;
 mod net;
+mod registry;
 mod transport;
 
 /// The wire codec, host-tested as the crate `rxe-wire` (`wire/`, `cargo
@@ -72,7 +80,7 @@ struct RxeModule {
 }
 
 /// Shuts the module's state down when dropped, after the fields before it.
-struct Shutdown(Arc<config::Rxe>);
+struct Shutdown(Arc<registry::Rxe>);
 
 impl Drop for Shutdown {
     fn drop(&mut self) {
@@ -83,8 +91,8 @@ impl Drop for Shutdown {
 
 impl kernel::Module for RxeModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let rxe = config::Rxe::new()?;
-        let listener = rdma::kshim::net::register_listener(rxe.clone())?;
+        let rxe = registry::Rxe::new()?;
+        let listener = rdma::provider::net::register_listener(rxe.clone())?;
         let attrs = [
             Attr {
                 name: c_str!("netdev"),

@@ -40,7 +40,7 @@ use kernel::sync::{new_condvar, Arc, CondVar};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use crate::device::event::{Element, Event, EventKind};
-use crate::device::Device;
+use crate::device::{Device, ProviderDevice};
 use crate::kshim::irq_poll::{IrqPoll, IrqPollItem};
 use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::timer::{Timer, TimerItem};
@@ -150,8 +150,7 @@ impl WorkItem for CqCore {
     }
 }
 
-/// The provider's handle on a CQ of its device
-/// ([`ProviderDevice::cq`](crate::device::ProviderDevice::cq)): adds
+/// The provider's handle on a CQ of its device ([`ProviderCq::of`]): adds
 /// completions. Providers of QPs complete through the QP instead
 /// ([`ProviderQp::sq_complete`](crate::verbs::qp::ProviderQp::sq_complete)),
 /// which keeps the queues' order.
@@ -159,8 +158,10 @@ impl WorkItem for CqCore {
 pub struct ProviderCq(Arc<CqCore>);
 
 impl ProviderCq {
-    pub(crate) fn new(cq: Arc<CqCore>) -> ProviderCq {
-        ProviderCq(cq)
+    /// The provider's handle on `cq`, when it is a CQ of its device `dev`.
+    /// Any context.
+    pub fn of(dev: &ProviderDevice, cq: &Arc<CqCore>) -> Option<ProviderCq> {
+        Arc::ptr_eq(cq.device(), dev.arc()).then(|| ProviderCq(cq.clone()))
     }
 
     /// Adds a completion. `solicited` is the solicited event bit of the

@@ -9,7 +9,7 @@
 //! [`rdma::spec::qp_state`](crate::spec::qp_state) and a check of each attribute's value
 //! before the provider sees it. Posted work requests are validated and
 //! copied into the rings, then the provider is told ([`QpOps::post_send`]);
-//! it takes entries with [`QpCore::sq_next`] / [`QpCore::rq_take`] and
+//! it takes entries with [`QpCore::sq_take_with`] / [`QpCore::rq_take`] and
 //! completes them in order with [`QpCore::sq_complete`] /
 //! [`QpCore::complete_recv`]. Moving to the error state (by `modify_qp`, a
 //! failed completion or the provider) flushes every outstanding request

@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::prelude::*;
 
-use rdma::kshim::sync::SpinLockIrq;
+use rdma::provider::sync::SpinLockIrq;
 
 use crate::counters::{Counter, Counters};
 use crate::wire::fault::{Action, Dir, FaultSpec, Faults};
@@ -80,7 +80,7 @@ impl FaultInjector {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(FaultInjector {
             active: AtomicBool::new(false),
-            inner <- rdma::new_spinlock_irq!(
+            inner <- rdma::provider::new_spinlock_irq!(
                 Inner { faults: Faults::default(), held: [None, None] },
                 "FaultInjector::inner"
             ),

@@ -8,14 +8,13 @@
 
 use kernel::sync::Arc;
 
-use rdma::device::ProviderDevice;
-use rdma::spec::attr::Gid;
+use rdma::provider::{Gid, ProviderDevice, ProviderQp};
 
 use crate::counters::Counter;
 use crate::device::RxeDev;
 use crate::mcast::{MAX_QPS_PER_GROUP, MULTICAST_QPN};
 use crate::net::fault::Verdict;
-use crate::net::xmit::{crc, dst_gid, MAX_PAYLOAD};
+use crate::net::frame::{crc, dst_gid, MAX_PAYLOAD};
 use crate::transport::rc::RcQp;
 use crate::wire::fault::Dir;
 use crate::wire::headers::{pkey_matches, DEFAULT_PKEY};
@@ -110,7 +109,9 @@ fn take_multicast(
     rd.counters.inc(Counter::RcvdPkts);
     let mut taken = 0;
     for qpn in &qpns[..n] {
-        let Some(qp) = dev.qp(*qpn) else { continue };
+        let Some(qp) = ProviderQp::by_qpn(dev, *qpn) else {
+            continue;
+        };
         if crate::transport::ud::deliver(&qp, pkt, frame).is_ok() {
             rd.counters.inc(Counter::RdmaRecvs);
             taken += 1;
@@ -133,7 +134,7 @@ fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
     if pkt.dest_qpn() == MULTICAST_QPN {
         return take_multicast(rd, &dev, pkt, frame);
     }
-    let qp = dev.qp(pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
+    let qp = ProviderQp::by_qpn(&dev, pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
     rd.counters.inc(Counter::RcvdPkts);
     match pkt.opcode.transport() {
         Transport::Ud => {

@@ -12,11 +12,13 @@
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::kshim::net::NetDevice;
-use rdma::kshim::udp::{SkBuff, UdpHandler, UdpSocket};
-use rdma::spec::attr::Gid;
+use rdma::provider::{
+    net::NetDevice,
+    udp::{SkBuff, UdpHandler, UdpSocket},
+    Gid,
+};
 
-use crate::config::Rxe;
+use crate::registry::Rxe;
 use crate::wire::packet::ROCE_V2_UDP_PORT;
 
 struct NsSocket {
@@ -81,7 +83,7 @@ impl Sockets {
             if list[i].users > 0 {
                 return;
             }
-            rdma::kshim::vec::remove(&mut list, i)
+            rdma::provider::vec::remove(&mut list, i)
         };
         // Closing waits for receives in progress, outside the lock.
         drop(closing);

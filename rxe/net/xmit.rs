@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Sending a packet: the IP header of a path, the UDP source port of a
-//! QP, and the way out: a packet for an address of one of our devices in
+//! Sending a packet: the room it takes, the UDP source port of a QP, and
+//! the way out: a packet for an address of one of our devices in
 //! the same namespace goes straight to that device's receive path (the
 //! loopback fast path); anything else goes to the IP stack of the netdev's
 //! namespace. Both transports (`ud.rs`, `rc.rs`) send through here.
 
-use rdma::kshim::udp::RouteCache;
-use rdma::spec::attr::Gid;
+use rdma::provider::udp::RouteCache;
 
 use crate::counters::Counter;
 use crate::device::RxeDev;
 use crate::net::fault::Verdict;
+use crate::net::frame::{crc, dst_gid, MAX_PAYLOAD};
 use crate::wire::fault::Dir;
-use crate::wire::packet::{self, Headers, IpHeader, Ipv4, Ipv6};
-
-/// The largest payload of a packet: the largest IB MTU.
-pub(crate) const MAX_PAYLOAD: usize = 4096;
+use crate::wire::packet::{self, Headers, IpHeader};
 
 /// Room for the largest packet: IPv6 + UDP + BTH + the largest extension
 /// headers + payload + pad + ICRC, rounded up.
@@ -24,58 +21,6 @@ pub(crate) const PACKET_ROOM: usize = MAX_PAYLOAD + 128;
 
 /// Room for a packet without payload (ACKs).
 pub(crate) const SMALL_ROOM: usize = 128;
-
-/// The CRC-32 the codec computes ICRCs with: the kernel's, which uses
-/// carry-less multiplication where the CPU has it.
-pub(crate) fn crc(seed: u32, data: &[u8]) -> u32 {
-    rdma::kshim::udp::crc32_le(seed, data)
-}
-
-/// The IP header of packets from `sgid` to `dgid` (both IPv4-mapped or
-/// both IPv6), without its identification. None for a mixed pair.
-pub(crate) fn ip_header(
-    sgid: &Gid,
-    dgid: &Gid,
-    traffic_class: u8,
-    hop_limit: u8,
-) -> Option<IpHeader> {
-    let hop_limit = if hop_limit == 0 { 64 } else { hop_limit };
-    match (sgid.to_ipv4(), dgid.to_ipv4()) {
-        (Some(src), Some(dst)) => Some(IpHeader::V4(Ipv4 {
-            tos: traffic_class,
-            id: 0,
-            dont_fragment: true,
-            ttl: hop_limit,
-            src,
-            dst,
-        })),
-        (None, None) => Some(IpHeader::V6(Ipv6 {
-            traffic_class,
-            // rxe sends flow label 0.
-            flow_label: 0,
-            hop_limit,
-            src: sgid.0,
-            dst: dgid.0,
-        })),
-        _ => None,
-    }
-}
-
-/// The destination address of an IP header, as a GID.
-pub(crate) fn dst_gid(ip: &IpHeader) -> Gid {
-    match ip {
-        IpHeader::V4(ip) => Gid::from_ipv4(ip.dst),
-        IpHeader::V6(ip) => Gid(ip.dst),
-    }
-}
-
-/// The source address of an IP header, as a GID.
-pub(crate) fn src_gid(ip: &IpHeader) -> Gid {
-    match ip {
-        IpHeader::V4(ip) => Gid::from_ipv4(ip.src),
-        IpHeader::V6(ip) => Gid(ip.src),
-    }
-}
 
 /// The UDP source port of a QP's packets, spread over 0xc000..0xffff by
 /// QPN as rxe does, so flows hash apart.
@@ -146,8 +91,8 @@ fn emit(
         return Ok(());
     }
     let sent = match ip {
-        IpHeader::V4(_) => rdma::kshim::udp::ip4_xmit(&rd.netdev, route, frame),
-        IpHeader::V6(_) => rdma::kshim::udp::ip6_xmit(&rd.netdev, route, frame),
+        IpHeader::V4(_) => rdma::provider::udp::ip4_xmit(&rd.netdev, route, frame),
+        IpHeader::V6(_) => rdma::provider::udp::ip6_xmit(&rd.netdev, route, frame),
     };
     match sent {
         Ok(()) => {

@@ -13,10 +13,7 @@
 //! It works on the requester's state ([`ReqState`], `req.rs`), under the
 //! requester's lock: the two are one state machine seen from both ends.
 
-use rdma::spec::opcodes::WcStatus;
-use rdma::spec::qp_state::QpState;
-use rdma::verbs::qp::ProviderQp;
-use rdma::verbs::wr::{WqeOp, MAX_SGE};
+use rdma::provider::{ProviderQp, QpState, WcStatus, WqeOp, MAX_SGE};
 
 use crate::counters::Counter;
 use crate::transport::rc::{Conn, RcQp};

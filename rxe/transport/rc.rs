@@ -7,7 +7,9 @@
 //! lock) and the responder's (`resp.rs`: executing requests, answering
 //! them). The lock order is in `Documentation/rxe.rst` ("Locking"):
 //! `work` → `req` or `resp` → the core's queue, then CQ, locks → a raw
-//! completion handler; `conn` is a leaf.
+//! completion handler; `conn` is a leaf. The requester reads a send WQE
+//! in the core's ring, under `req` and the queue's lock, and makes its
+//! packet there (`req.rs`).
 //!
 //! Execution: requests go out from the core's per-QP work
 //! ([`QpOps::run`]), which also sends READ responses. Packets arrive in
@@ -21,16 +23,14 @@
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::kshim::sync::SpinLockIrq;
-use rdma::kshim::udp::RouteCache;
-use rdma::spec::attr::Gid;
-use rdma::spec::opcodes::Access;
-use rdma::spec::qp_state::{AttrMask, QpState};
-use rdma::verbs::qp::{ProviderQp, QpAttr, QpCore, QpOps};
-use rdma::verbs::wr::SendWqe;
+use rdma::provider::{
+    sync::SpinLockIrq, udp::RouteCache, Access, AttrMask, Gid, ProviderQp, QpAttr, QpCore, QpOps,
+    QpState,
+};
 
 use crate::device::RxeDev;
-use crate::net::xmit::{self, SendError, MAX_PAYLOAD, PACKET_ROOM};
+use crate::net::frame::{self, MAX_PAYLOAD};
+use crate::net::xmit::{self, SendError, PACKET_ROOM};
 use crate::transport::req::ReqState;
 use crate::transport::resp::RespState;
 use crate::wire::headers::{Bth, ExtHeaders};
@@ -92,10 +92,6 @@ pub(crate) struct WorkBuf {
     pub(crate) pkt: KVec<u8>,
     /// The payload it is built from.
     pub(crate) payload: KVec<u8>,
-    /// A copy of the send WQE being sent.
-    pub(crate) wqe: SendWqe,
-    /// Which one (its sequence number in the requester's list).
-    pub(crate) wqe_seq: Option<u64>,
 }
 
 /// An RC or UC QP's transport.
@@ -131,8 +127,6 @@ impl RcQp {
             WorkBuf {
                 pkt: KVec::from_elem(0u8, PACKET_ROOM, GFP_KERNEL)?,
                 payload: KVec::from_elem(0u8, MAX_PAYLOAD, GFP_KERNEL)?,
-                wqe: SendWqe::default(),
-                wqe_seq: None,
             },
             GFP_KERNEL,
         )?;
@@ -143,9 +137,9 @@ impl RcQp {
             pin_init!(RcQp {
                 rd,
                 uc,
-                conn <- rdma::new_spinlock_irq!(Conn::default(), "RcQp::conn"),
-                req <- rdma::new_spinlock_irq!(req, "RcQp::req"),
-                resp <- rdma::new_spinlock_irq!(resp, "RcQp::resp"),
+                conn <- rdma::provider::new_spinlock_irq!(Conn::default(), "RcQp::conn"),
+                req <- rdma::provider::new_spinlock_irq!(req, "RcQp::req"),
+                resp <- rdma::provider::new_spinlock_irq!(resp, "RcQp::resp"),
                 work <- new_mutex!(work, "RcQp::work"),
                 route,
             }),
@@ -207,7 +201,7 @@ impl RcQp {
         }
         // Only the connected peer may talk to a connected QP.
         let conn = self.conn();
-        if conn.ip.is_none() || xmit::src_gid(&pkt.headers.ip) != conn.dgid {
+        if conn.ip.is_none() || frame::src_gid(&pkt.headers.ip) != conn.dgid {
             return false;
         }
         match pkt.info().class {
@@ -227,7 +221,7 @@ impl RcQp {
                 .query_gid(av.port_num, u32::from(av.grh.sgid_index))
                 .map_err(|_| EINVAL)?;
             c.ip = Some(
-                xmit::ip_header(
+                frame::ip_header(
                     &sgid.gid,
                     &av.grh.dgid,
                     av.grh.traffic_class,

@@ -7,19 +7,30 @@
 //! their packets from the QP's work, at most [`WINDOW`] PSNs beyond the
 //! oldest unacknowledged one. It remembers, per WQE taken, only its first
 //! PSN, its packet count and kind; the WQE itself stays in the core's ring
-//! and is read again ([`ProviderQp::sq_peek`]) to send a packet a second time.
+//! and is read where it lies for every packet ([`ProviderQp::sq_with`]),
+//! never copied.
 //!
 //! What comes back (ACKs, NAKs, responses) is the completer's (`comp.rs`),
 //! which shares this file's [`ReqState`] under the same lock.
+//!
+//! Locks, per packet: the QP's `work` mutex (the work runs alone), then
+//! `req`, under which the next step is decided and the packet made: its
+//! headers and payload are read from the WQE under the core's send queue
+//! lock, inside `req` (the payload gathered from local memory there, which
+//! takes only the memory's own locks). Both are released before the packet
+//! is sent, since sending may deliver on the loopback path before it
+//! returns, and that delivery takes `req` (ACKs) or `resp` and completes.
+//! `req` is taken again afterwards to record what was sent. A local
+//! operation (REG_MR, LOCAL_INV, BIND_MW) takes its operation out of the
+//! WQE (the MR and window it holds, counted) and executes it with no lock
+//! held.
 
 use kernel::prelude::*;
 use kernel::time::Ktime;
 
-use rdma::spec::opcodes::{SendFlags, WcStatus, WrOpcode};
-use rdma::spec::qp_state::QpState;
-use rdma::verbs::mr::AccessError;
-use rdma::verbs::qp::ProviderQp;
-use rdma::verbs::wr::{SendWqe, WqeOp};
+use rdma::provider::{
+    AccessError, ProviderQp, QpState, SendFlags, SendWqe, WcStatus, WqeOp, WrOpcode,
+};
 
 use crate::counters::Counter;
 use crate::net::xmit::SendError;
@@ -246,11 +257,25 @@ struct Step {
     /// Sent twice: the probe after a second timeout in a row (see
     /// `ReqState::probe`).
     twice: bool,
+    /// The packet, made under `req` and the send queue's lock, or the
+    /// WQE's completion status if it could not be (bad local memory).
+    built: core::result::Result<Built, WcStatus>,
+}
+
+/// The variable parts of a request packet whose payload is in the work's
+/// `payload` buffer.
+struct Built {
+    opcode: Opcode,
+    solicited: bool,
+    ext: ExtHeaders,
+    /// Payload bytes.
+    len: usize,
 }
 
 enum Next {
     Packet(Step),
-    Local(u64),
+    /// A local operation to execute (WQE `seq`).
+    Local(u64, WqeOp),
 }
 
 pub(super) fn now_ns() -> i64 {
@@ -327,8 +352,10 @@ impl RcQp {
                 }
             };
             match next {
-                Next::Local(seq) => {
-                    let status = qp.execute_local(&w.wqe);
+                Next::Local(seq, op) => {
+                    let status = qp.execute_local(&op);
+                    // What the operation held goes with no lock held.
+                    drop(op);
                     let mut st = self.req.lock();
                     if st.active && seq >= st.head && seq < st.tail {
                         st.slot(seq).status = Some(status);
@@ -425,7 +452,8 @@ impl RcQp {
     }
 
     /// Decides the next packet (or local operation), taking a new WQE if
-    /// everything taken is out. The WQE is copied to `w.wqe`.
+    /// everything taken is out. A packet is made here, its payload in
+    /// `w.payload`, from the WQE read under the send queue's lock.
     fn next_step(
         &self,
         st: &mut ReqState,
@@ -447,14 +475,17 @@ impl RcQp {
                     st.cur_pkt = 0;
                     continue;
                 }
-                if w.wqe_seq != Some(seq) {
-                    if !qp.sq_peek((seq - st.head) as usize, &mut w.wqe) {
-                        st.blocked = true;
-                        return None;
-                    }
-                    w.wqe_seq = Some(seq);
-                }
                 let pkt = st.cur_pkt;
+                // `head` cannot move while `req` is held: the WQE at this
+                // index is the one of `seq`.
+                let idx = (seq - st.head) as usize;
+                let payload = &mut w.payload;
+                let Some(built) = qp.sq_with(idx, |wqe| {
+                    self.build_request(qp, conn, wqe, pkt, e.npkts, payload)
+                }) else {
+                    st.blocked = true;
+                    return None;
+                };
                 let last = e.kind != Kind::Plain || pkt + 1 >= e.npkts;
                 let ack_req = !self.uc && (last || st.noack + 1 >= ACK_EVERY || st.probe);
                 st.noack = if ack_req { 0 } else { st.noack + 1 };
@@ -475,6 +506,7 @@ impl RcQp {
                     kind: e.kind,
                     ack_req,
                     gen: st.gen,
+                    built,
                 }));
             }
             // SQD finishes what was taken and starts nothing new.
@@ -486,17 +518,25 @@ impl RcQp {
                 st.blocked = true;
                 return None;
             }
-            // Nothing posted: posting schedules the work.
-            if !qp.sq_peek(idx, &mut w.wqe) {
-                return None;
-            }
+            // What the requester keeps of the WQE is read under the
+            // queue's lock. Nothing posted: posting schedules the work.
+            let mtu = conn.mtu;
+            let (kind, npkts, fence, len, send) = qp.sq_with(idx, |wqe| {
+                let (kind, npkts) = classify(wqe, mtu);
+                (
+                    kind,
+                    npkts,
+                    wqe.flags.contains(SendFlags::FENCE),
+                    wqe.length,
+                    matches!(
+                        wqe.op,
+                        WqeOp::Send | WqeOp::SendWithImm(_) | WqeOp::SendWithInv(_)
+                    ),
+                )
+            })?;
             let seq = st.tail;
-            w.wqe_seq = Some(seq);
-            let (kind, npkts) = classify(&w.wqe, conn.mtu);
             let waits = matches!(kind, Kind::Read | Kind::Atomic);
-            if (waits && st.rd_out >= conn.max_rd_atomic)
-                || (w.wqe.flags.contains(SendFlags::FENCE) && st.rd_out > 0)
-            {
+            if (waits && st.rd_out >= conn.max_rd_atomic) || (fence && st.rd_out > 0) {
                 st.blocked = true;
                 return None;
             }
@@ -508,12 +548,9 @@ impl RcQp {
                 first_psn,
                 npkts,
                 kind,
-                len: w.wqe.length,
+                len,
                 sent: false,
-                send: matches!(
-                    w.wqe.op,
-                    WqeOp::Send | WqeOp::SendWithImm(_) | WqeOp::SendWithInv(_)
-                ),
+                send,
                 status: None,
             };
             st.tail += 1;
@@ -524,32 +561,33 @@ impl RcQp {
             st.cur_pkt = 0;
             if kind == Kind::Local {
                 st.cur = st.tail;
-                return Some(Next::Local(seq));
+                // A local operation is taken out of the WQE (the MR and
+                // window it holds, counted), to execute it and let go of
+                // it with no lock held. None: the queue was flushed.
+                let op = qp.sq_with(idx, |wqe| wqe.op.clone())?;
+                return Some(Next::Local(seq, op));
             }
         }
     }
 
-    /// Builds and sends packet `s.pkt` of the WQE in `w.wqe`. A local
-    /// failure (bad local memory) is the WQE's completion status; a packet
-    /// the network refused counts as lost.
-    fn send_request(
+    /// Makes packet `pkt` of `npkts` of `wqe`: its variable headers, and
+    /// its payload in `payload`. Called under `req` and the send queue's
+    /// lock: it reads memory and nothing else. A local failure (bad local
+    /// memory) is the WQE's completion status.
+    fn build_request(
         &self,
         qp: &ProviderQp,
         conn: &Conn,
-        w: &mut WorkBuf,
-        s: &Step,
-    ) -> core::result::Result<(), WcStatus> {
-        let WorkBuf {
-            pkt: buf,
-            payload,
-            wqe,
-            ..
-        } = w;
+        wqe: &SendWqe,
+        pkt: u32,
+        npkts: u32,
+        payload: &mut [u8],
+    ) -> core::result::Result<Built, WcStatus> {
         let mtu = conn.mtu;
-        let last = s.pkt + 1 >= s.npkts;
+        let last = pkt + 1 >= npkts;
         let mut ext = ExtHeaders::default();
         let mut solicited = false;
-        let (opcode, data): (Opcode, &[u8]) = match wqe.op {
+        let (opcode, len): (Opcode, usize) = match wqe.op {
             WqeOp::Send
             | WqeOp::SendWithImm(_)
             | WqeOp::SendWithInv(_)
@@ -565,13 +603,11 @@ impl RcQp {
                         inv: wqe.op.send_invalidate().is_some(),
                     },
                 };
-                let op = segment::request_opcode(self.uc, msg, s.pkt, s.npkts)
+                let op = segment::request_opcode(self.uc, msg, pkt, npkts)
                     .ok_or(WcStatus::LocQpOpErr)?;
-                let (off, len) = segment::slice(s.pkt, wqe.length, mtu);
-                let data = &mut payload[..len as usize];
-                fill(qp, wqe, off, data)?;
-                if let (Message::Write { .. }, Some((va, rkey)), 0) = (msg, wqe.op.remote(), s.pkt)
-                {
+                let (off, len) = segment::slice(pkt, wqe.length, mtu);
+                fill(qp, wqe, off, &mut payload[..len as usize])?;
+                if let (Message::Write { .. }, Some((va, rkey)), 0) = (msg, wqe.op.remote(), pkt) {
                     ext.reth = Some(Reth {
                         va,
                         rkey,
@@ -587,7 +623,7 @@ impl RcQp {
                         ext.ieth = Some(Ieth { rkey });
                     }
                 }
-                (op, &*data)
+                (op, len as usize)
             }
             WqeOp::Read { remote_addr, rkey }
             | WqeOp::ReadWithInv {
@@ -595,13 +631,13 @@ impl RcQp {
             } => {
                 // Sent again from packet `pkt` of its response: a request
                 // for the rest.
-                let (off, _) = segment::slice(s.pkt, wqe.length, mtu);
+                let (off, _) = segment::slice(pkt, wqe.length, mtu);
                 ext.reth = Some(Reth {
                     va: remote_addr.wrapping_add(u64::from(off)),
                     rkey,
                     len: wqe.length - off,
                 });
-                (Opcode::RcRdmaReadRequest, &[][..])
+                (Opcode::RcRdmaReadRequest, 0)
             }
             WqeOp::CmpAndSwp {
                 remote_addr,
@@ -615,7 +651,7 @@ impl RcQp {
                     swap_add: swap,
                     compare,
                 });
-                (Opcode::RcCompareSwap, &[][..])
+                (Opcode::RcCompareSwap, 0)
             }
             WqeOp::FetchAndAdd {
                 remote_addr,
@@ -628,17 +664,16 @@ impl RcQp {
                     swap_add: add,
                     compare: 0,
                 });
-                (Opcode::RcFetchAdd, &[][..])
+                (Opcode::RcFetchAdd, 0)
             }
             WqeOp::AtomicWrite { remote_addr, rkey } => {
-                let data = &mut payload[..8];
-                fill(qp, wqe, 0, data)?;
+                fill(qp, wqe, 0, &mut payload[..8])?;
                 ext.reth = Some(Reth {
                     va: remote_addr,
                     rkey,
                     len: 8,
                 });
-                (Opcode::RcAtomicWrite, &*data)
+                (Opcode::RcAtomicWrite, 8)
             }
             WqeOp::Flush {
                 remote_addr,
@@ -658,18 +693,38 @@ impl RcQp {
                         length.min(u64::from(u32::MAX)) as u32
                     },
                 });
-                (Opcode::RcFlush, &[][..])
+                (Opcode::RcFlush, 0)
             }
             _ => return Err(WcStatus::LocQpOpErr),
         };
-        let out = Out {
+        Ok(Built {
             opcode,
-            psn: s.psn,
-            ack_req: s.ack_req,
             solicited,
             ext,
+            len,
+        })
+    }
+
+    /// Sends the packet of step `s`, made by [`RcQp::build_request`], with
+    /// no lock held. Its local failure is the WQE's completion status; a
+    /// packet the network refused counts as lost.
+    fn send_request(
+        &self,
+        qp: &ProviderQp,
+        conn: &Conn,
+        w: &mut WorkBuf,
+        s: &Step,
+    ) -> core::result::Result<(), WcStatus> {
+        let b = s.built.as_ref().map_err(|status| *status)?;
+        let WorkBuf { pkt: buf, payload } = w;
+        let out = Out {
+            opcode: b.opcode,
+            psn: s.psn,
+            ack_req: s.ack_req,
+            solicited: b.solicited,
+            ext: b.ext,
         };
-        match self.send(qp, conn, out, data, buf) {
+        match self.send(qp, conn, out, &payload[..b.len], buf) {
             Ok(()) => Ok(()),
             // Lost: the ACK timeout sends it again.
             Err(SendError::Network) => Ok(()),

@@ -22,11 +22,7 @@ use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
 
-use rdma::device::event::EventKind;
-use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
-use rdma::verbs::qp::ProviderQp;
-use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::RecvWqe;
+use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
 
 use crate::counters::Counter;
 use crate::net::xmit::SMALL_ROOM;
@@ -358,7 +354,7 @@ impl RcQp {
 
     /// A request arrived: whether it was taken.
     pub(crate) fn responder_receive(&self, qp: &ProviderQp, conn: &Conn, pkt: &Packet<'_>) -> bool {
-        use rdma::spec::qp_state::QpState;
+        use rdma::provider::QpState;
         if !matches!(
             qp.state(),
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe

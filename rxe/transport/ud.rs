@@ -5,7 +5,11 @@
 //!
 //! Sending runs in the core's per-QP work (`QpOps::run`): each send queue
 //! entry becomes one packet (UD messages fit one MTU), built with the
-//! host-tested codec and sent through `xmit.rs`. A received UD packet
+//! host-tested codec and sent through `xmit.rs`. The entry is read where it
+//! lies, under the core's send queue lock (its destination and flags
+//! copied, its payload gathered into the work's buffer), and the packet is
+//! sent after that lock is released, since sending may deliver on the
+//! loopback path before it returns. A received UD packet
 //! (from `recv.rs`, softirq or loopback) is checked against the QP's state
 //! and Q_Key, and its GRH and payload scattered into the next receive WQE.
 //! QP1 (GSI) is a UD QP whose sends carry the GSI Q_Key (0x80010000)
@@ -16,16 +20,15 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::spec::attr::Gid;
-use rdma::spec::opcodes::{SendFlags, WcFlags, WcOpcode, WcStatus};
-use rdma::spec::qp_state::{QpState, QpType};
-use rdma::verbs::qp::{ProviderQp, QpCore, QpOps};
-use rdma::verbs::wc::Wc;
-use rdma::verbs::wr::SendWqe;
+use rdma::provider::{
+    AhAttr, Gid, ProviderDevice, ProviderQp, QpCore, QpOps, QpState, QpType, SendFlags, SendWqe,
+    Wc, WcFlags, WcOpcode, WcStatus,
+};
 
 use crate::counters::Counter;
 use crate::device::RxeDev;
-use crate::net::xmit::{self, MAX_PAYLOAD, PACKET_ROOM};
+use crate::net::frame::{self, MAX_PAYLOAD};
+use crate::net::xmit::{self, PACKET_ROOM};
 use crate::wire::headers::{Bth, Deth, ExtHeaders, ImmDt};
 use crate::wire::opcode::Opcode;
 use crate::wire::packet::{Headers, IpHeader, Packet, Udp};
@@ -60,20 +63,55 @@ impl UdQp {
         )
     }
 
-    /// Sends one request: the sender's completion status.
-    fn send(&self, qp: &ProviderQp, w: &SendWqe, out: &mut [u8]) -> WcStatus {
-        let Some(dev) = self.rd.device() else {
+    /// Reads send WQE `w` under the send queue's lock: what its packet
+    /// needs, its payload gathered into `payload` unless it is longer than
+    /// `mtu` (not sent, then). Reads memory and nothing else.
+    fn prepare(qp: &ProviderQp, w: &SendWqe, mtu: usize, payload: &mut [u8]) -> Prepared {
+        let len = w.length as usize;
+        let too_long = len > mtu || len > MAX_PAYLOAD;
+        let dest = w.ud.as_ref().map(|d| Dest {
+            av: d.ah.query(),
+            remote_qpn: d.remote_qpn,
+            remote_qkey: d.remote_qkey,
+        });
+        let gathered = if dest.is_none() || too_long {
+            true
+        } else if w.inline {
+            payload[..len].copy_from_slice(&w.inline_data[..len]);
+            true
+        } else {
+            qp.gather(w.sges(), 0, &mut payload[..len]).is_ok()
+        };
+        Prepared {
+            length: w.length,
+            dest,
+            too_long,
+            gathered,
+            imm: w.op.imm(),
+            solicited: w.flags.contains(SendFlags::SOLICITED),
+        }
+    }
+
+    /// Sends one request made by [`UdQp::prepare`], with no lock held: the
+    /// sender's completion status.
+    fn send(
+        &self,
+        qp: &ProviderQp,
+        dev: Option<&ProviderDevice>,
+        w: &Prepared,
+        out: &mut [u8],
+    ) -> WcStatus {
+        let Some(dev) = dev else {
             return WcStatus::FatalErr;
         };
-        let Some(dest) = &w.ud else {
+        let Some(dest) = &w.dest else {
             return WcStatus::LocQpOpErr;
         };
-        let ah = &dest.ah;
-        let av = ah.query();
+        let av = &dest.av;
         let Ok(sgid) = dev.query_gid(av.port_num, u32::from(av.grh.sgid_index)) else {
             return WcStatus::LocQpOpErr;
         };
-        let Some(mut ip) = xmit::ip_header(
+        let Some(mut ip) = frame::ip_header(
             &sgid.gid,
             &av.grh.dgid,
             av.grh.traffic_class,
@@ -85,28 +123,20 @@ impl UdQp {
         if let IpHeader::V4(v4) = &mut ip {
             v4.id = self.rd.next_ip_id();
         }
-        let mtu = dev
-            .query_port(1)
-            .map(|p| p.active_mtu.bytes() as usize)
-            .unwrap_or(256);
-        let len = w.length as usize;
-        if len > mtu || len > MAX_PAYLOAD {
+        if w.too_long {
             // Longer than the path MTU: not sent, and completed with
             // success, as the kernel's rxe does (IBTA C10-93.1.1 leaves the
             // choice); the QP goes on.
             return WcStatus::Success;
         }
-        // The payload is gathered into the second half of the buffer, then
-        // the codec writes the whole packet into the first.
-        let (front, payload) = out.split_at_mut(PACKET_ROOM);
-        let payload = &mut payload[..len];
-        if w.inline {
-            payload.copy_from_slice(&w.inline_data[..len]);
-        } else if qp.gather(w.sges(), 0, payload).is_err() {
+        if !w.gathered {
             return WcStatus::LocProtErr;
         }
-        let imm = w.op.imm();
-        let opcode = if imm.is_some() {
+        // The payload is in the second half of the buffer; the codec writes
+        // the whole packet into the first.
+        let (front, payload) = out.split_at_mut(PACKET_ROOM);
+        let payload = &payload[..w.length as usize];
+        let opcode = if w.imm.is_some() {
             Opcode::UdSendOnlyWithImmediate
         } else {
             Opcode::UdSendOnly
@@ -120,7 +150,7 @@ impl UdQp {
             },
             bth: Bth {
                 opcode: opcode as u8,
-                solicited: w.flags.contains(SendFlags::SOLICITED),
+                solicited: w.solicited,
                 pkey: 0xffff,
                 dest_qpn: dest.remote_qpn,
                 psn,
@@ -143,7 +173,7 @@ impl UdQp {
                     resv8: 0,
                     src_qpn: qp.qpn(),
                 }),
-                immdt: imm.map(|imm| ImmDt { imm }),
+                immdt: w.imm.map(|imm| ImmDt { imm }),
                 ..ExtHeaders::default()
             },
         };
@@ -154,6 +184,28 @@ impl UdQp {
             _ => WcStatus::Success,
         }
     }
+}
+
+/// Where a UD request goes, read from its WQE.
+struct Dest {
+    av: AhAttr,
+    remote_qpn: u32,
+    remote_qkey: u32,
+}
+
+/// What sending a UD request needs of its WQE, read under the send
+/// queue's lock ([`UdQp::prepare`]).
+struct Prepared {
+    length: u32,
+    /// None when the WQE has no destination.
+    dest: Option<Dest>,
+    /// Longer than the path MTU (the payload was not gathered).
+    too_long: bool,
+    /// The payload is in the buffer (or was not needed); false when
+    /// local memory refused it.
+    gathered: bool,
+    imm: Option<u32>,
+    solicited: bool,
 }
 
 impl QpOps for UdQp {
@@ -171,10 +223,21 @@ impl QpOps for UdQp {
 
     fn run(&self, qp: &ProviderQp) {
         let mut buf = self.buf.lock();
-        let mut wqe = SendWqe::default();
-        while qp.sq_next(&mut wqe) {
-            let status = self.send(qp, &wqe, &mut buf[..]);
-            qp.sq_complete(status, wqe.length);
+        loop {
+            // Read before the WQE is taken: `query_port` may sleep, and
+            // the WQE is read under the send queue's lock.
+            let dev = self.rd.device();
+            let mtu = dev.as_ref().map_or(256, |d| {
+                d.query_port(1)
+                    .map(|p| p.active_mtu.bytes() as usize)
+                    .unwrap_or(256)
+            });
+            let payload = &mut buf[PACKET_ROOM..];
+            let Some(w) = qp.sq_take_with(|w| Self::prepare(qp, w, mtu, payload)) else {
+                break;
+            };
+            let status = self.send(qp, dev.as_ref(), &w, &mut buf[..]);
+            qp.sq_complete(status, w.length);
         }
     }
 }

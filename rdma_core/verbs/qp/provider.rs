@@ -7,6 +7,25 @@
 //!
 //! Completions go to the QP's CQs in posting order; entering the error
 //! state flushes what is left with `WR_FLUSH_ERR`.
+//!
+//! A provider reads a send entry where it lies, in the ring, under the send
+//! queue's lock: [`ProviderQp::sq_take_with`] takes the next one and
+//! [`ProviderQp::sq_with`] reads one already taken (to send a packet of it
+//! again), each running a closure on `&SendWqe` and returning what the
+//! closure made of it (a packet's payload, a few fields), so nothing of the
+//! entry is copied and none of its references counted per packet.
+//! ([`ProviderQp::sq_next`] copies the whole entry instead, for a provider
+//! that must execute it with no lock held.)
+//!
+//! Locks: the send queue's lock is an IRQ-safe spinlock, taken inside the
+//! provider's own locks (rxe: its requester state, then the queue) and
+//! outside the locks of memory access: under it the closure may read
+//! memory with [`ProviderQp::gather`] (an MR's state lock, then a user
+//! region's gate, the order `post_send` already takes for inline data). It
+//! must not sleep, send, complete (the CQ's locks and a raw completion
+//! handler come after the queue's lock is released), post, or take the
+//! queue's lock again through another `sq_*` call: so the packet is built
+//! under the lock and sent after it.
 
 use core::any::Any;
 use core::ops::Deref;
@@ -17,6 +36,7 @@ use kernel::sync::Arc;
 use kernel::workqueue;
 
 use crate::device::event::{Element, Event, EventKind};
+use crate::device::ProviderDevice;
 use crate::kshim::mem::Sge;
 use crate::kshim::timer::Timer;
 use crate::spec::attr::Gid;
@@ -33,7 +53,7 @@ use crate::verbs::wr::{RecvWqe, SendWqe, WqeOp};
 ///
 /// The core hands it to the provider in the [`QpOps`] callbacks, and a
 /// provider finds the QP a packet is for through its own device handle
-/// (`ProviderDevice::qp`); a ULP, which holds a [`Qp`](super::Qp) or an
+/// ([`ProviderQp::by_qpn`]); a ULP, which holds a [`Qp`](super::Qp) or an
 /// `Arc<QpCore>`, cannot make one. So a ULP can post, poll, modify and
 /// destroy, and cannot take a queue entry, complete one or fail the QP:
 ///
@@ -50,6 +70,12 @@ impl ProviderQp {
         ProviderQp(qp)
     }
 
+    /// The provider's handle on QP `qpn` of its device `dev` (packets name
+    /// their QP by number). Any context.
+    pub fn by_qpn(dev: &ProviderDevice, qpn: u32) -> Option<ProviderQp> {
+        dev.res.qp_by_num(qpn).map(ProviderQp::new)
+    }
+
     /// The QP as a ULP sees it.
     pub fn core(&self) -> &Arc<QpCore> {
         &self.0
@@ -58,7 +84,7 @@ impl ProviderQp {
     /// The provider's handle on QP `qpn` of the same device (a software
     /// device moving data between its own QPs).
     pub fn sibling(&self, qpn: u32) -> Option<ProviderQp> {
-        self.0.device().qp_by_num(qpn).map(ProviderQp::new)
+        self.0.device().res.qp_by_num(qpn).map(ProviderQp::new)
     }
 
     /// Schedules [`QpOps::run`]. Any context.
@@ -78,23 +104,30 @@ impl ProviderQp {
         self.0.provider(f)
     }
 
+    /// Takes the next send queue entry not yet started and runs `f` on it
+    /// under the send queue's lock (the file's doc says what `f` may do);
+    /// None when there is none. Any context.
+    pub fn sq_take_with<R>(&self, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+        self.0.sq_take_with(f)
+    }
+
     /// Takes the next send queue entry not yet started, copying it into
-    /// `out`; false when there is none. Any context.
+    /// `out`; false when there is none. Any context. For a provider that
+    /// executes the entry with no lock held; others use
+    /// [`ProviderQp::sq_take_with`].
     pub fn sq_next(&self, out: &mut SendWqe) -> bool {
         self.0.sq_next(out)
     }
 
-    /// Copies the `i`-th started entry from the head into `out`.
-    pub fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
-        self.0.sq_peek(i, out)
-    }
-
-    /// Runs `f` on the `i`-th started entry from the head.
+    /// Runs `f` on the `i`-th entry from the head (taken or not), under
+    /// the send queue's lock (the file's doc says what `f` may do); None
+    /// when there is none. Any context.
     pub fn sq_with<R>(&self, i: usize, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
         self.0.sq_with(i, f)
     }
 
-    /// Marks the next entry started without copying it.
+    /// Takes the next entry without reading it (after looking at it with
+    /// [`ProviderQp::sq_with`]).
     pub fn sq_start(&self) -> bool {
         self.0.sq_start()
     }
@@ -177,10 +210,11 @@ impl ProviderQp {
 
     /// Executes a local operation of the send queue (REG_MR, LOCAL_INV,
     /// BIND_MW) and returns its completion status; any other opcode is
-    /// `LocQpOpErr`.
-    pub fn execute_local(&self, w: &SendWqe) -> WcStatus {
+    /// `LocQpOpErr`. Not under the send queue's lock: a window's
+    /// invalidation may drop the last reference to an MR.
+    pub fn execute_local(&self, op: &WqeOp) -> WcStatus {
         let dev = self.0.device();
-        match &w.op {
+        match op {
             WqeOp::LocalInv(key) => match dev.invalidate_key(*key) {
                 Ok(()) => WcStatus::Success,
                 Err(_) => WcStatus::LocProtErr,
@@ -341,22 +375,19 @@ impl QpCore {
         }
     }
 
-    /// Copies the `i`-th send entry from the oldest (taken or not) into
-    /// `out` (for providers: to look before taking, or to send a taken
-    /// one again). False when there is none or the queue is flushed. Any
-    /// context.
-    pub(crate) fn sq_peek(&self, i: usize, out: &mut SendWqe) -> bool {
-        let sq = self.sq.lock();
+    /// Takes the oldest send entry the provider has not taken yet and
+    /// calls `f` on it under the send queue's lock (for providers). None
+    /// when there is none or the queue is flushed. Any context; `f` must
+    /// not call back into the QP.
+    pub(crate) fn sq_take_with<R>(&self, f: impl FnOnce(&SendWqe) -> R) -> Option<R> {
+        let mut sq = self.sq.lock();
         if sq.err {
-            return false;
+            return None;
         }
-        match sq.ring.get(i) {
-            Some(w) => {
-                out.clone_from(w);
-                true
-            }
-            None => false,
-        }
+        let started = sq.started;
+        let r = sq.ring.get(started).map(f)?;
+        sq.started += 1;
+        Some(r)
     }
 
     /// Calls `f` on the `i`-th send entry from the oldest, under the send
@@ -371,8 +402,9 @@ impl QpCore {
         sq.ring.get(i).map(f)
     }
 
-    /// Takes the oldest entry not taken yet without copying it (for
-    /// providers that looked at it with [`ProviderQp::sq_peek`]). Any context.
+    /// Takes the oldest entry not taken yet without reading it (for
+    /// providers that looked at it with [`ProviderQp::sq_with`]). Any
+    /// context.
     pub(crate) fn sq_start(&self) -> bool {
         let mut sq = self.sq.lock();
         if sq.err || sq.started >= sq.ring.len() {

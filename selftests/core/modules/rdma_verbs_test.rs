@@ -32,7 +32,7 @@ use rdma::spec::attr::{Gid, LinkLayer, Mtu, NodeType};
 use rdma::spec::opcodes::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{optional_attrs, required_attrs, AttrMask, QpState, QpType};
 use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
-use rdma::verbs::cq::{CompHandler, Cq, CqCore, PollCtx};
+use rdma::verbs::cq::{CompHandler, Cq, CqCore, PollCtx, ProviderCq};
 use rdma::verbs::mr::{BufSlice, Mr};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::{Pd, PdFlags};
@@ -2073,7 +2073,7 @@ fn one_handler_per_cq() -> Result {
     let h = CountHandler::new(true)?;
     let cq = Cq::create(&pdev, 4096, Some(h.clone()))?;
     cq.req_notify(NotifyFlags::NEXT_COMP)?;
-    let core = pdev.cq(cq.core()).ok_or(EINVAL)?;
+    let core = ProviderCq::of(&pdev, cq.core()).ok_or(EINVAL)?;
     let finished = Arc::new(AtomicU32::new(0), GFP_KERNEL)?;
     for p in 0..PUSHERS {
         let (core, finished) = (core.clone(), finished.clone());

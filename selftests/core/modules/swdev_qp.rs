@@ -167,7 +167,7 @@ fn execute(qp: &ProviderQp, w: &SendWqe, chunk: &mut [u8]) -> (WcStatus, u32) {
         opcode,
         WrOpcode::LocalInv | WrOpcode::RegMr | WrOpcode::BindMw
     ) {
-        return (qp.execute_local(w), 0);
+        return (qp.execute_local(&w.op), 0);
     }
     let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
     let reliable = qp.qp_type() == QpType::Rc;
