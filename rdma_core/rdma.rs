@@ -2,25 +2,29 @@
 
 //! The RDMA midlayer, in Rust: the crate `rdma` of module `rdma_core`.
 //!
-//! Three layers, one folder each (`Documentation/rdma_core.rst` has the map
-//! of where what happens):
+//! Layers, bottom first; a module imports its own layer and the ones below
+//! it, never one above (`scripts/layers.conf` is the map, `make lint`
+//! checks it, `Documentation/rdma_core.rst` explains it):
 //!
-//! - [`kshim`]: what the 6.12 kernel crate lacks (netdevs and UDP sockets,
-//!   timers, `irq_poll`, configfs, sysfs, an IRQ-safe lock, a revocable
-//!   gate, DMA-able buffers): the only module with `unsafe`.
-//! - [`device`]: devices, the providers' [`device::driver::Driver`], the
-//!   ULPs' [`device::client::Client`]s and their hot-plug protocol, ports,
-//!   asynchronous events, sysfs.
-//! - [`verbs`]: the verbs objects (PD, CQ, SRQ, MR, MW, AH, QP), which the
-//!   core owns and checks; providers supply the transport
-//!   ([`verbs::qp::QpOps`]) and see the queues through their own handles
-//!   ([`device::ProviderDevice`], [`verbs::qp::ProviderQp`]).
-//! - [`mad`]: management datagrams on QP1, which the core owns on every
-//!   port that takes them; agents per management class.
-//! - [`cm`]: the InfiniBand connection manager, on the MAD layer.
-//! - [`cma`]: the IP connection manager for ULPs (rdma_cm), on the CM.
-//! - [`spec`]: what the specification fixes (QP states, opcodes, attribute
-//!   types), kernel-independent and host-tested.
+//! 0. [`spec`]: what the specification fixes (QP states, opcodes, MAD and
+//!    CM codecs, attribute types), kernel-independent and host-tested.
+//! 1. [`kshim`]: what the 6.12 kernel crate lacks (netdevs and UDP sockets,
+//!    timers, `irq_poll`, configfs, sysfs, an IRQ-safe lock, a revocable
+//!    gate, DMA-able buffers): the only module with `unsafe`.
+//! 2. The object model, two folders that import each other (a device owns
+//!    the tables of its objects):
+//!    [`device`]: devices, the providers' [`device::driver::Driver`], the
+//!    ULPs' [`device::client::Client`]s and their hot-plug protocol, ports,
+//!    asynchronous events, sysfs; [`verbs`]: the verbs objects (PD, CQ,
+//!    SRQ, MR, MW, AH, QP), which the core owns and checks; providers
+//!    supply the transport ([`verbs::qp::QpOps`]) and see the queues
+//!    through their own handles ([`device::ProviderDevice`],
+//!    [`verbs::qp::ProviderQp`]).
+//! 3. [`mad`]: management datagrams on QP1, which the core owns on every
+//!    port that takes them; agents per management class.
+//! 4. [`cm`]: the InfiniBand connection manager, on the MAD layer.
+//! 5. [`cma`]: the IP connection manager for ULPs (rdma_cm), on the CM.
+//! 6. The entry points, below.
 //!
 //! Two entry points, one per audience: [`prelude`] for ULPs, [`provider`]
 //! for providers (the driver, device and QP handles, work-queue entries and
