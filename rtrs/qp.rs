@@ -2,17 +2,21 @@
 
 //! The QP of an RTRS connection, client's or server's: RC, one CQ for
 //! both queues handled in a workqueue, one receive SGE, no inline data,
-//! completions only where asked for.
+//! completions only where asked for; and the posting of its work
+//! requests, each completing into the handler its side gives.
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use rdma::cma::CmIdCore;
 use rdma::device::Device;
+use rdma::kshim::mem::Sge;
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::cq::{Cq, PollCtx};
 use rdma::verbs::pd::Pd;
 use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
+use rdma::verbs::wc::CqeDone;
+use rdma::verbs::wr::{RecvWr, SendWr};
 
 /// Creates the CQ and the QP of `id` with room for `send` and `recv`
 /// work requests and `send_sge` SGEs per send.
@@ -45,4 +49,27 @@ pub(crate) fn create(
     )?;
     let qp = id.qp().ok_or(EINVAL)?;
     Ok((cq, qp))
+}
+
+/// Posts a receive of `sg` (no SGE: a receive without memory) with
+/// `wr_id` on `qp`, completing into `cqe`.
+pub(crate) fn post_recv(qp: &Arc<QpCore>, wr_id: u64, sg: &[Sge], cqe: Arc<dyn CqeDone>) -> Result {
+    qp.post_recv(&[RecvWr {
+        wr_id,
+        cqe: Some(cqe),
+        sg,
+    }])
+    .map_err(|(_, e)| e)
+}
+
+/// Posts `wrs` on `qp`, each completing into `cqe`.
+pub(crate) fn post_send(
+    qp: &Arc<QpCore>,
+    wrs: &mut [SendWr<'_>],
+    cqe: &Arc<dyn CqeDone>,
+) -> Result {
+    for w in wrs.iter_mut() {
+        w.cqe = Some(cqe.clone());
+    }
+    qp.post_send(wrs).map_err(|(_, e)| e)
 }

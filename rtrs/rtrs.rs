@@ -17,8 +17,12 @@
 //! - [`clt`]: the client: sessions over several paths, permits,
 //!   requests, the multipath policies, failover, heartbeats and
 //!   reconnects; its sysfs is `/sys/class/rdma_rs_rtrs_client`.
-//! - `qp`, `ticker`, `sysfs`: what both sides share (a connection's QP;
-//!   the pace of a keeper; addresses and writes in sysfs).
+//! - `dir`, `qp`, `ticker`, `sysfs`: what both sides share (a request's
+//!   direction, [`srv::Dir`] and [`clt::Dir`]; a connection's QP and the
+//!   posting of its work requests; the pace of a keeper; the class, the
+//!   session and path directories, the files every path has, addresses
+//!   and writes in sysfs). The server and the client never import each
+//!   other.
 //!
 //! Not built yet: see `Not done` in Documentation/rtrs.rst.
 
@@ -34,6 +38,7 @@ use kernel::types::ScopeGuard;
 pub mod proto;
 
 pub mod clt;
+mod dir;
 mod qp;
 pub mod srv;
 mod sysfs;
@@ -53,7 +58,7 @@ impl kernel::Module for Rtrs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         srv::init(module)?;
         let srv = ScopeGuard::new(srv::exit);
-        clt::sysfs::init()?;
+        clt::sysfs::CLASS.init()?;
         srv.dismiss();
         Ok(Rtrs)
     }
@@ -62,7 +67,7 @@ impl kernel::Module for Rtrs {
 impl Drop for Rtrs {
     fn drop(&mut self) {
         // Every session and server is gone: their modules hold ours.
-        clt::sysfs::exit();
+        clt::sysfs::CLASS.exit();
         srv::exit();
     }
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One connection of a client path: its rdma_cm id, QP and CQ, and the
-//! receives the server's messages land in.
+//! One connection of a client path: its rdma_cm id, QP and CQ, the
+//! receives the server's messages land in, and the kinds of its work
+//! requests (`wr`).
 //!
 //! Every receive has a small buffer of its own (`RECV_ROOM` bytes in the
-//! path's receive area): most of what arrives is an RDMA WRITE with
+//! path's receive area, `clt::res`): most of what arrives is an RDMA WRITE with
 //! immediate data, which consumes a receive and writes nothing into it,
 //! but INFO_RSP (cid 0), a server's zero-length SEND with invalidate and
 //! RKEY_RSP (when the server always invalidates) carry bytes or consume
@@ -14,19 +15,15 @@ use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore};
+use rdma::device::Device;
 use rdma::kshim::mem::Sge;
 use rdma::verbs::cq::Cq;
+use rdma::verbs::pd::Pd;
 use rdma::verbs::qp::QpCore;
 use rdma::verbs::wc::CqeDone;
-use rdma::verbs::wr::{RecvWr, SendWr};
+use rdma::verbs::wr::SendWr;
 
-use rdma::device::Device;
-use rdma::verbs::pd::Pd;
-
-use crate::clt::path::Res;
-
-/// Bytes of each receive's buffer (INFO_RSP is larger: it has its own).
-pub(crate) const RECV_ROOM: u32 = 64;
+use crate::clt::res::Res;
 
 /// `wr_id`s: the kind in the top byte, a number below it.
 pub(crate) mod wr {
@@ -114,13 +111,7 @@ impl ClCon {
     /// Posts receive number `n` (of the path's receive area).
     pub(crate) fn post_recv(&self, res: &Res, n: u32, cqe: Arc<dyn CqeDone>) -> Result {
         let sg = [res.recv_sge(n)?];
-        self.qp
-            .post_recv(&[RecvWr {
-                wr_id: wr::RECV | u64::from(n),
-                cqe: Some(cqe),
-                sg: &sg,
-            }])
-            .map_err(|(_, e)| e)
+        self.post_recv_sg(wr::RECV | u64::from(n), &sg, cqe)
     }
 
     /// Posts every receive of the connection.
@@ -133,21 +124,12 @@ impl ClCon {
 
     /// Posts a receive of `sg` with `wr_id`.
     pub(crate) fn post_recv_sg(&self, wr_id: u64, sg: &[Sge], cqe: Arc<dyn CqeDone>) -> Result {
-        self.qp
-            .post_recv(&[RecvWr {
-                wr_id,
-                cqe: Some(cqe),
-                sg,
-            }])
-            .map_err(|(_, e)| e)
+        crate::qp::post_recv(&self.qp, wr_id, sg, cqe)
     }
 
     /// Posts `wrs`, each completing into `cqe`.
     pub(crate) fn post_send(&self, wrs: &mut [SendWr<'_>], cqe: &Arc<dyn CqeDone>) -> Result {
-        for w in wrs.iter_mut() {
-            w.cqe = Some(cqe.clone());
-        }
-        self.qp.post_send(wrs).map_err(|(_, e)| e)
+        crate::qp::post_send(&self.qp, wrs, cqe)
     }
 
     /// Disconnects, then destroys the id (and with it the QP) and the CQ,

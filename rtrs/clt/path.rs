@@ -17,6 +17,9 @@
 //! requests in flight are failed over by the session, and it waits to
 //! reconnect.
 //!
+//! A path knows its session only as a [`PathOwner`], which the session
+//! implements: the session's file uses this one, not the other way.
+//!
 //! Locks: `ClPath::st` guards the phase, the connections, the memory and
 //! the chunks; `ClPath::ev` the rdma_cm events of a connect in progress.
 //! Neither is held across a post, a wait or a call into the session.
@@ -26,21 +29,20 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::time::{msecs_to_jiffies, Ktime};
-use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
 
 use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, SockAddr};
 use rdma::device::Device;
 use rdma::kshim::class::SysDir;
-use rdma::kshim::mem::{Buffer, Sge};
-use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
+use rdma::kshim::route::NetNs;
+use rdma::spec::opcodes::{WcFlags, WcOpcode, WcStatus};
 use rdma::verbs::cq::CqCore;
-use rdma::verbs::mr::Mr;
 use rdma::verbs::pd::Pd;
 use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{SendOp, SendWr};
 
-use crate::clt::con::{wr, ClCon, RECV_ROOM};
-use crate::clt::session::{PathAddr, SessInner};
+use crate::clt::con::{wr, ClCon};
+use crate::clt::res::{Res, INFO_RSP_ROOM, MAX_DEPTH, RECV_ROOM};
 use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, ConnRsp, Uuid, CONN_REQ_LEN};
 use crate::proto::imm::Imm;
@@ -50,15 +52,61 @@ use rdma::kshim::errno::{
     econnaborted, econnrefused, econnreset, ehostunreach, enotconn, eproto, etimedout,
 };
 
-/// The most requests a path keeps in flight (the service connection is
-/// sized for it before the server's queue depth is known).
-pub(crate) const MAX_DEPTH: u32 = 512;
-/// Room for a request's user message and RTRS message.
-pub(crate) const HDR_ROOM: usize = 512;
-/// Room for INFO_RSP (a descriptor per chunk at most).
-const INFO_RSP_ROOM: usize = 8 + 16 * MAX_DEPTH as usize;
 /// Seconds to wait for each step of a connect.
 const STEP_SECS: u32 = 30;
+
+/// Where a path goes: an optional source address and the server's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathAddr {
+    /// The source address (`None`: as the route says).
+    pub src: Option<SockAddr>,
+    /// The server's address and port.
+    pub dst: SockAddr,
+}
+
+/// What a path needs of its session, which implements it: its settings,
+/// its work queue, and what the session does when the path connects,
+/// fails, is removed or completes a request.
+pub(crate) trait PathOwner: Send + Sync {
+    /// The session's namespace (each connection's id is made in it).
+    fn ns(&self) -> Result<NetNs>;
+    /// The session's UUID (every connection request carries it).
+    fn uuid(&self) -> Uuid;
+    /// The session's name (INFO_REQ carries it).
+    fn name(&self) -> &[u8];
+    /// Connections per path, the service connection included.
+    fn cons_per_path(&self) -> u16;
+    /// The most data slices of a request.
+    fn max_segments(&self) -> u32;
+    /// Milliseconds before a failed path's first reconnect attempt.
+    fn reconnect_delay_ms(&self) -> u32;
+    /// Reconnect attempts per failure.
+    fn max_reconnect_attempts(&self) -> i32;
+    /// Whether the session is closing (connects and reconnects stop).
+    fn is_closing(&self) -> bool;
+    /// The session's work queue (path failures, reconnects, removals).
+    fn queue(&self) -> &Queue;
+    /// The `Arc` of path `p` while it is the session's (rdma_cm handlers
+    /// get a reference).
+    fn path_arc(&self, p: &ClPath) -> Option<Arc<ClPath>>;
+    /// Path `p` connected: its server's parameters become the session's
+    /// (the first) or must allow them (`EINVAL` otherwise).
+    fn adopt(&self, p: &Arc<ClPath>) -> Result;
+    /// Gives connected path `p` its sysfs directories, the first time.
+    fn publish(&self, p: &Arc<ClPath>);
+    /// A path reconnected.
+    fn path_up(&self);
+    /// A path failed.
+    fn path_down(&self);
+    /// The requests in flight on failed path `p` go elsewhere or fail.
+    fn failover(&self, p: &Arc<ClPath>);
+    /// Removes path `p` (from a work item).
+    fn remove_path(&self, p: &Arc<ClPath>);
+    /// The response to request `msg_id` arrived on `p`.
+    fn on_rsp(&self, p: &Arc<ClPath>, msg_id: u32, errno: i32, w_inval: bool) -> Result;
+    /// Request `id`'s buffer was invalidated on `p`.
+    fn inv_done(&self, p: &Arc<ClPath>, id: u32);
+}
 
 /// Where a path is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,82 +130,6 @@ impl Phase {
             Phase::Reconnecting => "reconnecting",
             Phase::Dead => "closed",
         }
-    }
-}
-
-/// The memory of a connected path, on its device.
-pub(crate) struct Res {
-    pub(crate) dev: Arc<Device>,
-    /// Every receive's buffer, `RECV_ROOM` bytes each.
-    recv: Arc<Buffer>,
-    recv_mr: Mr,
-    /// Per permit: the user message and RTRS message of its request; then
-    /// INFO_REQ and INFO_RSP.
-    pub(crate) hdr: Arc<Buffer>,
-    pub(crate) hdr_mr: Mr,
-    /// Per permit: the fast-registration MR of its data.
-    pub(crate) mrs: KVec<Mr>,
-    /// The completion handler of every work request on the path (it
-    /// holds the path: the cycle goes with this memory).
-    pub(crate) cqe: Arc<dyn CqeDone>,
-    info_req_at: usize,
-    info_rsp_at: usize,
-    /// Last: the MRs above go first.
-    _pd: Pd,
-}
-
-impl Res {
-    fn new(
-        dev: Arc<Device>,
-        pd: Pd,
-        cqe: Arc<dyn CqeDone>,
-        recvs: u32,
-        depth: u32,
-        max_segments: u32,
-    ) -> Result<Res> {
-        let rlen = recvs as usize * RECV_ROOM as usize;
-        let recv = Buffer::new(rlen)?;
-        let recv_mr = Mr::reg_buffer(pd.core(), &recv, 0, rlen, Access::LOCAL_WRITE)?;
-        let info_req_at = depth as usize * HDR_ROOM;
-        let info_rsp_at = info_req_at + INFO_REQ_LEN;
-        let hlen = info_rsp_at + INFO_RSP_ROOM;
-        let hdr = Buffer::new(hlen)?;
-        let hdr_mr = Mr::reg_buffer(pd.core(), &hdr, 0, hlen, Access::LOCAL_WRITE)?;
-        let mut mrs = KVec::with_capacity(depth as usize, GFP_KERNEL)?;
-        for _ in 0..depth {
-            mrs.push(Mr::alloc_fast_reg(pd.core(), max_segments)?, GFP_KERNEL)?;
-        }
-        Ok(Res {
-            dev,
-            recv,
-            recv_mr,
-            hdr,
-            hdr_mr,
-            mrs,
-            cqe,
-            info_req_at,
-            info_rsp_at,
-            _pd: pd,
-        })
-    }
-
-    /// The buffer of receive `n`.
-    pub(crate) fn recv_sge(&self, n: u32) -> Result<Sge> {
-        self.recv.sge(
-            n as usize * RECV_ROOM as usize,
-            RECV_ROOM,
-            self.recv_mr.lkey(),
-        )
-    }
-
-    /// Copies the start of receive `n`'s buffer into `out`.
-    fn read_recv(&self, n: u32, out: &mut [u8]) -> Result {
-        self.recv.read(n as usize * RECV_ROOM as usize, out)
-    }
-
-    /// The header area of permit `id`.
-    pub(crate) fn hdr_at(id: u32) -> usize {
-        id as usize * HDR_ROOM
     }
 }
 
@@ -247,7 +219,7 @@ impl Stats {
 /// A path.
 #[pin_data]
 pub struct ClPath {
-    pub(crate) sess: Arc<SessInner>,
+    sess: Arc<dyn PathOwner>,
     pub(crate) addr: PathAddr,
     /// Its index in the session.
     pub(crate) index: usize,
@@ -326,7 +298,11 @@ pub(crate) fn random_uuid() -> Uuid {
 }
 
 impl ClPath {
-    pub(crate) fn new(sess: Arc<SessInner>, addr: PathAddr, index: usize) -> Result<Arc<ClPath>> {
+    pub(crate) fn new(
+        sess: Arc<dyn PathOwner>,
+        addr: PathAddr,
+        index: usize,
+    ) -> Result<Arc<ClPath>> {
         let backoff = Backoff::new(sess.reconnect_delay_ms(), sess.max_reconnect_attempts());
         let hb = Heartbeat::new(crate::proto::consts::RTRS_HB_MISSED_MAX);
         Arc::pin_init(

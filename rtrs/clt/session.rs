@@ -16,6 +16,9 @@
 //! (a request is placed on a path only while it is connected, checked
 //! under `reqs`); `permits` is a leaf. No lock is held across a post, a connect, a
 //! wait or a call into the ULP.
+//!
+//! The session is what its paths know as their `PathOwner` and its sysfs
+//! files as their `SessCtl` (both traits implemented here).
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
@@ -24,7 +27,6 @@ use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
 
-use rdma::cma::SockAddr;
 use rdma::kshim::class::SysDir;
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::route::NetNs;
@@ -34,22 +36,16 @@ use rdma::verbs::mr::BufSlice;
 use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::clt::con::wr;
-use crate::clt::path::{ClPath, Phase, Res, HDR_ROOM};
+use crate::clt::path::{ClPath, PathAddr, PathOwner, Phase};
+use crate::clt::res::{Res, HDR_ROOM};
+use crate::clt::sysfs::SessCtl;
+use crate::dir::Dir;
 use crate::proto::conn::Uuid;
 use crate::proto::consts::RTRS_MSG_NEED_INVAL_F;
 use crate::proto::mpath::{choose, PathView, PermitMap, Policy};
 use crate::proto::msg::{RdmaMsg, RdmaRead, RdmaWrite, SgDesc};
 use crate::ticker::Ticker;
 use rdma::kshim::errno::{econnaborted, enotconn, eproto};
-
-/// The direction of a request, as the client sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    /// The server fills the data slices.
-    Read,
-    /// The server gets the data slices.
-    Write,
-}
 
 /// Which connection a permit's requests use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,15 +54,6 @@ pub enum ConType {
     Admin,
     /// A connection of the current CPU.
     Io,
-}
-
-/// Where a path goes: an optional source address and the server's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PathAddr {
-    /// The source address (`None`: as the route says).
-    pub src: Option<SockAddr>,
-    /// The server's address and port.
-    pub dst: SockAddr,
 }
 
 /// The session's parameters.
@@ -307,7 +294,7 @@ impl Session {
         )?;
         let sess = Session { inner };
         // Its directory first: a name in use fails at once.
-        let dirs = crate::clt::sysfs::add_session(&sess.inner)?;
+        let dirs = crate::clt::sysfs::add_session(&sess.inner.name, sess.inner.clone())?;
         *sess.inner.dirs.lock() = dirs;
         for a in cfg.paths.iter() {
             sess.inner.add_path(*a)?;
@@ -468,25 +455,9 @@ impl Drop for Session {
 }
 
 impl SessInner {
-    pub(crate) fn ns(&self) -> Result<NetNs> {
-        self.ns.try_clone()
-    }
-
-    pub(crate) fn uuid(&self) -> Uuid {
-        self.uuid
-    }
-
     /// The session's name.
     pub fn name(&self) -> &[u8] {
         &self.name
-    }
-
-    pub(crate) fn cons_per_path(&self) -> u16 {
-        self.cons_per_path
-    }
-
-    pub(crate) fn max_segments(&self) -> u32 {
-        self.max_segments
     }
 
     /// Milliseconds before a reconnect.
@@ -517,15 +488,6 @@ impl SessInner {
         self.policy.store(p.to_u32(), Ordering::Relaxed);
     }
 
-    pub(crate) fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::Acquire)
-    }
-
-    /// The session's work queue (path failures, reconnects, the keeper).
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.wq
-    }
-
     fn paths_snapshot(&self) -> Result<KVec<Arc<ClPath>>> {
         let paths = self.paths.lock();
         let mut v = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
@@ -545,100 +507,6 @@ impl SessInner {
         let p = ClPath::new(self.clone(), addr, index)?;
         paths.push(p.clone(), GFP_KERNEL)?;
         Ok(p)
-    }
-
-    /// The server's port.
-    pub(crate) fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// Gives a connected path its sysfs directories, the first time.
-    pub(crate) fn publish(&self, p: &Arc<ClPath>) {
-        if p.has_dirs() {
-            return;
-        }
-        let dirs = self.dirs.lock();
-        let Some(paths) = dirs.get(1) else {
-            return;
-        };
-        match crate::clt::sysfs::add_path(paths, p) {
-            Ok(d) => {
-                drop(dirs);
-                p.set_dirs(d);
-            }
-            Err(e) => pr_warn!(
-                "rtrs clt: path {}: no sysfs directory ({})\n",
-                p.index,
-                e.to_errno()
-            ),
-        }
-    }
-
-    /// Adds a path (sysfs `add_path`); the keeper connects it within a
-    /// second.
-    pub(crate) fn add_path_later(self: &Arc<Self>, addr: PathAddr) -> Result {
-        if self.is_closing() {
-            return Err(econnaborted());
-        }
-        let p = self.add_path(addr)?;
-        p.connect_soon();
-        Ok(())
-    }
-
-    /// Removes path `p` (sysfs `remove_path`, from a work item): its
-    /// requests fail over, it closes, its directories go. Not the last
-    /// path.
-    pub(crate) fn remove_path(&self, p: &Arc<ClPath>) {
-        if self.paths.lock().len() < 2 {
-            pr_warn!("rtrs clt: the last path of a session is not removed\n");
-            return;
-        }
-        p.fail();
-        p.kill();
-        p.drop_dirs();
-        rdma::kshim::vec::retain(&mut self.paths.lock(), |q| !Arc::ptr_eq(q, p));
-        pr_info!("rtrs clt: path {} removed\n", p.index);
-    }
-
-    /// The `Arc` of path `p` (completion handlers get a reference).
-    pub(crate) fn path_arc(&self, p: &ClPath) -> Option<Arc<ClPath>> {
-        self.paths
-            .lock()
-            .iter()
-            .find(|q| core::ptr::eq::<ClPath>(&***q, p))
-            .cloned()
-    }
-
-    /// A connected path's parameters become the session's (the first), or
-    /// must allow them (the others).
-    pub(crate) fn adopt(&self, p: &Arc<ClPath>) -> Result {
-        let l = p.limits().ok_or(EINVAL)?;
-        let mut attrs = self.attrs.lock();
-        match *attrs {
-            None => {
-                let max_io = l.max_io_size;
-                *attrs = Some(Attrs {
-                    queue_depth: l.queue_depth,
-                    max_io_size: max_io,
-                    max_segments: self.max_segments,
-                });
-                drop(attrs);
-                *self.permits.lock() = Some(PermitMap::new(l.queue_depth).map_err(|_| EINVAL)?);
-                let mut reqs = self.reqs.lock();
-                for _ in 0..l.queue_depth {
-                    reqs.push(Slot::empty(), GFP_KERNEL)?;
-                }
-                Ok(())
-            }
-            Some(a) if l.queue_depth >= a.queue_depth && l.max_io_size >= a.max_io_size => Ok(()),
-            Some(_) => {
-                pr_warn!(
-                    "rtrs clt: path {}: the server's queue depth or IO size is below the session's\n",
-                    p.index
-                );
-                Err(EINVAL)
-            }
-        }
     }
 
     /// Chooses a connected path for a request (never `skip`).
@@ -849,63 +717,6 @@ impl SessInner {
         Ok(())
     }
 
-    /// The response to request `msg_id` arrived on `p`.
-    pub(crate) fn on_rsp(&self, p: &Arc<ClPath>, msg_id: u32, errno: i32, w_inval: bool) -> Result {
-        let key = {
-            let mut reqs = self.reqs.lock();
-            let s = reqs.get_mut(msg_id as usize).ok_or(eproto())?;
-            if s.stage != Stage::Posted || !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
-                // Not a request of ours in flight on this path.
-                return Err(eproto());
-            }
-            // A read's buffer the server invalidated, or no buffer: done.
-            // Otherwise the buffer's key is invalidated first.
-            let key = if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
-                0
-            } else {
-                s.mr_key
-            };
-            if key != 0 {
-                s.stage = Stage::Inval(errno);
-            }
-            key
-        };
-        if key == 0 {
-            self.finish(msg_id, errno);
-            return Ok(());
-        }
-        let posted = p.io_ctx(true, msg_id).and_then(|ctx| {
-            ctx.con.post_send(
-                &mut [SendWr::new(
-                    wr::LINV | u64::from(msg_id),
-                    SendOp::LocalInv(key),
-                    &[],
-                )],
-                &ctx.res.cqe,
-            )
-        });
-        if posted.is_err() {
-            // The path is going: its MRs go with it.
-            self.finish(msg_id, errno);
-        }
-        Ok(())
-    }
-
-    /// Request `id`'s buffer was invalidated on `p`.
-    pub(crate) fn inv_done(&self, p: &Arc<ClPath>, id: u32) {
-        let errno = {
-            let reqs = self.reqs.lock();
-            match reqs.get(id as usize) {
-                Some(s) if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) => match s.stage {
-                    Stage::Inval(e) => e,
-                    _ => return,
-                },
-                _ => return,
-            }
-        };
-        self.finish(id, errno);
-    }
-
     /// Completes request `id` with `errno`.
     fn finish(&self, id: u32, errno: i32) {
         let slot = {
@@ -923,67 +734,6 @@ impl SessInner {
         }
         // The permit goes back last, after the ULP heard.
         drop(slot);
-    }
-
-    /// The requests in flight on failed path `p` go to another path, or
-    /// complete with `-econnaborted()` if none is left. Process context.
-    pub(crate) fn failover(&self, p: &Arc<ClPath>) {
-        let mut moved = KVec::new();
-        let mut answered = KVec::new();
-        {
-            let mut reqs = self.reqs.lock();
-            for (i, s) in reqs.iter_mut().enumerate() {
-                if !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
-                    continue;
-                }
-                s.path = None;
-                s.mr_key = 0;
-                p.inflight.fetch_sub(1, Ordering::Relaxed);
-                match s.stage {
-                    Stage::Posted => {
-                        let _ = moved.push(i as u32, GFP_KERNEL);
-                    }
-                    Stage::Inval(e) => {
-                        let _ = answered.push((i as u32, e), GFP_KERNEL);
-                    }
-                    Stage::Free => {}
-                }
-            }
-        }
-        for (id, e) in answered.iter() {
-            self.finish(*id, *e);
-        }
-        for id in moved.iter() {
-            let to_close = self.is_closing();
-            if to_close || self.post_anywhere(*id, Some(p)).is_err() {
-                self.finish(*id, econnaborted().to_errno());
-            } else if let Some(q) = self.reqs.lock()[*id as usize].path.clone() {
-                q.stats.failovers.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// A path failed: the ULP hears when it was the last.
-    pub(crate) fn path_down(&self) {
-        let any = self
-            .paths
-            .lock()
-            .iter()
-            .any(|p| p.phase() == Phase::Connected);
-        if !any && self.any_up.swap(false, Ordering::AcqRel) {
-            if let Some(l) = &self.link {
-                l.link_ev(false);
-            }
-        }
-    }
-
-    /// A path reconnected.
-    pub(crate) fn path_up(&self) {
-        if !self.any_up.swap(true, Ordering::AcqRel) {
-            if let Some(l) = &self.link {
-                l.link_ev(true);
-            }
-        }
     }
 
     /// The keeper: every second, heartbeats and reconnects, until the
@@ -1025,5 +775,274 @@ impl SessInner {
         // go.
         let paths = core::mem::take(&mut *self.paths.lock());
         drop(paths);
+    }
+}
+
+impl PathOwner for SessInner {
+    fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    fn reconnect_delay_ms(&self) -> u32 {
+        SessInner::reconnect_delay_ms(self)
+    }
+
+    fn max_reconnect_attempts(&self) -> i32 {
+        SessInner::max_reconnect_attempts(self)
+    }
+
+    fn ns(&self) -> Result<NetNs> {
+        self.ns.try_clone()
+    }
+
+    fn uuid(&self) -> Uuid {
+        self.uuid
+    }
+
+    fn cons_per_path(&self) -> u16 {
+        self.cons_per_path
+    }
+
+    fn max_segments(&self) -> u32 {
+        self.max_segments
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// The session's work queue (path failures, reconnects, the keeper).
+    fn queue(&self) -> &Queue {
+        &self.wq
+    }
+
+    /// The `Arc` of path `p` (completion handlers get a reference).
+    fn path_arc(&self, p: &ClPath) -> Option<Arc<ClPath>> {
+        self.paths
+            .lock()
+            .iter()
+            .find(|q| core::ptr::eq::<ClPath>(&***q, p))
+            .cloned()
+    }
+
+    /// A connected path's parameters become the session's (the first), or
+    /// must allow them (the others).
+    fn adopt(&self, p: &Arc<ClPath>) -> Result {
+        let l = p.limits().ok_or(EINVAL)?;
+        let mut attrs = self.attrs.lock();
+        match *attrs {
+            None => {
+                let max_io = l.max_io_size;
+                *attrs = Some(Attrs {
+                    queue_depth: l.queue_depth,
+                    max_io_size: max_io,
+                    max_segments: self.max_segments,
+                });
+                drop(attrs);
+                *self.permits.lock() = Some(PermitMap::new(l.queue_depth).map_err(|_| EINVAL)?);
+                let mut reqs = self.reqs.lock();
+                for _ in 0..l.queue_depth {
+                    reqs.push(Slot::empty(), GFP_KERNEL)?;
+                }
+                Ok(())
+            }
+            Some(a) if l.queue_depth >= a.queue_depth && l.max_io_size >= a.max_io_size => Ok(()),
+            Some(_) => {
+                pr_warn!(
+                    "rtrs clt: path {}: the server's queue depth or IO size is below the session's\n",
+                    p.index
+                );
+                Err(EINVAL)
+            }
+        }
+    }
+
+    /// Gives a connected path its sysfs directories, the first time.
+    fn publish(&self, p: &Arc<ClPath>) {
+        if p.has_dirs() {
+            return;
+        }
+        let dirs = self.dirs.lock();
+        let Some(paths) = dirs.get(1) else {
+            return;
+        };
+        match crate::clt::sysfs::add_path(paths, p) {
+            Ok(d) => {
+                drop(dirs);
+                p.set_dirs(d);
+            }
+            Err(e) => pr_warn!(
+                "rtrs clt: path {}: no sysfs directory ({})\n",
+                p.index,
+                e.to_errno()
+            ),
+        }
+    }
+
+    /// A path reconnected.
+    fn path_up(&self) {
+        if !self.any_up.swap(true, Ordering::AcqRel) {
+            if let Some(l) = &self.link {
+                l.link_ev(true);
+            }
+        }
+    }
+
+    /// A path failed: the ULP hears when it was the last.
+    fn path_down(&self) {
+        let any = self
+            .paths
+            .lock()
+            .iter()
+            .any(|p| p.phase() == Phase::Connected);
+        if !any && self.any_up.swap(false, Ordering::AcqRel) {
+            if let Some(l) = &self.link {
+                l.link_ev(false);
+            }
+        }
+    }
+
+    /// The requests in flight on failed path `p` go to another path, or
+    /// complete with `-econnaborted()` if none is left. Process context.
+    fn failover(&self, p: &Arc<ClPath>) {
+        let mut moved = KVec::new();
+        let mut answered = KVec::new();
+        {
+            let mut reqs = self.reqs.lock();
+            for (i, s) in reqs.iter_mut().enumerate() {
+                if !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
+                    continue;
+                }
+                s.path = None;
+                s.mr_key = 0;
+                p.inflight.fetch_sub(1, Ordering::Relaxed);
+                match s.stage {
+                    Stage::Posted => {
+                        let _ = moved.push(i as u32, GFP_KERNEL);
+                    }
+                    Stage::Inval(e) => {
+                        let _ = answered.push((i as u32, e), GFP_KERNEL);
+                    }
+                    Stage::Free => {}
+                }
+            }
+        }
+        for (id, e) in answered.iter() {
+            self.finish(*id, *e);
+        }
+        for id in moved.iter() {
+            let to_close = self.is_closing();
+            if to_close || self.post_anywhere(*id, Some(p)).is_err() {
+                self.finish(*id, econnaborted().to_errno());
+            } else if let Some(q) = self.reqs.lock()[*id as usize].path.clone() {
+                q.stats.failovers.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Removes path `p` (sysfs `remove_path`, from a work item): its
+    /// requests fail over, it closes, its directories go. Not the last
+    /// path.
+    fn remove_path(&self, p: &Arc<ClPath>) {
+        if self.paths.lock().len() < 2 {
+            pr_warn!("rtrs clt: the last path of a session is not removed\n");
+            return;
+        }
+        p.fail();
+        p.kill();
+        p.drop_dirs();
+        rdma::kshim::vec::retain(&mut self.paths.lock(), |q| !Arc::ptr_eq(q, p));
+        pr_info!("rtrs clt: path {} removed\n", p.index);
+    }
+
+    /// The response to request `msg_id` arrived on `p`.
+    fn on_rsp(&self, p: &Arc<ClPath>, msg_id: u32, errno: i32, w_inval: bool) -> Result {
+        let key = {
+            let mut reqs = self.reqs.lock();
+            let s = reqs.get_mut(msg_id as usize).ok_or(eproto())?;
+            if s.stage != Stage::Posted || !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
+                // Not a request of ours in flight on this path.
+                return Err(eproto());
+            }
+            // A read's buffer the server invalidated, or no buffer: done.
+            // Otherwise the buffer's key is invalidated first.
+            let key = if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
+                0
+            } else {
+                s.mr_key
+            };
+            if key != 0 {
+                s.stage = Stage::Inval(errno);
+            }
+            key
+        };
+        if key == 0 {
+            self.finish(msg_id, errno);
+            return Ok(());
+        }
+        let posted = p.io_ctx(true, msg_id).and_then(|ctx| {
+            ctx.con.post_send(
+                &mut [SendWr::new(
+                    wr::LINV | u64::from(msg_id),
+                    SendOp::LocalInv(key),
+                    &[],
+                )],
+                &ctx.res.cqe,
+            )
+        });
+        if posted.is_err() {
+            // The path is going: its MRs go with it.
+            self.finish(msg_id, errno);
+        }
+        Ok(())
+    }
+
+    /// Request `id`'s buffer was invalidated on `p`.
+    fn inv_done(&self, p: &Arc<ClPath>, id: u32) {
+        let errno = {
+            let reqs = self.reqs.lock();
+            match reqs.get(id as usize) {
+                Some(s) if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) => match s.stage {
+                    Stage::Inval(e) => e,
+                    _ => return,
+                },
+                _ => return,
+            }
+        };
+        self.finish(id, errno);
+    }
+}
+
+impl SessCtl for SessInner {
+    fn max_reconnect_attempts(&self) -> i32 {
+        SessInner::max_reconnect_attempts(self)
+    }
+
+    fn set_max_reconnect_attempts(&self, v: i32) -> Result {
+        SessInner::set_max_reconnect_attempts(self, v)
+    }
+
+    fn policy(&self) -> Policy {
+        SessInner::policy(self)
+    }
+
+    fn set_policy(&self, p: Policy) {
+        SessInner::set_policy(self, p)
+    }
+
+    /// The server's port.
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Adds a path (sysfs `add_path`); the keeper connects it within a
+    /// second.
+    fn add_path_later(self: Arc<Self>, addr: PathAddr) -> Result {
+        if self.is_closing() {
+            return Err(econnaborted());
+        }
+        let p = self.add_path(addr)?;
+        p.connect_soon();
+        Ok(())
     }
 }

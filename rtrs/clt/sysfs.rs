@@ -17,6 +17,9 @@
 //!
 //! The texts are the kernel's (rtrs-clt-sysfs.c), so its tools read ours.
 //! A store that removes its own path defers the removal to a work item.
+//! The directories and the files every path has are made as the server's
+//! are (`crate::sysfs`); a session is seen through [`SessCtl`], which it
+//! implements.
 
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
@@ -28,26 +31,30 @@ use kernel::str::CString;
 use kernel::sync::Arc;
 
 use rdma::cma::{IpAddr, SockAddr};
-use rdma::kshim::class::{Page, SysClass, SysDir, SysFile, SysFiles};
-use rdma::kshim::global::Global;
+use rdma::kshim::class::{Page, SysDir, SysFile, SysFiles};
 
-use crate::clt::path::{ClPath, Phase};
-use crate::clt::session::{PathAddr, SessInner};
+use crate::clt::path::{ClPath, PathAddr, Phase};
 use crate::proto::mpath::Policy;
-use crate::sysfs::{fmt_err, one, trim, Addr};
+use crate::sysfs::{fmt_err, one, path_dirs, trim, Class, PathEnds};
 
-/// `/sys/class/rdma_rs_rtrs_client`, while the module is loaded.
-pub(crate) static CLASS: Global<SysClass> = Global::new();
+/// `/sys/class/rdma_rs_rtrs_client`, registered while the module is loaded
+/// (module init and exit, after every session).
+pub(crate) static CLASS: Class = Class::new(c_str!("rdma_rs_rtrs_client"));
 
-/// Registers the class (module init).
-pub(crate) fn init() -> Result {
-    CLASS.replace(Some(SysClass::new(c_str!("rdma_rs_rtrs_client"))?));
-    Ok(())
-}
-
-/// Unregisters it (module exit, after every session).
-pub(crate) fn exit() {
-    drop(CLASS.replace(None));
+/// What a session's files show and change; the session implements it.
+pub(crate) trait SessCtl: Send + Sync {
+    /// Reconnect attempts per failure.
+    fn max_reconnect_attempts(&self) -> i32;
+    /// Sets them (`EINVAL` outside the kernel's bounds).
+    fn set_max_reconnect_attempts(&self, v: i32) -> Result;
+    /// The multipath policy.
+    fn policy(&self) -> Policy;
+    /// Sets it.
+    fn set_policy(&self, p: Policy);
+    /// The server's port (of the session's first path).
+    fn port(&self) -> u16;
+    /// Adds a path to `addr`, connected within a second.
+    fn add_path_later(self: Arc<Self>, addr: PathAddr) -> Result;
 }
 
 const MAX_RECONNECT: u32 = 0;
@@ -76,12 +83,9 @@ const STATE: u32 = 10;
 const RECONNECT: u32 = 11;
 const DISCONNECT: u32 = 12;
 const REMOVE_PATH: u32 = 13;
-const HCA_NAME: u32 = 14;
-const HCA_PORT: u32 = 15;
-const SRC_ADDR: u32 = 16;
-const DST_ADDR: u32 = 17;
 const CUR_LATENCY: u32 = 18;
 
+/// A path's own files, besides those every path has.
 const PATH_FILES: &[SysFile] = &[
     SysFile {
         name: c_str!("state"),
@@ -102,26 +106,6 @@ const PATH_FILES: &[SysFile] = &[
         name: c_str!("remove_path"),
         id: REMOVE_PATH,
         writable: true,
-    },
-    SysFile {
-        name: c_str!("hca_name"),
-        id: HCA_NAME,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("hca_port"),
-        id: HCA_PORT,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("src_addr"),
-        id: SRC_ADDR,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("dst_addr"),
-        id: DST_ADDR,
-        writable: false,
     },
     SysFile {
         name: c_str!("cur_latency"),
@@ -178,7 +162,7 @@ fn parse_ip(s: &[u8]) -> Result<IpAddr> {
 }
 
 /// The session's files.
-pub(crate) struct SessFiles(pub(crate) Arc<SessInner>);
+struct SessFiles(Arc<dyn SessCtl>);
 
 impl SysFiles for SessFiles {
     fn show(&self, id: u32, out: &mut Page) -> Result {
@@ -213,7 +197,7 @@ impl SysFiles for SessFiles {
                     None => (None, parse_ip(t)?),
                 };
                 let port = s.port();
-                s.add_path_later(PathAddr {
+                s.clone().add_path_later(PathAddr {
                     src: src.map(|ip| SockAddr { ip, port: 0 }),
                     dst: SockAddr { ip: dst, port },
                 })
@@ -223,11 +207,22 @@ impl SysFiles for SessFiles {
 }
 
 /// A path's files and its stats' files.
-pub(crate) struct PathFiles(pub(crate) Arc<ClPath>);
+struct PathFiles(Arc<ClPath>);
 
 impl SysFiles for PathFiles {
     fn show(&self, id: u32, out: &mut Page) -> Result {
         let p = &self.0;
+        let mut hca = [0u8; 64];
+        let l = p.hca_name(&mut hca);
+        let ends = PathEnds {
+            hca: &hca[..l],
+            port: 1,
+            src: p.src().map(|a| a.ip),
+            dst: Some(p.addr.dst.ip),
+        };
+        if let Some(r) = ends.show(id, out) {
+            return r;
+        }
         let st = &p.stats;
         let r = match id {
             STATE => writeln!(
@@ -247,14 +242,6 @@ impl SysFiles for PathFiles {
                 };
                 writeln!(out, "Usage: echo 1 > {}", name)
             }
-            HCA_NAME => {
-                let mut n = [0u8; 64];
-                let l = p.hca_name(&mut n);
-                writeln!(out, "{}", core::str::from_utf8(&n[..l]).unwrap_or("?"))
-            }
-            HCA_PORT => writeln!(out, "1"),
-            SRC_ADDR => writeln!(out, "{}", Addr(p.src().map(|a| a.ip))),
-            DST_ADDR => writeln!(out, "{}", Addr(Some(p.addr.dst.ip))),
             CUR_LATENCY => writeln!(out, "{} ns", p.latency_ns()),
             RECONNECTS => writeln!(
                 out,
@@ -304,49 +291,20 @@ impl SysFiles for PathFiles {
     }
 }
 
-/// The session's directories: its own and `paths`.
-pub(crate) fn add_session(s: &Arc<SessInner>) -> Result<KVec<SysDir>> {
-    let class = CLASS.get().ok_or(ENODEV)?;
-    let name = CString::try_from_fmt(fmt!(
-        "{}",
-        core::str::from_utf8(s.name()).map_err(|_| EINVAL)?
-    ))?;
-    let top = SysDir::top(
-        &class,
-        &name,
-        SESS_FILES,
-        Arc::new(SessFiles(s.clone()), GFP_KERNEL)?,
-    )?;
-    let paths = top.child(
-        c_str!("paths"),
-        &[],
-        Arc::new(SessFiles(s.clone()), GFP_KERNEL)?,
-    )?;
-    let mut v = KVec::with_capacity(2, GFP_KERNEL)?;
-    v.push(top, GFP_KERNEL)?;
-    v.push(paths, GFP_KERNEL)?;
-    Ok(v)
+/// The directories of session `name`: its own and `paths`.
+pub(crate) fn add_session(name: &[u8], s: Arc<dyn SessCtl>) -> Result<KVec<SysDir>> {
+    let name = CString::try_from_fmt(fmt!("{}", core::str::from_utf8(name).map_err(|_| EINVAL)?))?;
+    CLASS.session_dirs(&name, SESS_FILES, Arc::new(SessFiles(s), GFP_KERNEL)?)
 }
 
 /// A path's directories (`<src@dst>` in `paths`, and its `stats`).
 pub(crate) fn add_path(paths: &SysDir, p: &Arc<ClPath>) -> Result<KVec<SysDir>> {
-    let cname = CString::try_from_fmt(fmt!(
-        "{}@{}",
-        Addr(p.src().map(|a| a.ip)),
-        Addr(Some(p.addr.dst.ip))
-    ))?;
-    let dir = paths.child(
-        &cname,
+    path_dirs(
+        paths,
+        p.src().map(|a| a.ip),
+        Some(p.addr.dst.ip),
         PATH_FILES,
-        Arc::new(PathFiles(p.clone()), GFP_KERNEL)?,
-    )?;
-    let stats = dir.child(
-        c_str!("stats"),
         STATS_FILES,
         Arc::new(PathFiles(p.clone()), GFP_KERNEL)?,
-    )?;
-    let mut v = KVec::with_capacity(2, GFP_KERNEL)?;
-    v.push(dir, GFP_KERNEL)?;
-    v.push(stats, GFP_KERNEL)?;
-    Ok(v)
+    )
 }

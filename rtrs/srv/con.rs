@@ -13,35 +13,42 @@
 //! sees the immediate. When the client asks for it (`NEED_INVAL`), a
 //! zero-length SEND with invalidate of its buffer's key goes between the
 //! two, and the response says so (`IO_RSP_W_INV`).
-//! Heartbeats (on cid 0) are acknowledged there.
+//!
+//! A connection knows its QP, not its path: the path's chunk memory and
+//! info buffer are passed to it, its completions go to the handler it was
+//! given (the path's), and a request goes to the ULP through the function
+//! the path passes [`Con::on_request`].
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cma::{CmId, CmIdCore, ConnParam};
+use rdma::device::Device;
 use rdma::kshim::mem::Sge;
-use rdma::spec::opcodes::{Access, SendFlags, WcOpcode, WcStatus};
-use rdma::verbs::cq::{Cq, CqCore};
+use rdma::spec::opcodes::{Access, SendFlags};
+use rdma::verbs::cq::Cq;
+use rdma::verbs::pd::Pd;
 use rdma::verbs::qp::QpCore;
-use rdma::verbs::wc::{CqeDone, Wc};
-use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
+use rdma::verbs::wc::CqeDone;
+use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::proto::conn::{ConnRsp, CONN_RSP_LEN};
 use crate::proto::consts::{RTRS_MSG_NEED_INVAL_F, RTRS_MSG_NEW_RKEY_F};
-use crate::proto::imm::{Imm, IoRsp};
+use crate::proto::imm::IoRsp;
 use crate::proto::msg::{RdmaMsg, RkeyRsp};
-use crate::srv::path::{Path, INFO_REQ_AT, INFO_REQ_ROOM, INFO_RSP_AT};
-use crate::srv::server::{Dir, Params, SrvRequest};
+use crate::srv::chunks::Chunks;
+use crate::srv::info::Info;
+use crate::srv::{Dir, Params, SrvRequest};
 
 /// `wr_id` of the INFO_REQ receive.
-const WR_INFO: u64 = 1;
+pub(crate) const WR_INFO: u64 = 1;
 /// `wr_id` of the empty receives.
 const WR_EMPTY: u64 = 2;
 /// `wr_id` of the sends.
 const WR_SEND: u64 = 3;
 /// `wr_id` of a chunk's invalidation (`always_invalidate`), with the
 /// request's immediate payload in the low 32 bits.
-const WR_INV: u64 = 1 << 40;
+pub(crate) const WR_INV: u64 = 1 << 40;
 /// The largest RTRS message after the user message (a read with one
 /// descriptor).
 const MSG_MAX: usize = 24;
@@ -61,18 +68,27 @@ pub struct Con {
     /// and may not destroy its own CQ).
     #[pin]
     cq: Mutex<Option<Cq>>,
-    comp: Arc<Comp>,
+    /// Where its work requests complete (the path's handler).
+    cqe: Arc<dyn CqeDone>,
 }
 
 impl Con {
-    /// Creates connection `cid` of `path` on `id` (its QP and CQ); cid 0
-    /// also posts the INFO_REQ receive (the first of its queue).
-    pub(crate) fn new(path: &Arc<Path>, id: CmId, cid: u16, comp: Arc<Comp>) -> Result<Arc<Con>> {
-        let qd = path.params.queue_depth;
+    /// Creates connection `cid` on `id` (its QP and CQ, on `dev` in `pd`,
+    /// sized for `qd` requests), completing into `cqe`; cid 0 also posts
+    /// the INFO_REQ receive into `info` (the first of its queue).
+    pub(crate) fn new(
+        id: CmId,
+        cid: u16,
+        dev: &Arc<Device>,
+        pd: &Pd,
+        qd: u32,
+        info: &Info,
+        cqe: Arc<dyn CqeDone>,
+    ) -> Result<Arc<Con>> {
         // Per request at most: an invalidation, the data, a registration,
         // a SEND with invalidate, the response.
         let (send, recv) = (5 * qd + 16, qd + 16);
-        let (cq, qp) = crate::qp::create(&id, &path.dev, &path.pd, send, recv, 1)?;
+        let (cq, qp) = crate::qp::create(&id, dev, pd, send, recv, 1)?;
         let core = (*id).clone();
         let qpn = qp.qpn();
         let con = Arc::pin_init(
@@ -83,15 +99,12 @@ impl Con {
                 id <- new_mutex!(Some(id), "rtrs::srv::Con::id"),
                 core,
                 cq <- new_mutex!(Some(cq), "rtrs::srv::Con::cq"),
-                comp,
+                cqe,
             }),
             GFP_KERNEL,
         )?;
         if cid == 0 {
-            let sg = [path
-                .info
-                .sge(INFO_REQ_AT, INFO_REQ_ROOM as u32, path.info_mr.lkey())?];
-            con.post_recv(WR_INFO, &sg)?;
+            con.post_recv(WR_INFO, &[info.req_sge()?])?;
         }
         Ok(con)
     }
@@ -131,14 +144,7 @@ impl Con {
     }
 
     fn post_recv(&self, wr_id: u64, sg: &[Sge]) -> Result {
-        let cqe: Arc<dyn CqeDone> = self.comp.clone();
-        self.qp
-            .post_recv(&[RecvWr {
-                wr_id,
-                cqe: Some(cqe),
-                sg,
-            }])
-            .map_err(|(_, e)| e)
+        crate::qp::post_recv(&self.qp, wr_id, sg, self.cqe.clone())
     }
 
     /// Posts `n` receives without memory (what RDMA WRITEs with immediate
@@ -151,27 +157,19 @@ impl Con {
     }
 
     fn post_send(&self, wrs: &mut [SendWr<'_>]) -> Result {
-        let cqe: Arc<dyn CqeDone> = self.comp.clone();
-        for w in wrs.iter_mut() {
-            w.cqe = Some(cqe.clone());
-        }
-        self.qp.post_send(wrs).map_err(|(_, e)| e)
+        crate::qp::post_send(&self.qp, wrs, &self.cqe)
     }
 
-    /// Sends INFO_RSP (`len` bytes of the info buffer).
-    pub(crate) fn send_info_rsp(&self, len: usize) -> Result {
-        let path = &self.comp.path;
-        let sg = [path
-            .info
-            .sge(INFO_RSP_AT, len as u32, path.info_mr.lkey())?];
+    /// Sends INFO_RSP (`len` bytes of the info buffer `info`).
+    pub(crate) fn send_info_rsp(&self, info: &Info, len: usize) -> Result {
+        let sg = [info.rsp_sge(len)?];
         self.post_send(&mut [SendWr::new(WR_SEND, SendOp::Send, &sg)])
     }
 
     /// Registers every chunk's MR under its key (`always_invalidate`),
     /// before INFO_RSP announces the keys on this QP.
-    pub(crate) fn register_chunks(&self) -> Result {
-        let path = &self.comp.path;
-        for (mr, k) in path.chunk_mrs.iter().zip(path.chunk_keys.iter()) {
+    pub(crate) fn register_chunks(&self, chunks: &Chunks) -> Result {
+        for (mr, k) in chunks.mrs.iter().zip(chunks.keys.iter()) {
             let op = SendOp::RegMr {
                 mr: mr.core(),
                 key: k.load(core::sync::atomic::Ordering::Acquire),
@@ -188,10 +186,9 @@ impl Con {
     /// its MR is invalidated first (the client cannot write it again
     /// until the response gives it the new key); the request is handled
     /// when that completes.
-    fn invalidate_then_handle(&self, payload: u32) -> Result {
-        let path = &self.comp.path;
-        let req = path.geometry.locate(payload).map_err(|_| EINVAL)?;
-        let key = path.chunk_keys[req.buf_id as usize].load(core::sync::atomic::Ordering::Acquire);
+    pub(crate) fn invalidate_then_handle(&self, chunks: &Chunks, payload: u32) -> Result {
+        let req = chunks.geometry.locate(payload).map_err(|_| EINVAL)?;
+        let key = chunks.keys[req.buf_id as usize].load(core::sync::atomic::Ordering::Acquire);
         self.post_send(&mut [SendWr::new(
             WR_INV | u64::from(payload),
             SendOp::LocalInv(key),
@@ -209,16 +206,24 @@ impl Con {
         self.post_send(&mut [SendWr::new(WR_SEND, op, &[])])
     }
 
-    /// An IO request whose immediate payload is `payload`.
-    fn on_request(&self, payload: u32) -> Result {
-        let path = &self.comp.path;
-        let g = &path.geometry;
+    /// An IO request in `chunks` whose immediate payload is `payload`:
+    /// `serve` answers it (the ULP), given the request and the bytes it
+    /// counts (the offset of its RTRS message in the chunk), and returns
+    /// the errno of the response.
+    pub(crate) fn on_request(
+        &self,
+        chunks: &Chunks,
+        payload: u32,
+        serve: impl FnOnce(&SrvRequest<'_>, u64) -> i32,
+    ) -> Result {
+        let params = &chunks.params;
+        let g = &chunks.geometry;
         let req = g.locate(payload).map_err(|_| EINVAL)?;
-        let chunk = req.buf_id as usize * path.params.chunk_size as usize;
+        let chunk = req.buf_id as usize * params.chunk_size as usize;
         let off = req.off as usize;
         let mut window = [0u8; MSG_MAX];
-        let n = core::cmp::min(MSG_MAX, path.params.chunk_size as usize - off);
-        path.chunks.read(chunk + off, &mut window[..n])?;
+        let n = core::cmp::min(MSG_MAX, params.chunk_size as usize - off);
+        chunks.buf.read(chunk + off, &mut window[..n])?;
         let msg = RdmaMsg::parse(&window[..n]).map_err(|_| EINVAL)?;
         let usr_len = usize::from(msg.usr_len());
         if usr_len > off {
@@ -226,7 +231,7 @@ impl Con {
         }
         let data_len = off - usr_len;
         let mut usr = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
-        path.chunks.read(chunk + data_len, &mut usr)?;
+        chunks.buf.read(chunk + data_len, &mut usr)?;
         let (dir, desc, inval) = match &msg {
             RdmaMsg::Write(_) => (Dir::Write, None, false),
             RdmaMsg::Read(r) => (
@@ -235,10 +240,8 @@ impl Con {
                 r.flags & RTRS_MSG_NEED_INVAL_F != 0,
             ),
         };
-        path.stats.count(dir, off as u64);
-        let name = path.name();
-        let sreq = SrvRequest::new(dir, &usr, &path.chunks, chunk, data_len);
-        let errno = path.ops.rdma_ev(name.as_bytes(), &sreq);
+        let sreq = SrvRequest::new(dir, &usr, &chunks.buf, chunk, data_len);
+        let errno = serve(&sreq, off as u64);
         let errno = errno.clamp(-511, 0);
         // A read whose buffer the client asks us to invalidate gets a
         // zero-length SEND with invalidate of its key before the response
@@ -264,8 +267,8 @@ impl Con {
         let rkey_sg;
         let mut wrs = KVec::with_capacity(4, GFP_KERNEL)?;
         if let Some(d) = desc.filter(|d| errno == 0 && d.len > 0) {
-            let len = d.len.min(path.params.chunk_size);
-            data_sg = [path.chunks.sge(chunk, len, path.chunks_mr.lkey())?];
+            let len = d.len.min(params.chunk_size);
+            data_sg = [chunks.buf.sge(chunk, len, chunks.mr.lkey())?];
             let data = SendOp::Write {
                 remote_addr: d.addr,
                 rkey: d.key,
@@ -277,9 +280,9 @@ impl Con {
         // With always_invalidate the chunk is registered again under a new
         // key, which the response carries (RKEY_RSP in a SEND with the
         // response immediate) after the invalidation of the client's key.
-        let new_key = if path.params.always_invalidate {
+        let new_key = if params.always_invalidate {
             let i = req.buf_id as usize;
-            let key = path.remap_chunk(i)?;
+            let key = chunks.remap(i)?;
             let mut m = [0u8; 8];
             RkeyRsp {
                 buf_id: req.buf_id as u16,
@@ -287,9 +290,9 @@ impl Con {
             }
             .write(&mut m)
             .map_err(|_| EINVAL)?;
-            path.rkey_buf.write(i * 8, &m)?;
+            chunks.rkey_buf.write(i * 8, &m)?;
             let op = SendOp::RegMr {
-                mr: path.chunk_mrs[i].core(),
+                mr: chunks.mrs[i].core(),
                 key,
                 access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             };
@@ -307,7 +310,7 @@ impl Con {
         }
         match new_key {
             Some(i) => {
-                rkey_sg = [path.rkey_buf.sge(i * 8, 8, path.rkey_mr.lkey())?];
+                rkey_sg = [chunks.rkey_buf.sge(i * 8, 8, chunks.rkey_mr.lkey())?];
                 wrs.push(
                     SendWr::new(WR_SEND, SendOp::SendWithImm(rsp), &rkey_sg),
                     GFP_KERNEL,
@@ -326,84 +329,5 @@ impl Con {
         drop(id);
         let cq = self.cq.lock().take();
         drop(cq);
-    }
-}
-
-/// The completion handler of a path's connections.
-pub struct Comp {
-    pub(crate) path: Arc<Path>,
-}
-
-impl Comp {
-    fn handle(&self, wc: &Wc) -> Result {
-        let path = &self.path;
-        let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
-        match wc.opcode {
-            WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
-            WcOpcode::LocalInv if wc.wr_id & WR_INV != 0 => con.on_request(wc.wr_id as u32),
-            WcOpcode::RecvRdmaWithImm => {
-                // The receive goes back first: the client may send again
-                // as soon as it sees our response.
-                con.post_empty_recvs(1)?;
-                // Anything from the client shows it alive.
-                path.hb_rx();
-                match Imm::parse(wc.imm_data) {
-                    Ok(Imm::IoReq(payload)) if path.params.always_invalidate => {
-                        con.invalidate_then_handle(payload)
-                    }
-                    Ok(Imm::IoReq(payload)) => con.on_request(payload),
-                    // A server muted for fault tests does not answer.
-                    Ok(Imm::HbMsg) if !path.params.heartbeats => Ok(()),
-                    Ok(Imm::HbMsg) => {
-                        let ack = Imm::HbAck.to_u32().map_err(|_| EINVAL)?;
-                        path.con0().ok_or(ENODEV)?.write_imm(ack)?;
-                        path.heartbeat_acked();
-                        Ok(())
-                    }
-                    Ok(Imm::HbAck) => {
-                        path.hb_acked();
-                        Ok(())
-                    }
-                    Ok(_) => Ok(()),
-                    Err(_) => Err(EINVAL),
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-impl CqeDone for Comp {
-    fn done(&self, _cq: &CqCore, wc: &Wc) {
-        if wc.status == WcStatus::WrFlushErr {
-            return;
-        }
-        let r = if wc.status == WcStatus::Success {
-            self.handle(wc)
-        } else {
-            Err(EIO)
-        };
-        if let Err(e) = r {
-            if rdma::kshim::verb::log_allowed() {
-                let name = self.path.name();
-                let name = name.as_str();
-                if wc.status == WcStatus::Success {
-                    pr_warn!(
-                        "rtrs: path \"{}\" closed: a bad {:?} (errno {})\n",
-                        name,
-                        wc.opcode,
-                        e.to_errno()
-                    );
-                } else {
-                    pr_warn!(
-                        "rtrs: path \"{}\" closed: {:?} completed with {:?}\n",
-                        name,
-                        wc.opcode,
-                        wc.status
-                    );
-                }
-            }
-            self.path.close_later();
-        }
     }
 }

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One client path: its connections (cid 0, the service connection, and
-//! one per client CPU), the chunk memory its requests are written into,
-//! and the INFO exchange that makes it usable.
+//! one per client CPU), the chunk memory its requests are written into
+//! (`srv::chunks`), the INFO exchange that makes it usable, the completions
+//! of its connections, its heartbeats and its close.
 //!
-//! The chunks are one buffer of `queue_depth * chunk_size` bytes, one
-//! memory region (`always_invalidate=N`: the client keeps the one rkey),
-//! announced to the client as a single descriptor in `INFO_RSP`. The
-//! client sends `INFO_REQ` (a SEND, the only one it ever makes, on cid 0)
-//! once all its connections are up; the server then posts the receives
-//! every later request consumes, on every connection, and answers.
+//! The client sends `INFO_REQ` (a SEND, the only one it ever makes, on
+//! cid 0, into the info buffer, `srv::info`) once all its connections are
+//! up; the server then posts the receives every later request consumes,
+//! on every connection, and answers with `INFO_RSP`, which describes the
+//! chunks.
 //!
 //! Its sysfs directories (`srv::sysfs`) are made when INFO_REQ names the
 //! path, and go first when it closes.
@@ -18,7 +18,7 @@
 //! name and the sysfs directories, never across a post, a call into the
 //! ULP or the removal of a directory.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -26,29 +26,24 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmId, CmIdCore, SockAddr};
 use rdma::device::Device;
-use rdma::kshim::mem::Buffer;
 use rdma::kshim::work::OwnedQueue;
-use rdma::spec::opcodes::Access;
-use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::spec::opcodes::{WcOpcode, WcStatus};
+use rdma::verbs::cq::CqCore;
 use rdma::verbs::pd::Pd;
+use rdma::verbs::wc::{CqeDone, Wc};
 
-use crate::proto::chunk::ChunkGeometry;
 use crate::proto::conn::{ConnReq, Uuid};
 use crate::proto::consts::{RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX};
 use crate::proto::imm::Imm;
 use crate::proto::mpath::{HbAction, Heartbeat};
-use crate::proto::msg::{InfoReq, InfoRsp, SgDesc};
-use crate::srv::con::{Comp, Con};
-use crate::srv::server::{Dir, Params, SrvOps};
-use crate::srv::sysfs::{PathDirs, Sessions};
-
-/// Offset in the info buffer of the INFO_REQ receive (272 bytes).
-pub(crate) const INFO_REQ_AT: usize = 0;
-/// Its length.
-pub(crate) const INFO_REQ_ROOM: usize = 512;
-/// Offset of the INFO_RSP the server sends (a descriptor per chunk at
-/// most).
-pub(crate) const INFO_RSP_AT: usize = 512;
+use crate::proto::msg::{InfoReq, InfoRsp};
+use crate::srv::chunks::Chunks;
+use crate::srv::con::{Con, WR_INFO, WR_INV};
+use crate::srv::info::Info;
+use crate::srv::stats::Stats;
+use crate::srv::sysfs::{PathDirs, Sessions, SysPath};
+use crate::srv::{Params, SrvOps};
+use crate::sysfs::{Addr, PathEnds};
 
 /// A copy of a path's name, on the stack (every request passes it to the
 /// ULP: no allocation on that path).
@@ -75,48 +70,11 @@ struct PathState {
     dirs: Option<PathDirs>,
 }
 
-/// A path's request counters (sysfs `stats/rdma`): requests and their
-/// bytes each way, the bytes as the kernel's server counts them (the
-/// offset of the RTRS message in the chunk: the data area and the user
-/// message).
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub(crate) reads: AtomicU64,
-    pub(crate) read_bytes: AtomicU64,
-    pub(crate) writes: AtomicU64,
-    pub(crate) write_bytes: AtomicU64,
-}
-
-impl Stats {
-    /// A request of `bytes` arrived.
-    pub(crate) fn count(&self, dir: Dir, bytes: u64) {
-        let (n, b) = match dir {
-            Dir::Read => (&self.reads, &self.read_bytes),
-            Dir::Write => (&self.writes, &self.write_bytes),
-        };
-        n.fetch_add(1, Ordering::Relaxed);
-        b.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Every counter back to 0.
-    pub(crate) fn reset(&self) {
-        for c in [
-            &self.reads,
-            &self.read_bytes,
-            &self.writes,
-            &self.write_bytes,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
 /// A client path.
 #[pin_data]
 pub struct Path {
-    pub(crate) ops: Arc<dyn SrvOps>,
-    pub(crate) params: Params,
-    pub(crate) geometry: ChunkGeometry,
+    ops: Arc<dyn SrvOps>,
+    params: Params,
     wq: Arc<OwnedQueue>,
     /// The server's sessions, which the path joins at INFO_REQ.
     sessions: Arc<Sessions>,
@@ -124,27 +82,19 @@ pub struct Path {
     /// The client's session, which may have other paths.
     paths_uuid: Uuid,
     cid_num: u16,
-    pub(crate) dev: Arc<Device>,
+    dev: Arc<Device>,
     /// The port of `dev` that cid 0 came on.
-    pub(crate) port: u32,
+    port: u32,
     /// Our address and the client's, as cid 0 came.
-    pub(crate) local: Option<SockAddr>,
-    pub(crate) peer: Option<SockAddr>,
+    local: Option<SockAddr>,
+    peer: Option<SockAddr>,
     /// Requests counted.
-    pub(crate) stats: Stats,
-    pub(crate) chunks: Arc<Buffer>,
-    pub(crate) chunks_mr: Mr,
-    pub(crate) info: Arc<Buffer>,
-    pub(crate) info_mr: Mr,
-    /// With `always_invalidate`: a fast-registration MR per chunk, and
-    /// the key each is registered under now.
-    pub(crate) chunk_mrs: KVec<Mr>,
-    pub(crate) chunk_keys: KVec<AtomicU32>,
-    /// With `always_invalidate`: per chunk, the RKEY_RSP its response
-    /// sends.
-    pub(crate) rkey_buf: Arc<Buffer>,
-    pub(crate) rkey_mr: Mr,
-    pub(crate) pd: Pd,
+    stats: Stats,
+    /// The chunks, their MRs and keys.
+    chunks: Chunks,
+    /// The INFO exchange's buffer.
+    info: Info,
+    pd: Pd,
     #[pin]
     state: Mutex<PathState>,
     /// The completion handler of every connection (holds the path: the
@@ -184,31 +134,10 @@ impl Path {
         req: &ConnReq,
         id: &CmId,
     ) -> Result<Arc<Path>> {
-        let geometry =
-            ChunkGeometry::server(params.queue_depth, params.chunk_size).map_err(|_| EINVAL)?;
         let (dev, port) = id.device().ok_or(ENODEV)?;
         let (local, peer) = (id.src_addr(), id.dst_addr());
         let pd = Pd::alloc(&dev)?;
-        let len = (params.queue_depth * params.chunk_size) as usize;
-        let chunks = Buffer::new(len)?;
-        let chunks_mr = Mr::reg_buffer(
-            pd.core(),
-            &chunks,
-            0,
-            len,
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-        )?;
-        let info_len = INFO_RSP_AT + 8 + 16 * params.queue_depth as usize;
-        let info = Buffer::new(info_len)?;
-        let info_mr = Mr::reg_buffer(pd.core(), &info, 0, info_len, Access::LOCAL_WRITE)?;
-        let (chunk_mrs, chunk_keys) = if params.always_invalidate {
-            Self::chunk_mrs(&pd, &chunks, &params)?
-        } else {
-            (KVec::new(), KVec::new())
-        };
-        let rkey_len = 8 * params.queue_depth as usize;
-        let rkey_buf = Buffer::new(rkey_len)?;
-        let rkey_mr = Mr::reg_buffer(pd.core(), &rkey_buf, 0, rkey_len, Access::LOCAL_WRITE)?;
+        let (chunks, info) = Chunks::new(&pd, params)?;
         let sess_uuid = req.sess_uuid;
         let paths_uuid = req.paths_uuid;
         let cid_num = req.cid_num;
@@ -216,7 +145,6 @@ impl Path {
             pin_init!(Path {
                 ops,
                 params,
-                geometry,
                 wq,
                 sessions,
                 sess_uuid,
@@ -228,13 +156,7 @@ impl Path {
                 peer,
                 stats: Stats::default(),
                 chunks,
-                chunks_mr,
                 info,
-                info_mr,
-                chunk_mrs,
-                chunk_keys,
-                rkey_buf,
-                rkey_mr,
                 pd,
                 state <- new_mutex!(
                     PathState {
@@ -259,51 +181,6 @@ impl Path {
         let comp = Arc::new(Comp { path: path.clone() }, GFP_KERNEL)?;
         *path.comp.lock() = Some(comp);
         Ok(path)
-    }
-
-    /// A fast-registration MR per chunk, each mapping its chunk, and the
-    /// key each is to be registered under first.
-    fn chunk_mrs(
-        pd: &Pd,
-        chunks: &Arc<Buffer>,
-        params: &Params,
-    ) -> Result<(KVec<Mr>, KVec<AtomicU32>)> {
-        let qd = params.queue_depth as usize;
-        let size = params.chunk_size as usize;
-        let mut mrs = KVec::with_capacity(qd, GFP_KERNEL)?;
-        let mut keys = KVec::with_capacity(qd, GFP_KERNEL)?;
-        for i in 0..qd {
-            let mr = Mr::alloc_fast_reg(pd.core(), 1)?;
-            mr.map_mr_sg(
-                &[BufSlice {
-                    buf: chunks,
-                    offset: i * size,
-                    len: size,
-                }],
-                size as u32,
-            )?;
-            keys.push(AtomicU32::new(next_key(mr.rkey())), GFP_KERNEL)?;
-            mrs.push(mr, GFP_KERNEL)?;
-        }
-        Ok((mrs, keys))
-    }
-
-    /// Maps chunk `i`'s MR again (after its invalidation) and returns the
-    /// key to register it under, which becomes its key.
-    pub(crate) fn remap_chunk(&self, i: usize) -> Result<u32> {
-        let size = self.params.chunk_size as usize;
-        let mr = self.chunk_mrs.get(i).ok_or(EINVAL)?;
-        mr.map_mr_sg(
-            &[BufSlice {
-                buf: &self.chunks,
-                offset: i * size,
-                len: size,
-            }],
-            size as u32,
-        )?;
-        let key = next_key(mr.rkey());
-        self.chunk_keys[i].store(key, Ordering::Release);
-        Ok(key)
     }
 
     /// The session UUID its connections carry.
@@ -360,8 +237,9 @@ impl Path {
         if self.state.lock().cons.iter().any(|c| c.cid() == req.cid) {
             return Err(EEXIST);
         }
-        let comp = self.comp().ok_or(ENODEV)?;
-        let con = Con::new(self, id, req.cid, comp)?;
+        let comp: Arc<dyn CqeDone> = self.comp().ok_or(ENODEV)?;
+        let qd = self.params.queue_depth;
+        let con = Con::new(id, req.cid, &self.dev, &self.pd, qd, &self.info, comp)?;
         self.state.lock().cons.push(con.clone(), GFP_KERNEL)?;
         con.accept(&self.params)
     }
@@ -437,6 +315,16 @@ impl Path {
         }
     }
 
+    /// Request `payload` (its immediate's) arrived on `con`: the ULP
+    /// answers it, counted.
+    fn serve(&self, con: &Con, payload: u32) -> Result {
+        con.on_request(&self.chunks, payload, |req, bytes| {
+            self.stats.count(req.dir, bytes);
+            let name = self.name();
+            self.ops.rdma_ev(name.as_bytes(), req)
+        })
+    }
+
     /// A connection is established.
     pub(crate) fn established(&self, _id: &Arc<CmIdCore>) {}
 
@@ -445,7 +333,7 @@ impl Path {
     pub(crate) fn on_info_req(self: &Arc<Self>, len: usize) -> Result {
         let mut raw = [0u8; 272];
         let n = core::cmp::min(len, raw.len());
-        self.info.read(INFO_REQ_AT, &mut raw[..n])?;
+        self.info.read_req(&mut raw[..n])?;
         let req = InfoReq::parse(&raw[..n]).map_err(|_| EINVAL)?;
         let cons = {
             let mut st = self.state.lock();
@@ -468,41 +356,17 @@ impl Path {
             let n = if c.cid() == 0 { qd + 8 } else { qd };
             c.post_empty_recvs(n)?;
         }
-        let size = self.params.chunk_size;
-        let mut descs = KVec::with_capacity(qd as usize, GFP_KERNEL)?;
-        if self.params.always_invalidate {
-            // A descriptor per chunk, under the key it is registered with
-            // before INFO_RSP goes (same QP: in order).
-            for (i, k) in self.chunk_keys.iter().enumerate() {
-                descs.push(
-                    SgDesc {
-                        addr: self.chunks.addr(i * size as usize),
-                        key: k.load(Ordering::Acquire),
-                        len: size,
-                    },
-                    GFP_KERNEL,
-                )?;
-            }
-        } else {
-            descs.push(
-                SgDesc {
-                    addr: self.chunks.addr(0),
-                    key: self.chunks_mr.rkey(),
-                    len: qd * size,
-                },
-                GFP_KERNEL,
-            )?;
-        }
+        let descs = self.chunks.descs()?;
         let mut out = KVec::from_elem(0u8, 8 + 16 * descs.len(), GFP_KERNEL)?;
         let n = InfoRsp::new(&descs)
             .and_then(|r| r.write(&mut out))
             .map_err(|_| EINVAL)?;
-        self.info.write(INFO_RSP_AT, &out[..n])?;
+        self.info.write_rsp(&out[..n])?;
         let con0 = cons.iter().find(|c| c.cid() == 0).ok_or(EINVAL)?;
         if self.params.always_invalidate {
-            con0.register_chunks()?;
+            con0.register_chunks(&self.chunks)?;
         }
-        con0.send_info_rsp(n)?;
+        con0.send_info_rsp(&self.info, n)?;
         self.state.lock().up = true;
         let name = self.name();
         pr_info!(
@@ -519,14 +383,17 @@ impl Path {
     /// server refuses it).
     fn add_dirs(self: &Arc<Self>) -> Result {
         let name = self.name();
-        let dirs = match self.sessions.join(self.paths_uuid, name.as_bytes(), self) {
+        let dirs = match self
+            .sessions
+            .join(self.paths_uuid, name.as_bytes(), self.clone())
+        {
             Ok(d) => d,
             Err(e) => {
                 if rdma::kshim::verb::log_allowed() {
                     pr_warn!(
                         "rtrs: path \"{}\" from {}: no sysfs directory (errno {})\n",
                         name.as_str(),
-                        crate::sysfs::Addr(self.peer.map(|a| a.ip)),
+                        Addr(self.peer.map(|a| a.ip)),
                         e.to_errno()
                     );
                 }
@@ -584,7 +451,106 @@ impl Path {
     }
 }
 
-/// The key after `key`: the same MR, the next key byte.
-pub(crate) fn next_key(key: u32) -> u32 {
-    (key & !0xff) | (key.wrapping_add(1) & 0xff)
+impl SysPath for Path {
+    fn ends(&self) -> PathEnds<'_> {
+        PathEnds {
+            hca: self.dev.name().as_bytes(),
+            port: self.port,
+            src: self.peer.map(|a| a.ip),
+            dst: self.local.map(|a| a.ip),
+        }
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn disconnect(self: Arc<Self>) {
+        pr_info!(
+            "rtrs: path \"{}\" from {}: disconnect requested\n",
+            self.name().as_str(),
+            Addr(self.peer.map(|a| a.ip))
+        );
+        // From the work queue: closing removes this very file.
+        self.close_later();
+    }
+}
+
+/// The completion handler of a path's connections.
+pub(crate) struct Comp {
+    path: Arc<Path>,
+}
+
+impl Comp {
+    fn handle(&self, wc: &Wc) -> Result {
+        let path = &self.path;
+        let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
+        match wc.opcode {
+            WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
+            WcOpcode::LocalInv if wc.wr_id & WR_INV != 0 => path.serve(&con, wc.wr_id as u32),
+            WcOpcode::RecvRdmaWithImm => {
+                // The receive goes back first: the client may send again
+                // as soon as it sees our response.
+                con.post_empty_recvs(1)?;
+                // Anything from the client shows it alive.
+                path.hb_rx();
+                match Imm::parse(wc.imm_data) {
+                    Ok(Imm::IoReq(payload)) if path.params.always_invalidate => {
+                        con.invalidate_then_handle(&path.chunks, payload)
+                    }
+                    Ok(Imm::IoReq(payload)) => path.serve(&con, payload),
+                    // A server muted for fault tests does not answer.
+                    Ok(Imm::HbMsg) if !path.params.heartbeats => Ok(()),
+                    Ok(Imm::HbMsg) => {
+                        let ack = Imm::HbAck.to_u32().map_err(|_| EINVAL)?;
+                        path.con0().ok_or(ENODEV)?.write_imm(ack)?;
+                        path.heartbeat_acked();
+                        Ok(())
+                    }
+                    Ok(Imm::HbAck) => {
+                        path.hb_acked();
+                        Ok(())
+                    }
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(EINVAL),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl CqeDone for Comp {
+    fn done(&self, _cq: &CqCore, wc: &Wc) {
+        if wc.status == WcStatus::WrFlushErr {
+            return;
+        }
+        let r = if wc.status == WcStatus::Success {
+            self.handle(wc)
+        } else {
+            Err(EIO)
+        };
+        if let Err(e) = r {
+            if rdma::kshim::verb::log_allowed() {
+                let name = self.path.name();
+                let name = name.as_str();
+                if wc.status == WcStatus::Success {
+                    pr_warn!(
+                        "rtrs: path \"{}\" closed: a bad {:?} (errno {})\n",
+                        name,
+                        wc.opcode,
+                        e.to_errno()
+                    );
+                } else {
+                    pr_warn!(
+                        "rtrs: path \"{}\" closed: {:?} completed with {:?}\n",
+                        name,
+                        wc.opcode,
+                        wc.status
+                    );
+                }
+            }
+            self.path.close_later();
+        }
+    }
 }

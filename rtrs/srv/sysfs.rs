@@ -19,72 +19,48 @@
 //! session of the same name is refused, as the kernel's server refuses it.
 //! The texts are the kernel's (rtrs-srv-sysfs.c, rtrs-srv-stats.c). A
 //! `disconnect` closes its path from the server's work queue, which removes
-//! the directory after the store returned.
+//! the directory after the store returned. The directories and the files
+//! every path has are made as the client's are (`crate::sysfs`); a path is
+//! seen through [`SysPath`], which it implements.
 
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 
 use kernel::c_str;
-use kernel::fmt;
 use kernel::prelude::*;
-use kernel::str::{CStr, CString};
+use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::kshim::class::{Page, SysClass, SysDir, SysFile, SysFiles};
-use rdma::kshim::global::Global;
+use rdma::kshim::class::{Page, SysDir, SysFile, SysFiles};
 
 use crate::proto::conn::Uuid;
-use crate::srv::path::Path;
-use crate::sysfs::{fmt_err, one, Addr};
+use crate::srv::stats::Stats;
+use crate::sysfs::{fmt_err, one, path_dirs, Class, PathEnds};
 
-/// `/sys/class/rdma_rs_rtrs_server`, while the module is loaded.
-static CLASS: Global<SysClass> = Global::new();
+/// `/sys/class/rdma_rs_rtrs_server`, registered while the module is loaded
+/// (module init and exit, after every server).
+pub(crate) static CLASS: Class = Class::new(c_str!("rdma_rs_rtrs_server"));
 
-/// Registers the class (module init).
-pub(crate) fn init() -> Result {
-    CLASS.replace(Some(SysClass::new(c_str!("rdma_rs_rtrs_server"))?));
-    Ok(())
+/// What a path's files show and do; the path implements it.
+pub(crate) trait SysPath: Send + Sync {
+    /// Its device and port, the client's address (`src_addr`) and ours.
+    fn ends(&self) -> PathEnds<'_>;
+    /// Its request counters.
+    fn stats(&self) -> &Stats;
+    /// `disconnect` was written: the path closes from the server's work
+    /// queue (closing removes this very file).
+    fn disconnect(self: Arc<Self>);
 }
 
-/// Unregisters it (module exit, after every server).
-pub(crate) fn exit() {
-    drop(CLASS.replace(None));
-}
-
-const HCA_NAME: u32 = 0;
-const HCA_PORT: u32 = 1;
-const SRC_ADDR: u32 = 2;
-const DST_ADDR: u32 = 3;
 const DISCONNECT: u32 = 4;
 const RDMA: u32 = 5;
 
-const PATH_FILES: &[SysFile] = &[
-    SysFile {
-        name: c_str!("hca_name"),
-        id: HCA_NAME,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("hca_port"),
-        id: HCA_PORT,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("src_addr"),
-        id: SRC_ADDR,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("dst_addr"),
-        id: DST_ADDR,
-        writable: false,
-    },
-    SysFile {
-        name: c_str!("disconnect"),
-        id: DISCONNECT,
-        writable: true,
-    },
-];
+/// A path's own files, besides those every path has.
+const PATH_FILES: &[SysFile] = &[SysFile {
+    name: c_str!("disconnect"),
+    id: DISCONNECT,
+    writable: true,
+}];
 
 const STATS_FILES: &[SysFile] = &[SysFile {
     name: c_str!("rdma"),
@@ -102,21 +78,16 @@ impl SysFiles for NoFiles {
 }
 
 /// A path's files and its stats' files.
-struct PathFiles(Arc<Path>);
+struct PathFiles(Arc<dyn SysPath>);
 
 impl SysFiles for PathFiles {
     fn show(&self, id: u32, out: &mut Page) -> Result {
         let p = &self.0;
-        let st = &p.stats;
+        if let Some(r) = p.ends().show(id, out) {
+            return r;
+        }
+        let st = p.stats();
         let r = match id {
-            HCA_NAME => writeln!(
-                out,
-                "{}",
-                core::str::from_utf8(p.dev.name().as_bytes()).unwrap_or("?")
-            ),
-            HCA_PORT => writeln!(out, "{}", p.port),
-            SRC_ADDR => writeln!(out, "{}", Addr(p.peer.map(|a| a.ip))),
-            DST_ADDR => writeln!(out, "{}", Addr(p.local.map(|a| a.ip))),
             DISCONNECT => writeln!(out, "Usage: echo 1 > disconnect"),
             RDMA => writeln!(
                 out,
@@ -136,17 +107,11 @@ impl SysFiles for PathFiles {
         let p = &self.0;
         match id {
             DISCONNECT => {
-                pr_info!(
-                    "rtrs: path \"{}\" from {}: disconnect requested\n",
-                    p.name().as_str(),
-                    Addr(p.peer.map(|a| a.ip))
-                );
-                // From the work queue: closing removes this very file.
-                p.close_later();
+                p.clone().disconnect();
                 Ok(())
             }
             RDMA => {
-                p.stats.reset();
+                p.stats().reset();
                 Ok(())
             }
             _ => Err(EACCES),
@@ -224,7 +189,7 @@ impl Sessions {
         self: &Arc<Self>,
         uuid: Uuid,
         name: &[u8],
-        path: &Arc<Path>,
+        path: Arc<dyn SysPath>,
     ) -> Result<PathDirs> {
         let mut list = self.list.lock();
         let i = match list.iter().position(|e| e.uuid == uuid) {
@@ -233,14 +198,9 @@ impl Sessions {
                 if list.iter().any(|e| e.name.as_slice() == name) {
                     return Err(EPERM);
                 }
-                let class = CLASS.get().ok_or(ENODEV)?;
                 let mut buf = [0u8; 256];
                 let cname = dir_name(name, &mut buf)?;
-                let top = SysDir::top(&class, cname, &[], Arc::new(NoFiles, GFP_KERNEL)?)?;
-                let paths = top.child(c_str!("paths"), &[], Arc::new(NoFiles, GFP_KERNEL)?)?;
-                let mut dirs = KVec::with_capacity(2, GFP_KERNEL)?;
-                dirs.push(top, GFP_KERNEL)?;
-                dirs.push(paths, GFP_KERNEL)?;
+                let dirs = CLASS.session_dirs(cname, &[], Arc::new(NoFiles, GFP_KERNEL)?)?;
                 let mut n = KVec::new();
                 n.extend_from_slice(name, GFP_KERNEL)?;
                 list.push(
@@ -297,25 +257,16 @@ impl Sessions {
     }
 
     /// A path's directories in `paths`: `<client>@<us>` and its `stats`.
-    fn add_path(paths: &SysDir, p: &Arc<Path>) -> Result<KVec<SysDir>> {
-        let cname = CString::try_from_fmt(fmt!(
-            "{}@{}",
-            Addr(p.peer.map(|a| a.ip)),
-            Addr(p.local.map(|a| a.ip))
-        ))?;
-        let dir = paths.child(
-            &cname,
+    fn add_path(paths: &SysDir, p: Arc<dyn SysPath>) -> Result<KVec<SysDir>> {
+        let ends = p.ends();
+        let (src, dst) = (ends.src, ends.dst);
+        path_dirs(
+            paths,
+            src,
+            dst,
             PATH_FILES,
-            Arc::new(PathFiles(p.clone()), GFP_KERNEL)?,
-        )?;
-        let stats = dir.child(
-            c_str!("stats"),
             STATS_FILES,
-            Arc::new(PathFiles(p.clone()), GFP_KERNEL)?,
-        )?;
-        let mut v = KVec::with_capacity(2, GFP_KERNEL)?;
-        v.push(dir, GFP_KERNEL)?;
-        v.push(stats, GFP_KERNEL)?;
-        Ok(v)
+            Arc::new(PathFiles(p), GFP_KERNEL)?,
+        )
     }
 }
