@@ -863,7 +863,7 @@ impl CmIdCore {
             if !busy {
                 break;
             }
-            crate::kshim::testing::msleep(1);
+            crate::kshim::time::msleep(1);
         }
         self.st.lock().bound = None;
         if let Some(ids) = IDS.get() {
@@ -1094,7 +1094,7 @@ impl Client for CmaClient {
                 if !i.queue.lock().running {
                     break;
                 }
-                crate::kshim::testing::msleep(10);
+                crate::kshim::time::msleep(10);
             }
             i.release_device();
         }

@@ -384,7 +384,7 @@ impl CqeDone for Comp {
             Err(EIO)
         };
         if let Err(e) = r {
-            if rdma::kshim::verb::log_allowed() {
+            if rdma::kshim::ratelimit::log_allowed() {
                 let name = self.path.name();
                 let name = name.as_str();
                 if wc.status == WcStatus::Success {

@@ -426,7 +426,7 @@ impl Path {
             }
             HbAction::Wait => {}
             HbAction::Fail => {
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_warn!(
                         "rtrs: path \"{}\" closed: heartbeats unanswered\n",
                         self.name().as_str()
@@ -522,7 +522,7 @@ impl Path {
         let dirs = match self.sessions.join(self.paths_uuid, name.as_bytes(), self) {
             Ok(d) => d,
             Err(e) => {
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_warn!(
                         "rtrs: path \"{}\" from {}: no sysfs directory (errno {})\n",
                         name.as_str(),

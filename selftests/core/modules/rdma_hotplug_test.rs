@@ -26,6 +26,7 @@ use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::port::{GidEntry, PortAttr};
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, ProviderDevice};
 use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
 
 #[path = "../../lib/ktap.rs"]
@@ -178,7 +179,7 @@ fn wait_until(ms: u32, cond: impl Fn() -> bool) -> bool {
         if cond() {
             return true;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     cond()
 }
@@ -261,7 +262,7 @@ fn unregister_waits_for_usage_refs() -> Result {
         wait_until(5000, || !dev.is_registered()),
         "unregistration starts",
     )?;
-    testing::msleep(200);
+    time::msleep(200);
     check(
         !done.load(Ordering::Acquire),
         "unregister blocks while a reference is held",
