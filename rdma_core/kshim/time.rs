@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Sleeping and reading the clock: [`msleep`] for process context, and
-//! [`now_ms`], the monotonic milliseconds the management layers' (MAD, CM)
-//! deadlines are counted in.
+//! Sleeping, yielding the CPU and reading the clock: [`msleep`] and
+//! [`cond_resched`] for process context, and [`now_ms`], the monotonic
+//! milliseconds the management layers' (MAD, CM) deadlines are counted in.
 
 use crate::kshim::bindings;
 
@@ -11,6 +11,15 @@ pub fn msleep(ms: u32) {
     // SAFETY: `msleep` has no preconditions besides process context, which
     // its own `might_sleep` checks.
     unsafe { bindings::rdma_rs_msleep(ms) }
+}
+
+/// Gives the CPU to another task if one is due (`cond_resched`), so that
+/// a busy-polling loop in process context does not starve the rest.
+/// Process context only.
+pub fn cond_resched() {
+    // SAFETY: `cond_resched` may sleep; process context is the caller's
+    // contract, checked by `might_sleep` inside under DEBUG_ATOMIC_SLEEP.
+    unsafe { bindings::rdma_rs_cond_resched() }
 }
 
 /// Milliseconds of the monotonic clock (`ktime_get`). Any context.

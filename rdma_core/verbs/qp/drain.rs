@@ -98,26 +98,30 @@ impl DrainMarker {
     }
 
     /// Returns once `want` markers are handled. A CQ with a poll context
-    /// hands them to `done` on its own; Direct CQs among `cqs` are polled
-    /// here, whenever a marker was queued on one, since nobody else may.
+    /// hands them to `done` on its own; the Direct CQs among `cqs` are
+    /// polled here (their owner may poll them too) whenever a marker was
+    /// queued on one, and the drain sleeps in between.
     fn wait(&self, want: u32, cqs: &[&Arc<CqCore>]) {
+        use crate::verbs::cq::BUDGET;
         loop {
             let queued = self.state.lock().queued;
+            let mut full = false;
             for cq in cqs.iter().filter(|c| c.poll_ctx() == Some(PollCtx::Direct)) {
-                while cq
-                    .process_direct(crate::verbs::cq::BUDGET)
-                    .is_ok_and(|n| n >= crate::verbs::cq::BUDGET)
-                {}
+                full |= cq.process_direct(BUDGET).is_ok_and(|n| n >= BUDGET);
             }
             let mut st = self.state.lock();
             if st.done >= want {
                 return;
             }
-            // A marker queued while the CQs were polled may have been
-            // missed: poll again. Otherwise sleep until one is handled or
-            // queued; both change `state` under its lock and signal `cv`,
-            // so the wake-up cannot be lost.
-            if st.queued == queued {
+            // A full round may have left a marker in its CQ, and one queued
+            // while the CQs were polled may have been missed: poll again.
+            // Otherwise sleep until a marker is handled or queued; both
+            // change `state` under its lock and signal `cv`, so the wake-up
+            // cannot be lost.
+            if full {
+                drop(st);
+                crate::kshim::time::cond_resched();
+            } else if st.queued == queued {
                 self.cv.wait(&mut st);
             }
         }
