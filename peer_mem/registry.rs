@@ -144,7 +144,7 @@ fn valid_name(name: &[u8]) -> bool {
 }
 
 fn log_refused(name: &[u8], why: &str) {
-    if rdma::kshim::verb::log_allowed() {
+    if rdma::kshim::ratelimit::log_allowed() {
         pr_warn!(
             "peer_mem: client \"{}\" refused: {}\n",
             core::str::from_utf8(name).unwrap_or("?"),

@@ -9,7 +9,9 @@
 //! layer ([`crate::mad`]): for every port with a MAD layer it registers a
 //! MAD agent of the CM class (0x07, version 2) and keeps the port's
 //! counters ([`counters::CmCounters`], the C stack's `cm_tx_msgs`,
-//! `cm_rx_msgs`, `cm_tx_retries` and `cm_rx_duplicates`).
+//! `cm_rx_msgs`, `cm_tx_retries` and `cm_rx_duplicates`), which it shows in
+//! sysfs as port groups it registers itself at init
+//! ([`crate::device::sysfs::register_port_groups`]).
 //!
 //! What the CM does today with a message no connection of ours takes, as
 //! the C CM does:

@@ -216,9 +216,9 @@ pub trait DeviceOps: Send + Sync {
     }
 
     /// Whether `port` takes management datagrams on QP1 (`rdma_cap_ib_mad`
-    /// of the C core: IB and RoCE ports). The core's MAD layer then owns
-    /// the port's GSI QP from registration to unregistration
-    /// (`rdma_core/mad/`), and a ULP's own `QpType::Gsi` QP is refused
+    /// of the C core: IB and RoCE ports). The core's MAD layer (a layer
+    /// above this one) then owns the port's GSI QP from registration to
+    /// unregistration, and a ULP's own `QpType::Gsi` QP is refused
     /// (`EBUSY`). Read once, when the device is added.
     fn has_mad(&self, _port: u32) -> bool {
         false

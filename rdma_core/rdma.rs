@@ -128,13 +128,19 @@ impl Drop for Undo {
 }
 
 /// The module: its init steps, undone in reverse order (field order).
+///
+/// Bottom layer first: the shim's own state (the buffer registry, the
+/// netdev notifiers and their listener list) needs nothing above it; then
+/// the device model (the sysfs class and its port groups, the registry of
+/// devices and clients), then the management layers, each an internal
+/// client of the one below (MAD, CM, rdma_cm).
 struct RdmaCore {
     _cma: Undo,
     _cm: Undo,
     _mad: Undo,
-    _net: Undo,
     _registry: Undo,
     _sysfs: Undo,
+    _net: Undo,
     _mem: Undo,
 }
 
@@ -142,6 +148,8 @@ impl kernel::Module for RdmaCore {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         kshim::mem::init()?;
         let mem = Undo(kshim::mem::exit);
+        kshim::net::init()?;
+        let net = Undo(kshim::net::exit);
         device::sysfs::init()?;
         let sysfs = Undo(device::sysfs::exit);
         device::registry::publish(Arc::pin_init(
@@ -149,8 +157,6 @@ impl kernel::Module for RdmaCore {
             GFP_KERNEL,
         )?);
         let registry = Undo(device::registry::unpublish);
-        kshim::net::init()?;
-        let net = Undo(kshim::net::exit);
         mad::init()?;
         let mad = Undo(mad::exit);
         cm::init()?;
@@ -162,9 +168,9 @@ impl kernel::Module for RdmaCore {
             _cma: cma,
             _cm: cm,
             _mad: mad,
-            _net: net,
             _registry: registry,
             _sysfs: sysfs,
+            _net: net,
             _mem: mem,
         })
     }

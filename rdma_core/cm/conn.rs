@@ -21,7 +21,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use crate::cm::counters::Group;
 use crate::cm::port::CmPortShared;
 use crate::cm::table;
-use crate::mad::port::now_ms;
+use crate::kshim::time::now_ms;
 use crate::mad::{MadAddr, SendOpts};
 use crate::spec::cm_msg::{
     Bytes, CmMessage, Drep, Dreq, Mra, MsgResponse, Rej, RejReason, Rep, Req, Rtu,

@@ -2,24 +2,67 @@
 
 //! The CM's per-port counters, per message type: what the C stack shows
 //! under `/sys/class/infiniband_cm/<dev>/<port>/{cm_tx_msgs, cm_rx_msgs,
-//! cm_tx_retries, cm_rx_duplicates}/<msg>`.
+//! cm_tx_retries, cm_rx_duplicates}/<msg>`, and their port groups in our
+//! sysfs (`/sys/class/rdma_rs/<dev>/ports/<N>/cm_tx_msgs/req` and so on),
+//! which the CM registers at init ([`register_sysfs`]).
 
+use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use kernel::c_str;
+use kernel::error::code::EINVAL;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+use crate::device::sysfs::{PortGroup, PortGroupShow, PortGroupsRegistration};
+use crate::device::Device;
+use crate::kshim::sysfs::Page;
 use crate::spec::mad::{CM_ATTR_APR, CM_ATTR_REQ};
 
 /// The message types, in attribute ID order from REQ (0x10) to APR
 /// (0x1a), by the names of the C stack's sysfs files.
-pub const MSG_NAMES: [&str; 11] = [
-    "req", "mra", "rej", "rep", "rtu", "dreq", "drep", "sidr_req", "sidr_rep", "lap", "apr",
+pub const MSG_NAMES: [&CStr; 11] = [
+    c_str!("req"),
+    c_str!("mra"),
+    c_str!("rej"),
+    c_str!("rep"),
+    c_str!("rtu"),
+    c_str!("dreq"),
+    c_str!("drep"),
+    c_str!("sidr_req"),
+    c_str!("sidr_rep"),
+    c_str!("lap"),
+    c_str!("apr"),
 ];
 
 /// The four groups of counters, by the names of the C stack's folders.
-pub const GROUP_NAMES: [&str; 4] = [
-    "cm_tx_msgs",
-    "cm_tx_retries",
-    "cm_rx_msgs",
-    "cm_rx_duplicates",
+pub const GROUP_NAMES: [&CStr; 4] = [
+    c_str!("cm_tx_msgs"),
+    c_str!("cm_tx_retries"),
+    c_str!("cm_rx_msgs"),
+    c_str!("cm_rx_duplicates"),
+];
+
+/// The groups as port groups of sysfs, in [`Group`] order, each with a
+/// file per message type.
+static PORT_GROUPS: [PortGroup; 4] = [
+    PortGroup {
+        name: GROUP_NAMES[0],
+        files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: GROUP_NAMES[1],
+        files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: GROUP_NAMES[2],
+        files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: GROUP_NAMES[3],
+        files: &MSG_NAMES,
+    },
 ];
 
 /// Which group.
@@ -76,4 +119,25 @@ impl CmCounters {
             .and_then(|g| g.get(index))
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
+}
+
+/// What the counter files show: the count, or zero where the CM does not
+/// run (yet, or any more) on the port.
+struct CounterFiles;
+
+impl PortGroupShow for CounterFiles {
+    /// Every port with a MAD layer, where the CM runs.
+    fn wants(&self, dev: &Device, port: u32) -> bool {
+        dev.has_mad(port)
+    }
+
+    fn show(&self, dev: &Device, port: u32, group: usize, file: usize, out: &mut Page) -> Result {
+        let v = crate::cm::port::counters(dev, port).map_or(0, |c| c.get_at(group, file));
+        writeln!(out, "{}", v).map_err(|_| EINVAL)
+    }
+}
+
+/// Registers the counters' port groups (module init; dropped at exit).
+pub(crate) fn register_sysfs() -> Result<PortGroupsRegistration> {
+    crate::device::sysfs::register_port_groups(&PORT_GROUPS, Arc::new(CounterFiles, GFP_KERNEL)?)
 }

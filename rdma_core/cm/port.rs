@@ -15,6 +15,7 @@ use crate::cm::conn::CmConn;
 use crate::cm::counters::{CmCounters, Group};
 use crate::cm::table;
 use crate::device::client::{Client, ClientRegistration};
+use crate::device::sysfs::PortGroupsRegistration;
 use crate::device::Device;
 use crate::kshim::global::Global;
 use crate::kshim::sync::SpinLockIrq;
@@ -73,7 +74,7 @@ impl CmAgent {
         // Counted before it goes: the answer to it can come back first.
         self.shared.counters.count(Group::TxMsgs, msg.attr_id());
         if agent.send(&to.addr, &out, SendOpts::default()).is_err()
-            && crate::kshim::verb::log_allowed()
+            && crate::kshim::ratelimit::log_allowed()
         {
             pr_info!(
                 "rdma cm: {} port {}: could not send a {:#x}\n",
@@ -177,7 +178,7 @@ impl MadHandler for CmAgent {
         let msg = match CmMessage::parse_mad(&mad.data) {
             Ok((_, msg)) => msg,
             Err(e) => {
-                if crate::kshim::verb::log_allowed() {
+                if crate::kshim::ratelimit::log_allowed() {
                     pr_info!(
                         "rdma cm: {} port {}: a CM MAD (attribute {:#x}) dropped: {}\n",
                         agent.device().name(),
@@ -304,6 +305,11 @@ struct Registration(ClientRegistration<CmClient>);
 
 static CM: Global<Registration> = Global::new();
 
+/// The counters' sysfs files while the CM is loaded. Apart from [`CM`]:
+/// their `show` uses `CM`, and they go first at exit, so no `show` holds
+/// the last reference to the client's registration.
+static COUNTERS_SYSFS: Global<PortGroupsRegistration> = Global::new();
+
 /// The CM of `dev`'s port `port`, if it runs there.
 pub(crate) fn shared(dev: &Device, port: u32) -> Option<Arc<CmPortShared>> {
     let reg = CM.get()?;
@@ -317,16 +323,27 @@ pub fn counters(dev: &Device, port: u32) -> Option<Arc<CmCounters>> {
     Some(shared(dev, port)?.counters.clone())
 }
 
-/// Registers the CM client (module init, after the MAD layer's).
+/// Registers the CM client and the counters' sysfs files (module init,
+/// after the MAD layer's).
 pub(crate) fn init() -> Result {
     table::init()?;
-    let reg = ClientRegistration::new(CmClient)?;
-    CM.replace(Some(Arc::new(Registration(reg), GFP_KERNEL)?));
-    Ok(())
+    let started = (|| -> Result {
+        let files = crate::cm::counters::register_sysfs()?;
+        drop(COUNTERS_SYSFS.replace(Some(Arc::new(files, GFP_KERNEL)?)));
+        let reg = ClientRegistration::new(CmClient)?;
+        drop(CM.replace(Some(Arc::new(Registration(reg), GFP_KERNEL)?)));
+        Ok(())
+    })();
+    if started.is_err() {
+        exit();
+    }
+    started
 }
 
-/// Unregisters it (module exit).
+/// Unregisters them (module exit): the counters' files first, so that no
+/// `show` of them runs when the client goes.
 pub(crate) fn exit() {
+    drop(COUNTERS_SYSFS.replace(None));
     drop(CM.replace(None));
     table::exit();
 }

@@ -18,9 +18,9 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 use crate::cm::conn::CmConn;
 use crate::cm::port::CmPortShared;
 use crate::kshim::global::Global;
+use crate::kshim::time::now_ms;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::kshim::vec::retain;
-use crate::mad::port::now_ms;
 use crate::mad::MadAddr;
 use crate::spec::cm_msg::Req;
 

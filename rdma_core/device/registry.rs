@@ -17,8 +17,6 @@
 //! `Device::client_removed` for that record to go, so neither returns while
 //! a `remove` it is responsible for is still running.
 
-use core::sync::atomic::{AtomicU64, Ordering};
-
 use kernel::error::code::{EEXIST, ENFILE};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -27,8 +25,6 @@ use crate::device::client::{AnyData, ClientOps};
 use crate::device::sysfs::Sysfs;
 use crate::device::{self, Device, DeviceDesc, DeviceOps, DeviceRef};
 use crate::kshim::global::Global;
-use crate::kshim::net::NetListener;
-use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::vec;
 
 /// The largest number a `%d` device name template is given.
@@ -80,11 +76,6 @@ struct State {
 pub(crate) struct Registry {
     #[pin]
     state: Mutex<State>,
-    /// Network event listeners (`rdma::kshim::net`), called under this lock from
-    /// the notifiers.
-    #[pin]
-    pub(crate) net_listeners: SpinLockIrq<KVec<(u64, Arc<dyn NetListener>)>>,
-    next_listener: AtomicU64,
 }
 
 /// The registry of the loaded module; set while `rdma_core` is loaded.
@@ -97,13 +88,9 @@ static REGISTRY: Global<Registry> = Global::new();
 /// this module's init (which publishes the registry) and its exit (which
 /// runs only once every dependent module is unloaded), so it is set.
 pub(crate) fn get() -> Arc<Registry> {
-    try_get().expect("rdma_core: the registry is used outside the module's lifetime")
-}
-
-/// The registry, or `None` outside the module's lifetime (a notifier racing
-/// with init or exit).
-pub(crate) fn try_get() -> Option<Arc<Registry>> {
-    REGISTRY.get()
+    REGISTRY
+        .get()
+        .expect("rdma_core: the registry is used outside the module's lifetime")
 }
 
 /// Makes `reg` the registry that [`get`] returns (module init).
@@ -207,13 +194,7 @@ impl Registry {
                 clients: KVec::new(),
                 next_client_id: 0,
             }, "Registry::state"),
-            net_listeners <- crate::new_spinlock_irq!(KVec::new(), "Registry::net_listeners"),
-            next_listener: AtomicU64::new(0),
         })
-    }
-
-    pub(crate) fn next_listener_id(&self) -> u64 {
-        self.next_listener.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Registers a device and adds every client to it. Process context.
@@ -356,6 +337,15 @@ impl Registry {
             .iter()
             .filter(|d| pred(d))
             .find_map(|d| d.try_get())
+    }
+
+    /// The first device of the list matching `pred`, which runs under
+    /// `Registry::state`. Unlike [`Registry::find`] it takes no usage
+    /// reference and sees devices whose unregistration has started too:
+    /// they stay in the list until their sysfs tree is gone.
+    pub(crate) fn find_listed(&self, pred: impl Fn(&Device) -> bool) -> Option<Arc<Device>> {
+        let state = self.state.lock();
+        state.devices.iter().find(|d| pred(d)).cloned()
     }
 
     /// Usage references to all registered devices.

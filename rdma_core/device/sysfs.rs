@@ -1,45 +1,316 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Introspection in sysfs: `/sys/class/rdma_rs`, laid out as
-//! `/sys/class/infiniband` is (see `sysfs_glue.c` for the tree).
+//! `/sys/class/infiniband` is (see `sysfs_glue.c` for the tree), and the
+//! port groups other layers register (`ib_port_register_client_groups`).
 //!
 //! The class has its own name so that it never collides with the C stack's.
-//! The kobject plumbing is the bottom layer's (`kshim/sysfs.rs` and
-//! `sysfs_glue.c`); every file's text is made here, from the same verbs a
-//! client would call.
+//! The kobject plumbing is the bottom layer's (`kshim/sysfs.rs`,
+//! `sysfs_glue.c` and, for the groups, `kshim/kobj.rs`); every file of the
+//! device model is made here, from the same verbs a client would call.
+//!
+//! # Port groups
+//!
+//! A layer above (the CM's counters) registers [`PortGroup`]s with
+//! [`register_port_groups`]: each is a directory of files under every port
+//! its [`PortGroupShow`] wants (`ports/<N>/<group>/<file>`), on the devices
+//! registered then and on every device registered later, until the
+//! [`PortGroupsRegistration`] is dropped. The directories of one device
+//! live in its [`Sysfs`], before its tree, and go before the tree does.
+//!
+//! Locks, outermost first:
+//!
+//! - `Registry::state` (`device/registry.rs`): held while a device's tree
+//!   and its groups are made, and while [`Registry::find_listed`] looks
+//!   for a device whose groups to add or remove;
+//! - `Device::sysfs` (mutex): the device's [`Sysfs`]; held while group
+//!   directories are added to it or removed from it, so a group's removal
+//!   and the device's cannot interleave;
+//! - `PortGroups::list` (mutex): the registered groups; nothing is taken
+//!   inside it.
+//!
+//! Removing a directory waits for the `show` calls in progress on its
+//! files, so a [`PortGroupShow::show`] must take none of these locks
+//! (it must not register or unregister groups or devices). A group's
+//! removal takes it out of `PortGroups::list` first, then off every device
+//! that has it, one at a time: a device being registered meanwhile sees
+//! the group either in the list or, once listed, in the removal's search.
+//! Each group directory holds a reference to the device and to the
+//! `PortGroupShow`, so neither goes while a file can be read; once
+//! [`PortGroupsRegistration`]'s drop returns, no `show` of it runs.
+//!
+//! [`Registry::find_listed`]: crate::device::registry::Registry::find_listed
 
 use core::fmt::{self, Write};
 
-use kernel::error::code::EINVAL;
+use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::str::CStr;
+use kernel::sync::{new_mutex, Arc, Mutex};
 
-use crate::device::Device;
-use crate::kshim::sysfs::{attr_id as id, Page, Shape, SysfsShow, Tree};
+use crate::device::{registry, Device};
+use crate::kshim::global::Global;
+use crate::kshim::kobj::{KobjShow, StatsDir};
+use crate::kshim::sysfs::{attr_id as id, Shape, SysfsShow, Tree};
 
-pub(crate) use crate::kshim::sysfs::{exit, init};
+use crate::kshim::sysfs::Page;
 
-/// A registered device's tree; removed when dropped. It holds a reference
+/// A registered device's tree, with the registered port groups'
+/// directories on its ports; removed when dropped. It holds a reference
 /// to the device, given back when unregistration drops the tree.
 pub(crate) struct Sysfs {
-    _tree: Tree,
+    /// The port groups' directories, one entry per registration (empty if
+    /// no port of the device wants them). Dropped before `tree` (field
+    /// order): the tree's removal takes the device's whole directory.
+    groups: KVec<GroupDirs>,
+    tree: Tree,
 }
 
 impl Sysfs {
-    /// Creates the tree of a registered device.
+    /// Creates the tree of a registered device, with the port groups
+    /// registered now. The caller holds `Registry::state`.
     pub(crate) fn add(dev: &Arc<Device>) -> Result<Sysfs> {
         let shape = Shape {
             ports: dev.port_count(),
             gids: dev.gid_tbl_len(),
             pkeys: dev.pkey_tbl_len(),
             counters: dev.ops()?.hw_counter_names(),
-            cm: (1..=dev.port_count()).all(|p| dev.has_mad(p)),
         };
         let source: Arc<dyn SysfsShow> = dev.clone();
-        Ok(Sysfs {
-            _tree: Tree::add(dev.name(), source, shape)?,
+        let mut sysfs = Sysfs {
+            groups: KVec::new(),
+            tree: Tree::add(dev.name(), source, shape)?,
+        };
+        let entries = match GROUPS.get() {
+            Some(groups) => groups.snapshot()?,
+            None => KVec::new(),
+        };
+        sysfs.groups.reserve(entries.len(), GFP_KERNEL)?;
+        for entry in entries.iter() {
+            let dirs = GroupDirs::add(dev, &sysfs.tree, entry)?;
+            sysfs.groups.push(dirs, GFP_KERNEL)?;
+        }
+        Ok(sysfs)
+    }
+
+    fn has(&self, id: u64) -> bool {
+        self.groups.iter().any(|g| g.id == id)
+    }
+}
+
+/// A directory of files under a port (`ports/<N>/<name>`).
+pub struct PortGroup {
+    /// The directory's name.
+    pub name: &'static CStr,
+    /// The names of its files (mode 0444).
+    pub files: &'static [&'static CStr],
+}
+
+/// What the files of registered [`PortGroup`]s show.
+pub trait PortGroupShow: Send + Sync {
+    /// Whether port `port` of `dev` gets the groups; asked once per port
+    /// when the groups or the device are added.
+    fn wants(&self, dev: &Device, port: u32) -> bool;
+
+    /// Writes the text of file `file` of group `group` (indices into the
+    /// registered groups and their files) of port `port` of `dev` into
+    /// `out`. Process context; may sleep; may run concurrently for several
+    /// files. Must not register or unregister port groups or devices
+    /// (see the module's locking).
+    fn show(&self, dev: &Device, port: u32, group: usize, file: usize, out: &mut Page) -> Result;
+}
+
+/// One registration of port groups.
+struct GroupsEntry {
+    id: u64,
+    groups: &'static [PortGroup],
+    show: Arc<dyn PortGroupShow>,
+}
+
+struct GroupList {
+    entries: KVec<Arc<GroupsEntry>>,
+    next_id: u64,
+}
+
+/// The registered port groups.
+#[pin_data]
+struct PortGroups {
+    #[pin]
+    list: Mutex<GroupList>,
+}
+
+impl PortGroups {
+    /// The registered entries now.
+    fn snapshot(&self) -> Result<KVec<Arc<GroupsEntry>>> {
+        let list = self.list.lock();
+        let mut out = KVec::with_capacity(list.entries.len(), GFP_KERNEL)?;
+        for e in list.entries.iter() {
+            out.push(e.clone(), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The port groups while the module is loaded.
+static GROUPS: Global<PortGroups> = Global::new();
+
+/// The files of one group on one port: what its directory shows.
+struct GroupFiles {
+    dev: Arc<Device>,
+    port: u32,
+    group: usize,
+    show: Arc<dyn PortGroupShow>,
+}
+
+impl KobjShow for GroupFiles {
+    fn show(&self, attr: usize, out: &mut Page) -> Result {
+        self.show.show(&self.dev, self.port, self.group, attr, out)
+    }
+}
+
+/// The directories of one registration on one device.
+struct GroupDirs {
+    id: u64,
+    _dirs: KVec<StatsDir>,
+}
+
+impl GroupDirs {
+    /// Adds `entry`'s groups to the ports of `dev` (whose tree is `tree`)
+    /// that want them.
+    fn add(dev: &Arc<Device>, tree: &Tree, entry: &GroupsEntry) -> Result<GroupDirs> {
+        let mut dirs = KVec::new();
+        for port in 1..=dev.port_count() {
+            if !entry.show.wants(dev, port) {
+                continue;
+            }
+            let parent = tree.port_dir(port)?;
+            for (group, g) in entry.groups.iter().enumerate() {
+                let files = Arc::new(
+                    GroupFiles {
+                        dev: dev.clone(),
+                        port,
+                        group,
+                        show: entry.show.clone(),
+                    },
+                    GFP_KERNEL,
+                )?;
+                dirs.reserve(1, GFP_KERNEL)?;
+                dirs.push(StatsDir::new(&parent, g.name, g.files, files)?, GFP_KERNEL)?;
+            }
+        }
+        Ok(GroupDirs {
+            id: entry.id,
+            _dirs: dirs,
         })
     }
+}
+
+/// Registered port groups; taken off every port when dropped.
+pub struct PortGroupsRegistration {
+    id: u64,
+    list: Arc<PortGroups>,
+}
+
+/// Registers `groups`, shown by `show`, on every port that `show` wants of
+/// every registered device, now and later. `EEXIST` if a port has an
+/// entry of a group's name already. Process context, outside the device
+/// registry's callbacks (a client's `add` or `remove` runs with the
+/// registry locked, which this takes): register at module init, as the
+/// CM does.
+pub fn register_port_groups(
+    groups: &'static [PortGroup],
+    show: Arc<dyn PortGroupShow>,
+) -> Result<PortGroupsRegistration> {
+    crate::kshim::verb::might_sleep();
+    let list = GROUPS.get().ok_or(ENODEV)?;
+    let reg = {
+        let mut l = list.list.lock();
+        let id = l.next_id;
+        let entry = Arc::new(GroupsEntry { id, groups, show }, GFP_KERNEL)?;
+        l.entries.push(entry.clone(), GFP_KERNEL)?;
+        l.next_id += 1;
+        drop(l);
+        (
+            PortGroupsRegistration {
+                id,
+                list: list.clone(),
+            },
+            entry,
+        )
+    };
+    let (reg, entry) = reg;
+    // The devices registered before the entry was listed: one at a time,
+    // each marked with the entry (even with no port wanting it) so that it
+    // is not found again. On failure `reg`'s drop takes the groups off
+    // again.
+    let reg_devs = registry::get();
+    while let Some(dev) =
+        reg_devs.find_listed(|d| d.sysfs.lock().as_ref().is_some_and(|s| !s.has(reg.id)))
+    {
+        let mut sysfs = dev.sysfs.lock();
+        // Unregistered meanwhile, or given the groups by its own `add`.
+        let Some(s) = sysfs.as_mut().filter(|s| !s.has(reg.id)) else {
+            continue;
+        };
+        s.groups.reserve(1, GFP_KERNEL)?;
+        let dirs = GroupDirs::add(&dev, &s.tree, &entry)?;
+        s.groups.push(dirs, GFP_KERNEL)?;
+    }
+    Ok(reg)
+}
+
+impl Drop for PortGroupsRegistration {
+    fn drop(&mut self) {
+        crate::kshim::verb::might_sleep();
+        let old = {
+            let mut l = self.list.list.lock();
+            crate::kshim::vec::remove_first(&mut l.entries, |e| e.id == self.id)
+        };
+        drop(old);
+        // No device gets the groups any more: take them off the devices
+        // that have them, one at a time (this allocates nothing).
+        let reg = registry::get();
+        while let Some(dev) =
+            reg.find_listed(|d| d.sysfs.lock().as_ref().is_some_and(|s| s.has(self.id)))
+        {
+            let mut sysfs = dev.sysfs.lock();
+            if let Some(s) = sysfs.as_mut() {
+                // Under `Device::sysfs`, so the device's tree is still there
+                // while the directories go.
+                drop(crate::kshim::vec::remove_first(&mut s.groups, |g| {
+                    g.id == self.id
+                }));
+            }
+        }
+    }
+}
+
+/// Registers the class and sets up the port groups. Module init.
+pub(crate) fn init() -> Result {
+    crate::kshim::sysfs::init()?;
+    let groups = Arc::pin_init(
+        pin_init!(PortGroups {
+            list <- new_mutex!(GroupList { entries: KVec::new(), next_id: 0 }, "PortGroups::list"),
+        }),
+        GFP_KERNEL,
+    );
+    match groups {
+        Ok(groups) => {
+            drop(GROUPS.replace(Some(groups)));
+            Ok(())
+        }
+        Err(e) => {
+            crate::kshim::sysfs::exit();
+            Err(e)
+        }
+    }
+}
+
+/// Undoes [`init`]. Module exit, once every device and every group
+/// registration is gone.
+pub(crate) fn exit() {
+    drop(GROUPS.replace(None));
+    crate::kshim::sysfs::exit();
 }
 
 impl SysfsShow for Device {
@@ -111,14 +382,6 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
             dev.query_gid(port, index)?.gid_type.sysfs_name()
         )),
         id::RDMA_RS_ATTR_PKEY => w(writeln!(out, "0x{:04x}", dev.query_pkey(port, index)?)),
-        id::RDMA_RS_ATTR_CM_COUNTER => {
-            // Zero until the CM runs on the port (its client adds it after
-            // the tree exists) and after it stopped.
-            let v = crate::cm::port::counters(dev, port).map_or(0, |c| {
-                c.get_at((index / 16) as usize, (index % 16) as usize)
-            });
-            w(writeln!(out, "{}", v))
-        }
         id::RDMA_RS_ATTR_HW_COUNTER => w(writeln!(
             out,
             "{}",

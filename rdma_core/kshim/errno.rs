@@ -1,50 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Error codes the 6.12 kernel crate does not name.
+//! Error codes the 6.12 kernel crate does not name, from the C headers'
+//! values (`bindings`).
 
 use kernel::error::Error;
 
+use crate::kshim::bindings;
+
 /// `EOPNOTSUPP`: the device does not support the operation.
 pub fn eopnotsupp() -> Error {
-    Error::from_errno(-(crate::kshim::bindings::EOPNOTSUPP as i32))
+    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
 }
 
-/// `ETIMEDOUT` (110): no answer in time.
+/// `ETIMEDOUT`: no answer in time.
 pub fn etimedout() -> Error {
-    Error::from_errno(-110)
+    Error::from_errno(-(bindings::ETIMEDOUT as i32))
 }
 
-/// `ENOTCONN` (107): not connected.
+/// `ENOTCONN`: not connected.
 pub fn enotconn() -> Error {
-    Error::from_errno(-107)
+    Error::from_errno(-(bindings::ENOTCONN as i32))
 }
 
-/// `EADDRNOTAVAIL` (99): no device of ours has that address.
+/// `EADDRNOTAVAIL`: no device of ours has that address.
 pub fn eaddrnotavail() -> Error {
-    Error::from_errno(-99)
+    Error::from_errno(-(bindings::EADDRNOTAVAIL as i32))
 }
 
-/// `ECONNREFUSED` (111): the peer rejected.
+/// `ECONNREFUSED`: the peer rejected.
 pub fn econnrefused() -> Error {
-    Error::from_errno(-111)
+    Error::from_errno(-(bindings::ECONNREFUSED as i32))
 }
 
-/// `EPROTO` (71): the peer broke the protocol.
+/// `EPROTO`: the peer broke the protocol.
 pub fn eproto() -> Error {
-    Error::from_errno(-71)
+    Error::from_errno(-(bindings::EPROTO as i32))
 }
 
-/// `ECONNABORTED` (103): the connection or session went away.
+/// `ECONNABORTED`: the connection or session went away.
 pub fn econnaborted() -> Error {
-    Error::from_errno(-103)
+    Error::from_errno(-(bindings::ECONNABORTED as i32))
 }
 
-/// `ECONNRESET` (104): the peer closed the connection.
+/// `ECONNRESET`: the peer closed the connection.
 pub fn econnreset() -> Error {
-    Error::from_errno(-104)
+    Error::from_errno(-(bindings::ECONNRESET as i32))
 }
 
-/// `EHOSTUNREACH` (113): no route or no answer.
+/// `EHOSTUNREACH`: no route or no answer.
 pub fn ehostunreach() -> Error {
-    Error::from_errno(-113)
+    Error::from_errno(-(bindings::EHOSTUNREACH as i32))
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Plain sysfs directories under `/sys/kernel`, and directories of
-//! read-only statistics files in them.
+//! read-only statistics files in them (or in a port's directory of
+//! `/sys/class/rdma_rs`, [`crate::kshim::sysfs::Tree::port_dir`]: the port
+//! groups of the device model).
 //!
 //! C header: [`include/linux/kobject.h`](srctree/include/linux/kobject.h)
 //!
@@ -80,6 +82,17 @@ impl KobjDir {
         // `name` is NUL-terminated and copied; the glue returns a new
         // directory with a reference, or an error pointer.
         let raw = unsafe { bindings::rdma_rs_kobj_dir_add(self.raw.as_ptr(), name.as_char_ptr()) };
+        Self::adopt(raw)
+    }
+
+    /// Takes over a reference to a directory another part of the shim
+    /// made (a port's directory in `/sys/class/rdma_rs`, `sysfs.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be an error pointer, or a kobject in sysfs on which the
+    /// caller owns one reference, which the handle takes over.
+    pub(crate) unsafe fn from_raw(raw: *mut bindings::kobject) -> Result<KobjDir> {
         Self::adopt(raw)
     }
 

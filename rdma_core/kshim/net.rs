@@ -7,8 +7,14 @@
 //! A RoCE provider is bound to a `struct net_device`; this is the safe,
 //! reference-counted handle to one. It is the crate's first use of its own
 //! bindgen-generated bindings, which the 6.12 kernel crate does not have.
+//!
+//! The netdev notifiers (`net_glue.c`) call every registered
+//! [`NetListener`]; the list of listeners lives here, set up by this
+//! module's own [`init`], so the layers above (the device registry,
+//! providers) register with it and nothing here depends on them.
 
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::error::code::ENODEV;
 use kernel::error::to_result;
@@ -18,6 +24,8 @@ use kernel::sync::Arc;
 use kernel::types::{ARef, AlwaysRefCounted, Opaque};
 
 use crate::kshim::bindings;
+use crate::kshim::global::Global;
+use crate::kshim::sync::SpinLockIrq;
 
 /// A network device.
 ///
@@ -246,27 +254,41 @@ pub trait NetListener: Send + Sync {
     fn event(&self, dev: &NetDevice, event: NetEvent);
 }
 
+/// The registered listeners, called under `list` from the notifiers.
+#[pin_data]
+struct Listeners {
+    #[pin]
+    list: SpinLockIrq<KVec<(u64, Arc<dyn NetListener>)>>,
+    next_id: AtomicU64,
+}
+
+/// The listeners while the module is loaded (set by [`init`] before the
+/// notifiers are registered, cleared by [`exit`] after they are gone).
+static LISTENERS: Global<Listeners> = Global::new();
+
 /// A registered [`NetListener`]; unregistered when dropped.
 pub struct NetListenerRegistration {
     id: u64,
+    listeners: Arc<Listeners>,
 }
 
-/// Registers a listener. Process context.
+/// Registers a listener. Process context, between the module's init and
+/// exit (any caller links against this module, so it is loaded).
 pub fn register_listener(listener: Arc<dyn NetListener>) -> Result<NetListenerRegistration> {
     crate::kshim::verb::might_sleep();
-    let reg = crate::device::registry::get();
-    let mut l = reg.net_listeners.lock();
+    let listeners = LISTENERS.get().ok_or(ENODEV)?;
+    let mut l = listeners.list.lock();
     l.reserve(1, GFP_ATOMIC)?;
-    let id = reg.next_listener_id();
+    let id = listeners.next_id.fetch_add(1, Ordering::Relaxed);
     l.push((id, listener), GFP_ATOMIC)?;
-    Ok(NetListenerRegistration { id })
+    drop(l);
+    Ok(NetListenerRegistration { id, listeners })
 }
 
 impl Drop for NetListenerRegistration {
     fn drop(&mut self) {
         let old = {
-            let reg = crate::device::registry::get();
-            let mut l = reg.net_listeners.lock();
+            let mut l = self.listeners.list.lock();
             crate::kshim::vec::remove_first(&mut l, |(id, _)| *id == self.id)
         };
         // After removal under the lock no call of this listener runs.
@@ -287,23 +309,37 @@ pub(crate) unsafe extern "C" fn rdma_rs_net_event(event: u32, dev: *mut bindings
     // SAFETY: per the contract the device is live during the call;
     // `NetDevice` is a transparent wrapper.
     let dev = unsafe { &*dev.cast::<NetDevice>() };
-    let Some(reg) = crate::device::registry::try_get() else {
+    let Some(listeners) = LISTENERS.get() else {
         return;
     };
-    let l = reg.net_listeners.lock();
+    let l = listeners.list.lock();
     for (_, listener) in l.iter() {
         listener.event(dev, ev);
     }
 }
 
-/// Registers the notifiers. Module init, after the registry is published.
+/// Sets up the listener list and registers the notifiers. Module init.
 pub(crate) fn init() -> Result {
+    let listeners = Arc::pin_init(
+        pin_init!(Listeners {
+            list <- crate::new_spinlock_irq!(KVec::new(), "net::Listeners::list"),
+            next_id: AtomicU64::new(0),
+        }),
+        GFP_KERNEL,
+    )?;
+    drop(LISTENERS.replace(Some(listeners)));
     // SAFETY: no preconditions; paired with `exit`.
-    kernel::error::to_result(unsafe { bindings::rdma_rs_net_notifiers_register() })
+    let ret = kernel::error::to_result(unsafe { bindings::rdma_rs_net_notifiers_register() });
+    if ret.is_err() {
+        drop(LISTENERS.replace(None));
+    }
+    ret
 }
 
-/// Unregisters the notifiers. Module exit, before the registry goes.
+/// Unregisters the notifiers, then drops the listener list. Module exit
+/// (every listener's module is gone by then).
 pub(crate) fn exit() {
     // SAFETY: `init` succeeded.
     unsafe { bindings::rdma_rs_net_notifiers_unregister() }
+    drop(LISTENERS.replace(None));
 }

@@ -253,7 +253,7 @@ pub fn set_registrar(r: Option<Arc<dyn CRegistrar>>) -> Result {
 
 /// Logs a refused registration (rate-limited).
 fn refuse(what: &str, name: &[u8]) -> *mut c_void {
-    if crate::kshim::verb::log_allowed() {
+    if crate::kshim::ratelimit::log_allowed() {
         let name = core::str::from_utf8(name).unwrap_or("?");
         pr_warn!("peer_mem: client \"{}\" refused: {}\n", name, what);
     }
@@ -293,7 +293,7 @@ pub unsafe extern "C" fn rdma_rs_peer_register(
         ("get_page_size", raw.get_page_size.is_none()),
     ];
     if let Some((what, _)) = missing.iter().find(|(_, m)| *m) {
-        if crate::kshim::verb::log_allowed() {
+        if crate::kshim::ratelimit::log_allowed() {
             pr_warn!(
                 "peer_mem: client \"{}\" refused: no {} callback (EINVAL)\n",
                 core::str::from_utf8(shown).unwrap_or("?"),
@@ -363,7 +363,7 @@ pub extern "C" fn rdma_rs_peer_unregister(handle: *mut c_void) {
     match reg.0.unregister(handle as usize) {
         Ok(client) => drop(client.ops.revoke()),
         Err(_) => {
-            if crate::kshim::verb::log_allowed() {
+            if crate::kshim::ratelimit::log_allowed() {
                 pr_warn!("peer_mem: unregistration of an unknown handle ignored (EINVAL)\n");
             }
         }

@@ -6,7 +6,10 @@
 //! The kobject plumbing is C (`sysfs_glue.c`, which lays the tree out as
 //! `/sys/class/infiniband` is); every file's text comes from a
 //! [`SysfsShow`] (the device model's is `rdma::device::sysfs`), called
-//! through [`rdma_rs_sysfs_show`].
+//! through [`rdma_rs_sysfs_show`]. A port's directory
+//! ([`Tree::port_dir`]) takes further directories of files
+//! ([`StatsDir`](crate::kshim::kobj::StatsDir)) for the groups other
+//! layers register there; they must be dropped before the tree.
 
 use core::ffi::c_void;
 use core::fmt::{self, Write};
@@ -18,6 +21,7 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 use crate::kshim::bindings;
+use crate::kshim::kobj::KobjDir;
 
 pub(crate) use crate::kshim::bindings::rdma_rs_attr_id as attr_id;
 
@@ -53,9 +57,6 @@ pub(crate) struct Shape {
     /// The names of every port's `hw_counters` files (at most 31 bytes
     /// each; copied).
     pub(crate) counters: &'static [&'static CStr],
-    /// Whether every port has the CM's counter folders (`cm_tx_msgs`,
-    /// `cm_tx_retries`, `cm_rx_msgs`, `cm_rx_duplicates`).
-    pub(crate) cm: bool,
 }
 
 /// One device's tree of files; removed when dropped.
@@ -102,7 +103,6 @@ impl Tree {
                 shape.pkeys,
                 names.as_ptr(),
                 names.len() as u32,
-                shape.cm,
             )
         };
         let raw = from_err_ptr(raw)?;
@@ -113,6 +113,20 @@ impl Tree {
             raw,
             _source: source,
         })
+    }
+
+    /// The directory of port `port` (from 1), to add directories to.
+    /// `EINVAL` for a port the tree does not have. Whatever is added must
+    /// be removed before the tree is dropped: the tree's removal takes
+    /// the whole device directory out of sysfs. Process context.
+    pub(crate) fn port_dir(&self, port: u32) -> Result<KobjDir> {
+        // SAFETY: by the type invariant the tree is live; the glue checks
+        // the port and returns its directory with a new reference, or an
+        // error pointer.
+        let raw = unsafe { bindings::rdma_rs_sysfs_port_dir(self.raw.as_ptr(), port) };
+        // SAFETY: an error pointer or a kobject in sysfs (the port's
+        // directory) on which we own the reference the glue took.
+        unsafe { KobjDir::from_raw(raw) }
     }
 }
 

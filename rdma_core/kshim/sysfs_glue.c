@@ -9,12 +9,14 @@
  *   /sys/class/rdma_rs/<dev>/ports/<N>/gid_attrs/types/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/pkeys/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/hw_counters/<name>   (the provider's)
- *   /sys/class/rdma_rs/<dev>/ports/<N>/cm_{tx_msgs,tx_retries,rx_msgs,
- *                                           rx_duplicates}/<msg>  (the CM's)
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/<group>/<file>       (other layers')
  *
  * Only the kobject plumbing is here. Every file's text comes from
  * rdma_rs_sysfs_show() in sysfs.rs, given the device, the file's id, its
- * port and its table index.
+ * port and its table index. The groups of other layers (the CM's counters)
+ * are not made here: rdma_rs_sysfs_port_dir() hands out a port's directory,
+ * in which they add directories of their own (kobj_glue.c), removed before
+ * the tree.
  */
 #include <linux/device.h>
 #include <linux/kdev_t.h>
@@ -44,7 +46,6 @@ struct rdma_rs_kobj_attr {
 
 struct rdma_rs_port {
 	struct kobject *dir, *gids, *gid_attrs, *types, *pkeys, *counters;
-	struct kobject *cm[4];
 	struct rdma_rs_kobj_attr *attrs; /* port files, then the tables */
 	u32 nattrs;
 };
@@ -120,21 +121,8 @@ static int add_kobj_attr(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, struct
 	return sysfs_create_file(dir, &a->kattr.attr);
 }
 
-/* The CM's counter folders and files, as the C stack's
- * /sys/class/infiniband_cm/<dev>/<port>/ (index: folder * 16 + file). */
-static const char *const cm_dirs[4] = {
-	"cm_tx_msgs", "cm_tx_retries", "cm_rx_msgs", "cm_rx_duplicates",
-};
-static const char *const cm_files[11] = {
-	"req", "mra", "rej", "rep", "rtu", "dreq", "drep", "sidr_req", "sidr_rep", "lap", "apr",
-};
-
 static void del_port(struct rdma_rs_port *p)
 {
-	u32 i;
-
-	for (i = 0; i < ARRAY_SIZE(p->cm); i++)
-		kobject_put(p->cm[i]);
 	kobject_put(p->gids);
 	kobject_put(p->types);
 	kobject_put(p->gid_attrs);
@@ -144,34 +132,14 @@ static void del_port(struct rdma_rs_port *p)
 	kfree(p->attrs);
 }
 
-static int add_cm(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port)
-{
-	u32 d, f;
-	int ret;
-
-	for (d = 0; d < ARRAY_SIZE(cm_dirs); d++) {
-		p->cm[d] = kobject_create_and_add(cm_dirs[d], p->dir);
-		if (!p->cm[d])
-			return -ENOMEM;
-		for (f = 0; f < ARRAY_SIZE(cm_files); f++) {
-			ret = add_kobj_attr(s, p, p->cm[d], cm_files[f], RDMA_RS_ATTR_CM_COUNTER,
-					    port, d * 16 + f);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
-}
-
 static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u32 gid_len,
-		    u32 pkey_len, const char *const *counter_names, u32 ncounters, bool cm)
+		    u32 pkey_len, const char *const *counter_names, u32 ncounters)
 {
 	char name[12];
 	u32 i;
 	int ret = -ENOMEM;
 
-	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len + ncounters +
-			   (cm ? ARRAY_SIZE(cm_dirs) * ARRAY_SIZE(cm_files) : 0),
+	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len + ncounters,
 			   sizeof(*p->attrs), GFP_KERNEL);
 	if (!p->attrs)
 		return -ENOMEM;
@@ -204,11 +172,6 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 		if (ret)
 			return ret;
 	}
-	if (cm) {
-		ret = add_cm(s, p, port);
-		if (ret)
-			return ret;
-	}
 	if (!ncounters)
 		return 0;
 	p->counters = kobject_create_and_add("hw_counters", p->dir);
@@ -225,7 +188,7 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
 					u32 gid_len, u32 pkey_len, const char *const *counter_names,
-					u32 ncounters, bool cm)
+					u32 ncounters)
 {
 	struct rdma_rs_sysfs *s;
 	u32 i;
@@ -262,7 +225,7 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 n
 	s->nports = nports;
 	for (i = 0; i < nports; i++) {
 		ret = add_port(s, &s->ports[i], i + 1, gid_len, pkey_len, counter_names,
-			       ncounters, cm);
+			       ncounters);
 		if (ret)
 			goto err;
 	}
@@ -270,6 +233,13 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 n
 err:
 	rdma_rs_sysfs_del(s);
 	return ERR_PTR(ret);
+}
+
+struct kobject *rdma_rs_sysfs_port_dir(struct rdma_rs_sysfs *s, u32 port)
+{
+	if (port < 1 || port > s->nports)
+		return ERR_PTR(-EINVAL);
+	return kobject_get(s->ports[port - 1].dir);
 }
 
 void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s)

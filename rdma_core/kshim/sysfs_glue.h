@@ -24,16 +24,18 @@ enum rdma_rs_attr_id {
 	RDMA_RS_ATTR_GID_TYPE = 21,
 	RDMA_RS_ATTR_PKEY = 22,
 	RDMA_RS_ATTR_HW_COUNTER = 23,
-	RDMA_RS_ATTR_CM_COUNTER = 24,
 };
 
+struct kobject;
 struct rdma_rs_sysfs;
 
 int rdma_rs_sysfs_init(void);
 void rdma_rs_sysfs_exit(void);
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
 					u32 gid_len, u32 pkey_len, const char *const *counter_names,
-					u32 ncounters, bool cm);
+					u32 ncounters);
+/* Port port's directory (from 1), with a reference for the caller. */
+struct kobject *rdma_rs_sysfs_port_dir(struct rdma_rs_sysfs *s, u32 port);
 void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s);
 
 #endif

@@ -17,22 +17,6 @@ pub fn in_task() -> bool {
     unsafe { bindings::rdma_rs_in_task() }
 }
 
-/// Sleeps for at least `ms` milliseconds. Process context only.
-pub fn msleep(ms: u32) {
-    // SAFETY: `msleep` has no preconditions besides process context, which
-    // its own `might_sleep` checks.
-    unsafe { bindings::rdma_rs_msleep(ms) }
-}
-
-/// Gives the CPU to another task if one is due (`cond_resched`), so that
-/// a busy-polling loop in process context does not starve the rest.
-/// Process context only.
-pub fn cond_resched() {
-    // SAFETY: `cond_resched` may sleep; process context is the caller's
-    // contract, checked by `might_sleep` inside under DEBUG_ATOMIC_SLEEP.
-    unsafe { bindings::rdma_rs_cond_resched() }
-}
-
 /// Runs `f` with local interrupts disabled.
 pub fn with_irqs_disabled(f: &mut dyn FnMut()) {
     // SAFETY: paired with the restore below, on the same CPU (interrupts

@@ -61,11 +61,3 @@ pub fn might_sleep() {
     // SAFETY: `might_sleep` has no preconditions; it only checks the context.
     unsafe { bindings::rdma_rs_might_sleep() };
 }
-
-/// Whether a log line of the management layers (MAD, CM) may be printed
-/// now: at most 10 every 5 seconds, shared by all of them. Any context.
-pub fn log_allowed() -> bool {
-    // SAFETY: `__ratelimit` on a static state of the helper, which takes
-    // its own lock; callable from any context.
-    unsafe { bindings::rdma_rs_ratelimit_mgmt() }
-}

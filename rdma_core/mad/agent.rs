@@ -17,8 +17,9 @@ use kernel::prelude::*;
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 
 use crate::device::Device;
+use crate::kshim::time::now_ms;
 use crate::kshim::vec::{clear, retain};
-use crate::mad::port::{now_ms, port_of, MadPort};
+use crate::mad::port::{port_of, MadPort};
 use crate::spec::mad::{MadHeader, MAD_SIZE};
 use crate::spec::mad_send::{Action, Outstanding, Retry, StartError, TidSource};
 use crate::spec::opcodes::WcStatus;

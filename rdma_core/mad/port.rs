@@ -30,6 +30,7 @@ use crate::device::Device;
 use crate::kshim::global::Global;
 use crate::kshim::mem::Buffer;
 use crate::kshim::sync::{SpinLockIrq, TakeOnce};
+use crate::kshim::time::now_ms;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::mad::agent::{AgentCore, MadAddr, RecvMad, SendStatus};
 use crate::spec::mad::{
@@ -168,11 +169,6 @@ impl TimerItem for MadPort {
     fn fired(this: Arc<Self>) {
         let _ = workqueue::system().enqueue(this);
     }
-}
-
-/// Milliseconds of a monotonic clock.
-pub(crate) fn now_ms() -> u64 {
-    kernel::time::Ktime::ktime_get().to_ms().max(0) as u64
 }
 
 impl MadPort {
@@ -403,7 +399,7 @@ impl MadPort {
         let mut raw = [0u8; RECV_LEN];
         let read = self.buf.read(slot * RECV_LEN, &mut raw);
         if !self.closed.load(Ordering::Acquire) && self.post_recv(slot).is_err() {
-            if crate::kshim::verb::log_allowed() {
+            if crate::kshim::ratelimit::log_allowed() {
                 pr_warn!(
                     "rdma mad: {} port {}: a receive buffer was lost\n",
                     self.dev.name(),

@@ -332,6 +332,13 @@ impl CqCore {
             let tail = (r.head + r.count) % cap;
             r.wcs[tail] = wc;
             r.count += 1;
+            if self.ctx == Some(PollCtx::Direct) {
+                // Nobody is notified for a Direct CQ: tell the request that
+                // its completion waits to be polled (a drain sleeps on it).
+                if let Some(cqe) = &r.wcs[tail].cqe {
+                    cqe.queued(self);
+                }
+            }
             let hit = match r.armed {
                 Armed::Next => true,
                 Armed::Solicited => solicited || failed,

@@ -19,6 +19,14 @@ pub trait CqeDone: Send + Sync {
     /// Handles one completion, in the CQ's poll context; must not sleep
     /// unless that context is a workqueue.
     fn done(&self, cq: &CqCore, wc: &Wc);
+
+    /// The request's completion was added to a
+    /// [`PollCtx::Direct`](crate::verbs::cq::PollCtx::Direct) CQ, which
+    /// notifies nobody: [`CqeDone::done`] follows when the CQ's owner polls
+    /// it. Called from the provider's push with the CQ's ring lock held, in
+    /// any context: must not sleep nor use the CQ. The default does
+    /// nothing; `Qp::drain` waits on it.
+    fn queued(&self, _cq: &CqCore) {}
 }
 
 /// A work completion.

@@ -669,7 +669,7 @@ impl ClPath {
                 return;
             }
         }
-        if rdma::kshim::verb::log_allowed() {
+        if rdma::kshim::ratelimit::log_allowed() {
             pr_warn!("rtrs clt: path {} failed: {}\n", self.index, why);
         }
         // Already queued: it fails once.
@@ -888,7 +888,7 @@ impl ClPath {
             }
             Err(e) => {
                 self.stats.fail_cnt.fetch_add(1, Ordering::Relaxed);
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_info!(
                         "rtrs clt: path {}: reconnect failed ({})\n",
                         self.index,
@@ -1019,7 +1019,7 @@ impl ClPath {
         let me = self;
         if wc.status != WcStatus::Success {
             self.connect_failed();
-            if rdma::kshim::verb::log_allowed() {
+            if rdma::kshim::ratelimit::log_allowed() {
                 pr_warn!(
                     "rtrs clt: path {}: {:?} completed with {:?}\n",
                     self.index,
@@ -1044,7 +1044,7 @@ impl ClPath {
         };
         if let Err(e) = r {
             self.connect_failed();
-            if rdma::kshim::verb::log_allowed() {
+            if rdma::kshim::ratelimit::log_allowed() {
                 pr_warn!(
                     "rtrs clt: path {}: a bad {:?} from the server ({})\n",
                     self.index,

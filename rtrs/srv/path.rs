@@ -304,7 +304,7 @@ impl Path {
             }
             HbAction::Wait => {}
             HbAction::Fail => {
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_warn!(
                         "rtrs: path \"{}\" closed: heartbeats unanswered\n",
                         self.name().as_str()
@@ -389,7 +389,7 @@ impl Path {
         {
             Ok(d) => d,
             Err(e) => {
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_warn!(
                         "rtrs: path \"{}\" from {}: no sysfs directory (errno {})\n",
                         name.as_str(),
@@ -531,7 +531,7 @@ impl CqeDone for Comp {
             Err(EIO)
         };
         if let Err(e) = r {
-            if rdma::kshim::verb::log_allowed() {
+            if rdma::kshim::ratelimit::log_allowed() {
                 let name = self.path.name();
                 let name = name.as_str();
                 if wc.status == WcStatus::Success {

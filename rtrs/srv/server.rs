@@ -179,7 +179,7 @@ impl Inner {
         let req = match ConnReq::parse(&ev.private_data) {
             Ok(r) if version_compatible(r.version) && r.check().is_ok() => r,
             _ => {
-                if rdma::kshim::verb::log_allowed() {
+                if rdma::kshim::ratelimit::log_allowed() {
                     pr_warn!("rtrs: a malformed connection request refused (EINVAL)\n");
                 }
                 return Self::refuse(id, -22);
@@ -222,7 +222,7 @@ impl Inner {
             (None, _) => return Self::refuse(id, -104),
         };
         if let Err(e) = path.add_con(id, &req) {
-            if rdma::kshim::verb::log_allowed() {
+            if rdma::kshim::ratelimit::log_allowed() {
                 pr_warn!("rtrs: connection {} of a path refused ({:?})\n", req.cid, e);
             }
             self.close_later(&path);

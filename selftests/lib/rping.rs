@@ -24,7 +24,7 @@ use rdma::cma::{
 use rdma::device::{self, DeviceRef};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::route::NetNs;
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{Access, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::cq::Cq;
@@ -158,7 +158,7 @@ impl Recorder {
                     return Err(EINVAL);
                 }
             }
-            testing::msleep(10);
+            time::msleep(10);
         }
         pr_err!("waited in vain for {:?}\n", kind);
         Err(EAGAIN)
@@ -298,7 +298,7 @@ impl Ep {
                     return Ok(None);
                 }
             }
-            testing::msleep(1);
+            time::msleep(1);
         }
         Err(EAGAIN)
     }

@@ -16,7 +16,7 @@ use kernel::prelude::*;
 use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::kshim::mem::Buffer;
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::wc::Wc;
@@ -42,7 +42,7 @@ pub(crate) fn poll(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
                 pr_err!("polled {} of {} completions\n", got.len(), n);
                 return Err(EAGAIN);
             }
-            testing::msleep(1);
+            time::msleep(1);
         }
     }
     Ok(got)
@@ -57,7 +57,7 @@ pub(crate) fn expect(
 ) -> Result<Wc> {
     let wc = rdma::kshim::vec::pop(&mut poll(cq, 1)?).ok_or(EAGAIN)?;
     if wc.wr_id != wr_id || wc.status != status || opcode.is_some_and(|o| o != wc.opcode) {
-        testing::msleep(100);
+        time::msleep(100);
         let mut rest: [Wc; 8] = Default::default();
         let n = cq.poll(&mut rest);
         for w in &rest[..n] {
@@ -90,14 +90,14 @@ pub(crate) fn wait_until(ms: u32, every_ms: u32, cond: impl Fn() -> bool) -> boo
         if cond() {
             return true;
         }
-        testing::msleep(every_ms);
+        time::msleep(every_ms);
     }
     cond()
 }
 
 /// No completion arrives within `ms`.
 pub(crate) fn quiet(cq: &CqCore, ms: u32) -> Result {
-    testing::msleep(ms);
+    time::msleep(ms);
     let mut wcs: [Wc; 1] = Default::default();
     check(cq.poll(&mut wcs) == 0, "no completion")
 }

@@ -71,35 +71,58 @@ impl Qp {
 #[pin_data]
 struct DrainMarker {
     #[pin]
-    seen: SpinLockIrq<u32>,
+    state: SpinLockIrq<MarkerState>,
+    /// Signalled on every change of `state`.
     #[pin]
     cv: CondVar,
+}
+
+/// What happened to the markers, under `DrainMarker::state`.
+struct MarkerState {
+    /// Markers whose completion was handled ([`CqeDone::done`]).
+    done: u32,
+    /// Markers whose completion was queued on a Direct CQ
+    /// ([`CqeDone::queued`]), to be handled when `drain` polls.
+    queued: u32,
 }
 
 impl DrainMarker {
     fn new() -> impl PinInit<Self> {
         pin_init!(DrainMarker {
-            seen <- crate::new_spinlock_irq!(0, "DrainMarker::seen"),
+            state <- crate::new_spinlock_irq!(
+                MarkerState { done: 0, queued: 0 },
+                "DrainMarker::state"
+            ),
             cv <- new_condvar!("DrainMarker::cv"),
         })
     }
 
+    /// Returns once `want` markers are handled. A CQ with a poll context
+    /// hands them to `done` on its own; the Direct CQs among `cqs` are
+    /// polled here (their owner may poll them too) whenever a marker was
+    /// queued on one, and the drain sleeps in between.
     fn wait(&self, want: u32, cqs: &[&Arc<CqCore>]) {
+        use crate::verbs::cq::BUDGET;
         loop {
-            for cq in cqs {
-                if cq.poll_ctx() == Some(PollCtx::Direct) {
-                    let _ = cq.process_direct(crate::verbs::cq::BUDGET);
-                }
+            let queued = self.state.lock().queued;
+            let mut full = false;
+            for cq in cqs.iter().filter(|c| c.poll_ctx() == Some(PollCtx::Direct)) {
+                full |= cq.process_direct(BUDGET).is_ok_and(|n| n >= BUDGET);
             }
-            let mut seen = self.seen.lock();
-            if *seen >= want {
+            let mut st = self.state.lock();
+            if st.done >= want {
                 return;
             }
-            if cqs.iter().any(|c| c.poll_ctx() == Some(PollCtx::Direct)) {
-                drop(seen);
-                crate::kshim::testing::msleep(1);
-            } else {
-                self.cv.wait(&mut seen);
+            // A full round may have left a marker in its CQ, and one queued
+            // while the CQs were polled may have been missed: poll again.
+            // Otherwise sleep until a marker is handled or queued; both
+            // change `state` under its lock and signal `cv`, so the wake-up
+            // cannot be lost.
+            if full {
+                drop(st);
+                crate::kshim::time::cond_resched();
+            } else if st.queued == queued {
+                self.cv.wait(&mut st);
             }
         }
     }
@@ -107,7 +130,12 @@ impl DrainMarker {
 
 impl CqeDone for DrainMarker {
     fn done(&self, _cq: &CqCore, _wc: &Wc) {
-        *self.seen.lock() += 1;
+        self.state.lock().done += 1;
+        self.cv.notify_all();
+    }
+
+    fn queued(&self, _cq: &CqCore) {
+        self.state.lock().queued += 1;
         self.cv.notify_all();
     }
 }

@@ -26,6 +26,7 @@ use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::port::{GidEntry, PortAttr};
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, ProviderDevice};
 use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
 
 #[path = "../../lib/ktap.rs"]
@@ -257,7 +258,7 @@ fn unregister_waits_for_usage_refs() -> Result {
         wait_until(5000, POLL_MS, || !dev.is_registered()),
         "unregistration starts",
     )?;
-    testing::msleep(200);
+    time::msleep(200);
     check(
         !done.load(Ordering::Acquire),
         "unregister blocks while a reference is held",

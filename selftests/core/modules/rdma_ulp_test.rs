@@ -7,6 +7,11 @@
 //! as a real ULP must. The shell test unloads the provider under it (the
 //! ULP sees `remove`, frees, the unload completes) and the ULP under the
 //! provider, and reads the resource counts in sysfs on the way.
+//!
+//! It also registers a port group of its own in sysfs
+//! (`ports/<N>/ulptest/where` on `swdev` devices), which the shell test
+//! finds on a device registered before the module and on one registered
+//! after it, and which goes with the module.
 
 #![forbid(unsafe_code)]
 
@@ -15,9 +20,13 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
+use core::fmt::Write;
+
 use rdma::device::client::{Client, ClientRegistration};
+use rdma::device::sysfs::{PortGroup, PortGroupShow, PortGroupsRegistration};
 use rdma::device::Device;
 use rdma::kshim::mem::Buffer;
+use rdma::kshim::sysfs::Page;
 use rdma::spec::opcodes::Access;
 use rdma::spec::qp_state::QpState;
 use rdma::verbs::cq::{Cq, PollCtx};
@@ -116,14 +125,36 @@ impl Client for Ulp {
     }
 }
 
+/// `ports/<N>/ulptest/where`: the device and port it is on.
+static GROUPS: [PortGroup; 1] = [PortGroup {
+    name: c_str!("ulptest"),
+    files: &[c_str!("where")],
+}];
+
+struct Where;
+
+impl PortGroupShow for Where {
+    fn wants(&self, dev: &Device, _port: u32) -> bool {
+        dev.name().as_bytes().starts_with(b"swdev")
+    }
+
+    fn show(&self, dev: &Device, port: u32, _group: usize, _file: usize, out: &mut Page) -> Result {
+        writeln!(out, "{} {}", dev.name().to_str()?, port).map_err(|_| EINVAL)
+    }
+}
+
 struct UlpTest {
     _reg: ClientRegistration<Ulp>,
+    _files: PortGroupsRegistration,
 }
 
 impl kernel::Module for UlpTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let files =
+            rdma::device::sysfs::register_port_groups(&GROUPS, Arc::new(Where, GFP_KERNEL)?)?;
         Ok(UlpTest {
             _reg: ClientRegistration::new(Ulp)?,
+            _files: files,
         })
     }
 }

@@ -28,6 +28,7 @@ use rdma::device::port::PortAttr;
 use rdma::device::{self, Device, DeviceAttr, DeviceDesc, DeviceOps, DeviceRef};
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::{Gid, LinkLayer, Mtu, NodeType};
 use rdma::spec::opcodes::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{optional_attrs, required_attrs, AttrMask, QpState, QpType};
@@ -86,7 +87,7 @@ fn poll_n(cq: &CqCore, n: usize) -> Result<KVec<Wc>> {
         if got.len() == n {
             return Ok(got);
         }
-        testing::msleep(2);
+        time::msleep(2);
     }
     pr_err!("polled {} of {} completions\n", got.len(), n);
     Err(EAGAIN)
@@ -2084,7 +2085,7 @@ fn one_handler_per_cq() -> Result {
                     ..Wc::default()
                 };
                 while core.push(wc.clone(), false).is_err() {
-                    testing::msleep(1);
+                    time::msleep(1);
                 }
             }
             finished.fetch_add(1, Ordering::Release);

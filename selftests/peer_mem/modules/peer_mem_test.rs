@@ -25,7 +25,7 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 use rdma::device::{self, Device};
 use rdma::kshim::chardev::{CharDevOps, IoctlArg, MiscDev};
 use rdma::kshim::mem::{Buffer, Sge};
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::Gid;
 use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::spec::qp_state::QpState;
@@ -150,7 +150,7 @@ fn poll_one(cq: &Cq) -> Result<Wc> {
         if ktime_ms_delta(Ktime::ktime_get(), start) > WAIT_MS {
             return Err(rdma::kshim::errno::etimedout());
         }
-        testing::msleep(1);
+        time::msleep(1);
     }
 }
 
@@ -479,7 +479,7 @@ impl FileCtx {
         let s = self.stream.lock().take().ok_or(EINVAL)?;
         s.stop.store(true, Ordering::Release);
         while !s.done.load(Ordering::Acquire) {
-            testing::msleep(5);
+            time::msleep(5);
         }
         io.set_u64(24, s.ok.load(Ordering::Relaxed));
         io.set_u64(32, s.errors.load(Ordering::Relaxed));
@@ -533,7 +533,7 @@ impl CharDevOps for Dev {
         if let Some(s) = file.stream.lock().take() {
             s.stop.store(true, Ordering::Release);
             while !s.done.load(Ordering::Acquire) {
-                testing::msleep(5);
+                time::msleep(5);
             }
         }
         drop(file);

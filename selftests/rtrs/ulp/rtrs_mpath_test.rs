@@ -226,7 +226,7 @@ fn min_inflight(c: &mut Ctx) -> Result {
 fn min_latency(c: &mut Ctx) -> Result {
     let l = c.load()?;
     // The heartbeats (every 5 s) measure both paths' latency first.
-    rdma::kshim::testing::msleep(11000);
+    rdma::kshim::time::msleep(11000);
     let lat: KVec<u64> = {
         let mut v = KVec::new();
         for p in l.sess.paths()?.iter() {
@@ -318,7 +318,7 @@ fn wait_for(secs: u32, f: impl Fn() -> bool) -> Option<u32> {
         if f() {
             return Some(t);
         }
-        rdma::kshim::testing::msleep(100);
+        rdma::kshim::time::msleep(100);
     }
     None
 }
@@ -381,7 +381,7 @@ fn peer_stops_heartbeats(_c: &mut Ctx) -> Result {
         "the ULP heard the link up",
     )?;
     // Two periods later, still up.
-    rdma::kshim::testing::msleep(12_000);
+    rdma::kshim::time::msleep(12_000);
     check(acked(), "it stays up")?;
     s.close();
     Ok(())
@@ -468,7 +468,7 @@ impl Load {
                         break;
                     }
                     self.io_errors.fetch_add(1, Ordering::Relaxed);
-                    rdma::kshim::testing::msleep(200);
+                    rdma::kshim::time::msleep(200);
                 }
             }
             let r = self.rounds.fetch_add(1, Ordering::Relaxed) + 1;

@@ -431,7 +431,7 @@ pub(crate) fn wait(e: &dyn Endpoint, recv: bool, ms: u32) -> Result<Completion> 
         if e.poll(recv, &mut c) == 1 {
             return Ok(c[0]);
         }
-        rdma::kshim::testing::msleep(1);
+        rdma::kshim::time::msleep(1);
     }
     Err(kernel::error::code::EAGAIN)
 }

@@ -34,7 +34,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::time::Ktime;
 
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::{Gid, Mtu};
 
 #[path = "../../lib/rc.rs"]
@@ -96,7 +96,7 @@ impl Spin {
     fn idle(&mut self) -> Result {
         self.spins += 1;
         if self.spins % 32 == 0 {
-            testing::cond_resched();
+            time::cond_resched();
             if now() - self.last > STALL_NS {
                 pr_err!("rdma_rxe_bench: no progress for 10 s\n");
                 return Err(EAGAIN);

@@ -23,7 +23,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
 use rdma::cma::{CmId, CmIdCore, ConnParam, EventKind, IpAddr, SockAddr};
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
 use rdma::spec::attr::Gid;
@@ -263,13 +263,13 @@ fn ours_to_ours() -> Result {
         if cm(&b, Group::TxMsgs, CM_ATTR_REJ) >= rej0 + 2 {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     check(
         cm(&b, Group::TxMsgs, CM_ATTR_REJ) == rej0 + 2,
         "the stale REQ and the one for a GID not ours rejected",
     )?;
-    testing::msleep(200);
+    time::msleep(200);
     check(
         !rb.seen
             .lock()
@@ -379,7 +379,7 @@ fn slow_accept_mra() -> Result {
         if cm(&a, Group::RxMsgs, CM_ATTR_MRA) > mra_rx0 {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     check(
         cm(&b, Group::TxMsgs, CM_ATTR_MRA) > mra_tx0,
@@ -392,7 +392,7 @@ fn slow_accept_mra() -> Result {
     let retries = cm(&a, Group::TxRetries, CM_ATTR_REQ);
     check(retries > re0, "the REQ was resent")?;
     // The MRA stretched the client's wait: no more resends.
-    testing::msleep(1500);
+    time::msleep(1500);
     check(
         cm(&a, Group::TxRetries, CM_ATTR_REQ) == retries,
         "no resend after the MRA",
@@ -500,7 +500,7 @@ fn ours_to_c() -> Result {
         if info.established >= 1 {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
         info = peer.info()?;
     }
     check(info.established >= 1, "the C side established")?;
@@ -582,7 +582,7 @@ fn c_to_ours() -> Result {
             peer = Some(p);
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     let peer = peer.ok_or(EAGAIN)??;
     let info = peer.info()?;
@@ -639,7 +639,7 @@ fn device_removed_under_connection() -> Result {
         {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     ra.take(EventKind::DeviceRemoval, 20)?;
     // Our own objects on rxa hold it: they go now.
@@ -650,7 +650,7 @@ fn device_removed_under_connection() -> Result {
             released = true;
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     check(released, "the id let go of its QP and device")?;
     check(id.connect(&param(b"again")?).is_err(), "the id is unusable")?;

@@ -27,7 +27,7 @@ use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 
 use rdma::cma::{CmId, CmIdCore, EventKind, IpAddr, SockAddr};
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
@@ -206,7 +206,7 @@ fn ucma_complete(ep: &Ep, ids: &[CmId], seen: &mut Counts, op: WcOpcode, want: u
             );
         }
         if n == 0 {
-            testing::msleep(5);
+            time::msleep(5);
         }
     }
     pr_err!("ucmatose: {:?} completions {:?}, want {}\n", op, seen, want);

@@ -13,7 +13,7 @@ use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::time::{ktime_ms_delta, Ktime};
 
-use rdma::kshim::testing;
+use rdma::kshim::time;
 // The ULP's prelude: Buffer, Gid, Access, WcStatus, QpCap, Wc, SendOp, SendWr.
 use rdma::prelude::*;
 
@@ -65,7 +65,7 @@ fn run(e: &End, op: SendOp<'_>) -> Result<i64> {
         if ktime_ms_delta(Ktime::ktime_get(), start) > 30_000 {
             return Err(EAGAIN);
         }
-        testing::msleep(1);
+        time::msleep(1);
     }
     let us = (Ktime::ktime_get().to_ns() - start.to_ns()) / 1000;
     if wc[0].status != WcStatus::Success {

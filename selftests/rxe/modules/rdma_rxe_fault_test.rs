@@ -31,7 +31,7 @@
 
 use kernel::prelude::*;
 
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -308,7 +308,7 @@ fn retry_exhausted(a: Port<'_>, b: Port<'_>) -> Result {
     };
     let (x, y) = pair(a, b, &o)?;
     drop(y);
-    testing::msleep(10);
+    time::msleep(10);
     let sg = [x.sge(0, 16)?];
     x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
         .map_err(|(_, e)| e)?;

@@ -530,7 +530,7 @@ fn gsi_cm_rej() -> Result {
         if cm.get(rdma::cm::counters::Group::RxMsgs, rej) > before {
             break;
         }
-        rdma::kshim::testing::msleep(10);
+        rdma::kshim::time::msleep(10);
     }
     check(
         cm.get(rdma::cm::counters::Group::RxMsgs, rej) == before + 1,

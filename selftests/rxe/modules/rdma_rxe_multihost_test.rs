@@ -24,7 +24,7 @@ use kernel::c_str;
 use kernel::prelude::*;
 
 use rdma::cma::{IpAddr, SockAddr};
-use rdma::kshim::testing;
+use rdma::kshim::time;
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -52,7 +52,7 @@ fn ping_until_up(dev: &kernel::str::CStr, dst: SockAddr) -> Result {
             return Ok(());
         }
         drop(ep);
-        testing::msleep(1000);
+        time::msleep(1000);
     }
     last
 }

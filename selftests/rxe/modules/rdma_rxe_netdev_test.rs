@@ -19,7 +19,7 @@
 use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::attr::Mtu;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::wr::{SendOp, SendWr};
@@ -58,7 +58,7 @@ fn wait_mtu(x: &End, y: &End, mtu: Mtu) -> Result {
         if x.dev.query_port(1)?.active_mtu == mtu && y.dev.query_port(1)?.active_mtu == mtu {
             return Ok(());
         }
-        testing::msleep(50);
+        time::msleep(50);
     }
     pr_err!("active MTU never became {:?}\n", mtu);
     Err(EAGAIN)

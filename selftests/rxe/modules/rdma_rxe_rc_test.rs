@@ -24,7 +24,7 @@ use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::{self, Device};
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::sync::SpinLockIrq;
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{AttrMask, QpState, QpType};
 use rdma::verbs::cq::CqCore;
@@ -210,7 +210,7 @@ impl Done {
             if self.seen.lock().len() >= n {
                 return Ok(());
             }
-            testing::msleep(10);
+            time::msleep(10);
         }
         pr_err!("{} of {} completions came\n", self.seen.lock().len(), n);
         Err(EINVAL)
@@ -790,7 +790,7 @@ fn remote_failure(x: &End, y: &End, op: SendOp<'_>, len: usize) -> Result {
         if y.state()? == QpState::Err {
             return Ok(());
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     check(false, "responder in error")
 }
@@ -816,7 +816,7 @@ fn wait_event(ev: &QpEvents, kind: EventKind, qpn: u32) -> Result {
         if ev.seen.lock().iter().any(|&(k, n)| k == kind && n == qpn) {
             return Ok(());
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     pr_err!("no {:?} event for QP {}\n", kind, qpn);
     Err(EINVAL)
@@ -893,7 +893,7 @@ fn rnr(a: Port<'_>, b: Port<'_>) -> Result {
     fill_pattern(&x.buf, 0, 3000, 5)?;
     x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
         .map_err(|(_, e)| e)?;
-    testing::msleep(50);
+    time::msleep(50);
     quiet(&x.cq, 1)?;
     let rs = [y.sge(0, 4096)?];
     y.qp.post_recv(&[RecvWr {
@@ -941,7 +941,7 @@ fn timeouts(a: Port<'_>, b: Port<'_>) -> Result {
         &sg,
     );
     x.qp.post_send(&[w]).map_err(|(_, e)| e)?;
-    testing::msleep(150);
+    time::msleep(150);
     y.connect(&x, QpState::Rts)?;
     expect(&x.cq, 1, WcStatus::Success, None)?;
     check(
@@ -1000,7 +1000,7 @@ fn flush(a: Port<'_>, b: Port<'_>) -> Result {
         wrs.push(w, GFP_KERNEL)?;
     }
     x.qp.post_send(&wrs).map_err(|(_, e)| e)?;
-    testing::msleep(5);
+    time::msleep(5);
     x.qp.modify(&err, AttrMask::STATE)?;
     let wcs = poll(&x.cq, 6)?;
     let mut flushed = 0;
@@ -1038,7 +1038,7 @@ fn destroy_under_traffic(a: Port<'_>, b: Port<'_>) -> Result {
             x.qp.post_send(&[SendWr::new(id, op, &sg)])
                 .map_err(|(_, e)| e)?;
         }
-        testing::msleep(round * 3);
+        time::msleep(round * 3);
         // Destroy order alternates: requester first, then responder first.
         if round % 2 == 0 {
             drop(x);

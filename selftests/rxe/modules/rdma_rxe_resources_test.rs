@@ -19,7 +19,7 @@
 use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::qp_state::QpState;
 
 #[path = "../../lib/ktap.rs"]
@@ -61,7 +61,7 @@ fn read_limit(a: Port<'_>, b: Port<'_>) -> Result {
             check(x.state()? == QpState::Rts, "our requester unharmed")?;
             return Ok(());
         }
-        testing::msleep(50);
+        time::msleep(50);
     }
     pr_err!("the responder never refused the second READ\n");
     Err(EAGAIN)

@@ -28,7 +28,7 @@ use kernel::sync::Arc;
 use kernel::time::{ktime_ms_delta, Ktime};
 
 use rdma::kshim::mem::Buffer;
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::QpType;
 use rdma::verbs::mr::Mr;
@@ -214,7 +214,7 @@ fn post_one(x: &End, y: &End, f: &Flight, counter_rkey: u32, counter: &Counter) 
     x.qp.post_send(&[SendWr::new(1, op, sgl)])
         .map_err(|(_, e)| e)?;
     if recv_needed && f.late_recv {
-        testing::msleep(1);
+        time::msleep(1);
         post_recv()?;
     }
     Ok(())
@@ -347,7 +347,7 @@ fn rc_soak(a: Port<'_>, b: Port<'_>) -> Result {
         quiet(&x.cq, 0)?;
         quiet(y.recv_cq(), 0)?;
     }
-    testing::msleep(200);
+    time::msleep(200);
     for (x, y) in ends.iter() {
         quiet(&x.cq, 0)?;
         quiet(y.recv_cq(), 0)?;
@@ -418,7 +418,7 @@ fn ud_under_loss(a: Port<'_>, b: Port<'_>) -> Result {
         let s = poll(&x.cq, 1)?;
         check(s[0].status == WcStatus::Success, "UD send completes")?;
     }
-    testing::msleep(500);
+    time::msleep(500);
     let mut got = 0;
     let mut wcs: [rdma::verbs::wc::Wc; 16] = Default::default();
     let want = Buffer::new(DGRAM_LEN)?;

@@ -24,7 +24,7 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 use rdma::device::client::{Client, ClientRegistration};
 use rdma::device::{Device, DeviceRef};
 use rdma::kshim::mem::Buffer;
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::qp::{QpCap, QpCore};
@@ -111,7 +111,7 @@ impl WorkItem for Flow {
             this.cv.notify_all();
             return;
         }
-        testing::msleep(1);
+        time::msleep(1);
         let _ = workqueue::system().enqueue(this);
     }
 }
@@ -268,7 +268,7 @@ impl kernel::Module for TrafficTest {
                 );
                 return Err(EAGAIN);
             }
-            testing::msleep(10);
+            time::msleep(10);
             waited += 10;
         }
         let pair = Arc::pin_init(new_mutex!(Some(p), "TrafficTest::pair"), GFP_KERNEL)?;

@@ -22,7 +22,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
 use rdma::device::{self, Device, DeviceRef};
-use rdma::kshim::testing;
+use rdma::kshim::time;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, Retry, SendOpts, SendStatus};
 use rdma::spec::attr::Gid;
@@ -115,7 +115,7 @@ fn poll(cq: &CqCore, n: usize, ms: u32) -> Result<KVec<Wc>> {
         if got.len() >= n {
             return Ok(got);
         }
-        testing::msleep(2);
+        time::msleep(2);
     }
     pr_err!("polled {} of {} completions\n", got.len(), n);
     Err(EAGAIN)
@@ -217,7 +217,7 @@ fn too_long_and_wrong_qkey(a: &End, b: &End) -> Result {
         pr_err!("over the MTU: status {:?}\n", s[0].status);
         return Err(EINVAL);
     }
-    testing::msleep(200);
+    time::msleep(200);
     let mut wcs: [Wc; 1] = Default::default();
     check(b.cq.poll(&mut wcs) == 0, "nothing arrives over the MTU")?;
     check(a.qp.state() == QpState::Rts, "the QP stays in RTS")?;
@@ -253,7 +253,7 @@ fn too_long_and_wrong_qkey(a: &End, b: &End) -> Result {
         poll(&c.cq, 1, 2000)?[0].status == WcStatus::Success,
         "sender completes",
     )?;
-    testing::msleep(200);
+    time::msleep(200);
     let mut wcs: [Wc; 1] = Default::default();
     check(
         b.cq.poll(&mut wcs) == 0,
@@ -393,7 +393,7 @@ impl Recorder {
             if pred(&self.seen.lock()) {
                 return Ok(());
             }
-            testing::msleep(10);
+            time::msleep(10);
         }
         pr_err!(
             "waited in vain for {}: saw {:?}\n",
@@ -617,7 +617,7 @@ fn mad_agents(a: &End, b: &End) -> Result {
         if counted() == (tx0 + 6, rx0 + 5) {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     let (tx, rx) = counted();
     if tx != tx0 + 6 || rx != rx0 + 5 {
@@ -678,7 +678,7 @@ fn cm_unknown(a: &End, b: &End) -> Result {
         {
             break;
         }
-        testing::msleep(10);
+        time::msleep(10);
     }
     check(
         cm_count(&b.dev, Group::RxMsgs, req) == b0[0] + 1

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sleeping, yielding the CPU and reading the clock: [`msleep`] and
+//! [`cond_resched`] for process context, and [`now_ms`], the monotonic
+//! milliseconds the management layers' (MAD, CM) deadlines are counted in.
+
+use crate::kshim::bindings;
+
+/// Sleeps for at least `ms` milliseconds. Process context only.
+pub fn msleep(ms: u32) {
+    // SAFETY: `msleep` has no preconditions besides process context, which
+    // its own `might_sleep` checks.
+    unsafe { bindings::rdma_rs_msleep(ms) }
+}
+
+/// Gives the CPU to another task if one is due (`cond_resched`), so that
+/// a busy-polling loop in process context does not starve the rest.
+/// Process context only.
+pub fn cond_resched() {
+    // SAFETY: `cond_resched` may sleep; process context is the caller's
+    // contract, checked by `might_sleep` inside under DEBUG_ATOMIC_SLEEP.
+    unsafe { bindings::rdma_rs_cond_resched() }
+}
+
+/// Milliseconds of the monotonic clock (`ktime_get`). Any context.
+pub fn now_ms() -> u64 {
+    kernel::time::Ktime::ktime_get().to_ms().max(0) as u64
+}
