@@ -4,12 +4,18 @@
  * (a GPU, an accelerator, a storage device) lets RDMA devices register
  * memory regions on it. The peer_mem module of rdma-rs provides it.
  *
- * The layout, names and calling conventions are those of the out-of-tree
- * peer_mem.h that existing peer memory clients (nvidia-peermem, amdkfd's
- * peer client) carry a copy of: a client built against its own copy loads
- * against peer_mem.ko unchanged. Documentation/peer_mem.rst describes the
- * callbacks, the contexts, the locking rules and what the core guarantees
- * when an invalidation returns.
+ * The layout, names and calling conventions are those of the peer_mem.h
+ * that today's peer memory clients carry a copy of (MLNX_OFED 5 and later;
+ * the one NVIDIA ships with nvidia-peermem): seven callbacks after name and
+ * version, and peer_memory_client_ex's ex_size and flags right after them.
+ * On 64-bit machines: release at 128, sizeof(struct peer_memory_client)
+ * 136, ex_size at 136, flags at 144 (asserted where this is built:
+ * peer_mem/c_api.c, rdma_core/kshim/peer_abi.rs). A client built against
+ * its own copy loads against peer_mem.ko unchanged; older nine-callback
+ * copies (with get/put_context_private_data after release) are not
+ * supported. Documentation/peer_mem.rst describes the callbacks, the
+ * contexts, the locking rules and what the core guarantees when an
+ * invalidation returns.
  */
 #ifndef RDMA_PEER_MEM_H
 #define RDMA_PEER_MEM_H
@@ -51,8 +57,6 @@ struct sg_table;
  * @get_page_size: the size of the pages @get_pages gave, a power of two of
  *                 at least PAGE_SIZE. Mandatory.
  * @release: the core is done with @client_context. Optional.
- * @get_context_private_data: unused by this core; kept for the layout.
- * @put_context_private_data: unused by this core; kept for the layout.
  */
 struct peer_memory_client {
 	char name[IB_PEER_MEMORY_NAME_MAX];
@@ -70,8 +74,6 @@ struct peer_memory_client {
 	void (*put_pages)(struct sg_table *sg_head, void *client_context);
 	unsigned long (*get_page_size)(void *client_context);
 	void (*release)(void *client_context);
-	void *(*get_context_private_data)(u64 peer_id);
-	void (*put_context_private_data)(void *context);
 };
 
 enum {
@@ -86,7 +88,10 @@ enum {
 /**
  * struct peer_memory_client_ex - the extended registration
  * @client: the base structure; its version's last byte must be non-zero
- * @ex_size: sizeof(struct peer_memory_client_ex) as the client knows it
+ * @ex_size: sizeof(struct peer_memory_client_ex) as the client knows it;
+ *           the core reads @flags only if ex_size covers them (a client
+ *           whose version marks the extended form but whose ex_size is
+ *           smaller is taken as a plain one)
  * @flags: PEER_MEM_* flags
  */
 struct peer_memory_client_ex {

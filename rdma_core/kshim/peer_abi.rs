@@ -38,6 +38,33 @@ pub const VER_MAX: usize = 16;
 /// `PEER_MEM_INVALIDATE_UNMAPS` of `struct peer_memory_client_ex`.
 const INVALIDATE_UNMAPS: u32 = 1;
 
+// The layout of today's clients (`include/rdma/peer_mem.h` says which):
+// registration reads a client's structure at these offsets and no further
+// than they say.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use bindings::{peer_memory_client as C, peer_memory_client_ex as Ex};
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(C, version) == 64);
+    assert!(offset_of!(C, acquire) == 80);
+    assert!(offset_of!(C, get_pages) == 88);
+    assert!(offset_of!(C, dma_map) == 96);
+    assert!(offset_of!(C, dma_unmap) == 104);
+    assert!(offset_of!(C, put_pages) == 112);
+    assert!(offset_of!(C, get_page_size) == 120);
+    assert!(offset_of!(C, release) == 128);
+    assert!(size_of::<C>() == 136);
+    assert!(offset_of!(Ex, ex_size) == 136);
+    assert!(offset_of!(Ex, flags) == 144);
+    assert!(size_of::<Ex>() == 152);
+};
+const _: () = assert!(core::mem::offset_of!(bindings::peer_memory_client_ex, client) == 0);
+
+/// How much of an extended structure a client must declare (`ex_size`)
+/// for its `flags` to be read.
+const EX_FLAGS_END: usize =
+    core::mem::offset_of!(bindings::peer_memory_client_ex, flags) + core::mem::size_of::<u32>();
+
 /// A client context (`void *client_context`): the client's, opaque here,
 /// only ever passed back to it.
 #[derive(Clone, Copy)]
@@ -181,7 +208,8 @@ impl CClient {
         }
     }
 
-    /// `get_page_size` (0 once the client is gone).
+    /// `get_page_size`, as the client returned it: unchecked (0 once the
+    /// client is gone).
     pub fn page_size(&self, ctx: CContext) -> u64 {
         let Some(ops) = self.ops.access() else {
             return 0;
@@ -264,9 +292,10 @@ fn refuse(what: &str, name: &[u8]) -> *mut c_void {
 ///
 /// # Safety
 ///
-/// `client` must be NULL or point to a `struct peer_memory_client` (or,
-/// with a non-zero last version byte, a `struct peer_memory_client_ex`
-/// whose `ex_size` says how much of it there is) that stays valid during
+/// `client` must be NULL or point to a `struct peer_memory_client` of the
+/// layout asserted above (or, with a non-zero last version byte, a
+/// `struct peer_memory_client_ex` whose `ex_size` field is there and says
+/// how much of the rest there is) that stays valid during
 /// the call, with function pointers that stay callable until the client's
 /// unregistration returns; `cb` must be NULL or a valid place for a
 /// function pointer. That is the C API's contract.
@@ -305,19 +334,20 @@ pub unsafe extern "C" fn rdma_rs_peer_register(
     if shown.is_empty() || shown.len() == NAME_MAX {
         return refuse("empty or unterminated name (EINVAL)", shown);
     }
-    let mut unmaps = false;
+    let mut flags = 0;
     if version[VER_MAX - 1] != 0 {
         let ex = client.cast::<bindings::peer_memory_client_ex>();
         // SAFETY: a non-zero last version byte promises the extended
-        // structure around the base one (the caller's contract), whose
-        // `ex_size` tells how much of it the client knows.
+        // structure around the base one (the caller's contract): its
+        // `ex_size`, right after the base structure, is there and tells
+        // how much of the rest the client has.
         let ex_size = unsafe { core::ptr::addr_of!((*ex).ex_size).read() };
-        if ex_size >= core::mem::size_of::<bindings::peer_memory_client_ex>() {
+        if ex_size >= EX_FLAGS_END {
             // SAFETY: as above; `flags` is within `ex_size`.
-            let flags = unsafe { core::ptr::addr_of!((*ex).flags).read() };
-            unmaps = flags & INVALIDATE_UNMAPS != 0;
+            flags = unsafe { core::ptr::addr_of!((*ex).flags).read() };
         }
     }
+    let unmaps = flags & INVALIDATE_UNMAPS != 0;
     let Some(reg) = REGISTRAR.get() else {
         return refuse("no broker (ENODEV)", shown);
     };

@@ -572,15 +572,6 @@ static void pex_release(void *client_context)
 	pex_ctx_put(ctx);
 }
 
-static void *pex_get_context_private_data(u64 peer_id)
-{
-	return NULL;
-}
-
-static void pex_put_context_private_data(void *context)
-{
-}
-
 /* Name and version are filled at init (module parameters). */
 static struct peer_memory_client_ex pex_client = {
 	.client = {
@@ -591,8 +582,6 @@ static struct peer_memory_client_ex pex_client = {
 		.put_pages = pex_put_pages,
 		.get_page_size = pex_get_page_size,
 		.release = pex_release,
-		.get_context_private_data = pex_get_context_private_data,
-		.put_context_private_data = pex_put_context_private_data,
 	},
 };
 

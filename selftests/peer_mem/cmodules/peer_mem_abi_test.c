@@ -21,12 +21,44 @@
 #include <rdma/peer_mem.h>
 
 /*
- * The layout the out-of-tree peer_mem.h gives on 64-bit machines, which
- * clients built against their own copy of it (nvidia-peermem, amdkfd's
- * peer client) carry in their object code: the shipped header must match
- * it member for member.
+ * The layout clients ship: MLNX_OFED 5 and later, and the copy NVIDIA's
+ * open kernel modules carry (kernel-open/nvidia-peermem/peer_mem.h). Seven
+ * callbacks follow name and version; peer_memory_client_ex's ex_size and
+ * flags follow the seventh. Written out here on its own (not through
+ * rdma/peer_mem.h), so that these cases register exactly the bytes such a
+ * client's object code holds; the shipped header must agree with it
+ * member for member.
  */
+struct shipped_client {
+	char name[IB_PEER_MEMORY_NAME_MAX];
+	char version[IB_PEER_MEMORY_VER_MAX];
+	int (*acquire)(unsigned long addr, size_t size, void *private_data,
+		       char *peer_name, void **client_context);
+	int (*get_pages)(unsigned long addr, size_t size, int write, int force,
+			 struct sg_table *sg_head, void *client_context,
+			 u64 core_context);
+	int (*dma_map)(struct sg_table *sg_head, void *client_context,
+		       struct device *dma_device, int dmasync, int *nmap);
+	int (*dma_unmap)(struct sg_table *sg_head, void *client_context,
+			 struct device *dma_device);
+	void (*put_pages)(struct sg_table *sg_head, void *client_context);
+	unsigned long (*get_page_size)(void *client_context);
+	void (*release)(void *client_context);
+};
+
+struct shipped_client_ex {
+	struct shipped_client client;
+	size_t ex_size;
+	u32 flags;
+};
+
 #ifdef CONFIG_64BIT
+static_assert(offsetof(struct shipped_client, release) == 128);
+static_assert(sizeof(struct shipped_client) == 136);
+static_assert(offsetof(struct shipped_client_ex, ex_size) == 136);
+static_assert(offsetof(struct shipped_client_ex, flags) == 144);
+static_assert(sizeof(struct shipped_client_ex) == 152);
+
 static_assert(offsetof(struct peer_memory_client, name) == 0);
 static_assert(offsetof(struct peer_memory_client, version) == 64);
 static_assert(offsetof(struct peer_memory_client, acquire) == 80);
@@ -36,13 +68,13 @@ static_assert(offsetof(struct peer_memory_client, dma_unmap) == 104);
 static_assert(offsetof(struct peer_memory_client, put_pages) == 112);
 static_assert(offsetof(struct peer_memory_client, get_page_size) == 120);
 static_assert(offsetof(struct peer_memory_client, release) == 128);
-static_assert(offsetof(struct peer_memory_client, get_context_private_data) == 136);
-static_assert(offsetof(struct peer_memory_client, put_context_private_data) == 144);
-static_assert(sizeof(struct peer_memory_client) == 152);
-static_assert(offsetof(struct peer_memory_client_ex, ex_size) == 152);
-static_assert(offsetof(struct peer_memory_client_ex, flags) == 160);
-static_assert(sizeof(struct peer_memory_client_ex) == 168);
+static_assert(sizeof(struct peer_memory_client) == 136);
+static_assert(offsetof(struct peer_memory_client_ex, ex_size) == 136);
+static_assert(offsetof(struct peer_memory_client_ex, flags) == 144);
+static_assert(sizeof(struct peer_memory_client_ex) == 152);
 #endif
+static_assert(sizeof(struct shipped_client) == sizeof(struct peer_memory_client));
+static_assert(sizeof(struct shipped_client_ex) == sizeof(struct peer_memory_client_ex));
 
 /* ---- the test clients' callbacks ---------------------------------------- */
 
@@ -104,6 +136,13 @@ static const struct peer_memory_client abi_template = {
 static struct peer_memory_client abi_a;
 static struct peer_memory_client abi_b;
 static struct peer_memory_client_ex abi_ex;
+
+/*
+ * Clients of the shipped layout, each a global of exactly its size: a read
+ * past it is a KASAN global-out-of-bounds report, which fails the run.
+ */
+static struct shipped_client abi_shipped;
+static struct shipped_client_ex abi_shipped_ex;
 
 /* Not a handle: the core must not take it for one. */
 static int abi_not_a_handle;
@@ -382,6 +421,60 @@ static const char *abi_ex_short(void)
 	return NULL;
 }
 
+/* A client of the shipped layout, plain: registers and unregisters. */
+static const char *abi_shipped_plain(void)
+{
+	void *h;
+
+	memset(&abi_shipped, 0, sizeof(abi_shipped));
+	strscpy(abi_shipped.name, "abi_test_shipped", sizeof(abi_shipped.name));
+	strscpy(abi_shipped.version, "1.0", sizeof(abi_shipped.version));
+	abi_shipped.acquire = abi_acquire;
+	abi_shipped.get_pages = abi_get_pages;
+	abi_shipped.dma_map = abi_dma_map;
+	abi_shipped.dma_unmap = abi_dma_unmap;
+	abi_shipped.put_pages = abi_put_pages;
+	abi_shipped.get_page_size = abi_get_page_size;
+	abi_shipped.release = abi_release;
+	h = ib_register_peer_memory_client((const void *)&abi_shipped, NULL);
+	if (!h)
+		return "a client of the shipped layout was refused";
+	ib_unregister_peer_memory_client(h);
+	return NULL;
+}
+
+/*
+ * A client of the shipped layout, extended, as nvidia-peermem registers
+ * itself: ex_size = sizeof its structure, PEER_MEM_INVALIDATE_UNMAPS.
+ */
+static const char *abi_shipped_extended(void)
+{
+	invalidate_peer_memory inval = NULL;
+	struct shipped_client *c = &abi_shipped_ex.client;
+	void *h;
+
+	memset(&abi_shipped_ex, 0, sizeof(abi_shipped_ex));
+	strscpy(c->name, "abi_test_shipped_ex", sizeof(c->name));
+	strscpy(c->version, "1.0", sizeof(c->version));
+	c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
+	c->acquire = abi_acquire;
+	c->get_pages = abi_get_pages;
+	c->dma_map = abi_dma_map;
+	c->dma_unmap = abi_dma_unmap;
+	c->put_pages = abi_put_pages;
+	c->get_page_size = abi_get_page_size;
+	c->release = abi_release;
+	abi_shipped_ex.ex_size = sizeof(abi_shipped_ex);
+	abi_shipped_ex.flags = PEER_MEM_INVALIDATE_UNMAPS;
+	h = ib_register_peer_memory_client((const void *)c, &inval);
+	if (!h)
+		return "an extended client of the shipped layout was refused";
+	ib_unregister_peer_memory_client(h);
+	if (!inval)
+		return "no invalidate callback was given";
+	return NULL;
+}
+
 struct abi_case {
 	const char *name;
 	abi_case_fn fn;
@@ -407,6 +500,8 @@ static const struct abi_case abi_cases[] = {
 	{ "invalidate_unknown_handle_einval", abi_invalidate_unknown_handle },
 	{ "ex_unmaps_accepted", abi_ex_unmaps },
 	{ "ex_short_size_accepted", abi_ex_short },
+	{ "shipped_layout_accepted", abi_shipped_plain },
+	{ "shipped_layout_ex_accepted", abi_shipped_extended },
 };
 
 static int __init abi_test_init(void)
