@@ -350,25 +350,24 @@ impl Registered {
         drop(self.client.revoke());
     }
 
-    /// Undoes every region (unregistration).
+    /// Undoes every region (unregistration). Takes them out of the table
+    /// one at a time, so that nothing is allocated and none is missed
+    /// (no region is added once `closing` is set).
     fn undo_all(&self) {
-        let all = {
-            let mut r = self.regions.lock();
-            r.closing = true;
-            let mut all = KVec::new();
-            while let Some(k) = r.map.iter().next().map(|(k, _)| *k) {
-                if let Some(reg) = r.map.remove(&k) {
-                    if all.push(reg, GFP_KERNEL).is_err() {
-                        break;
-                    }
-                }
-            }
-            all
-        };
-        if let Some(client) = self.client.access() {
-            for region in all.iter() {
+        self.regions.lock().closing = true;
+        let client = self.client.access();
+        loop {
+            let next = {
+                let mut r = self.regions.lock();
+                let k = r.map.iter().next().map(|(k, _)| *k);
+                k.and_then(|k| r.map.remove(&k))
+            };
+            let Some(region) = next else {
+                break;
+            };
+            if let Some(client) = &client {
                 let mut st = region.state.lock();
-                region.on(&**client, &mut st, Event::Release);
+                region.on(&***client, &mut st, Event::Release);
             }
         }
     }
