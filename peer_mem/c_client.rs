@@ -36,12 +36,17 @@ impl PeerClient for CAdapter {
     ) -> Result<(PeerSg, u64)> {
         let sg = PeerSg::new()?;
         self.0.get_pages(addr, len, write, &sg, *ctx, core.0)?;
-        // The pages the table must cover: from `addr` rounded down to the
-        // client's page size to the end rounded up to it.
-        let cps = self.0.page_size(*ctx).max(page_size() as u64);
-        let start = addr & !(cps - 1);
-        let end = (addr + len).div_ceil(cps) * cps;
-        Ok((sg, (end - start) / page_size() as u64))
+        // The pages the table may cover: from `addr` rounded down to the
+        // client's page size to the end rounded up to it. The page size
+        // is the client's word: checked before any use.
+        match span_pages(addr, len, self.0.page_size(*ctx)) {
+            Some(n) => Ok((sg, n)),
+            None => {
+                self.0.put_pages(&sg, *ctx);
+                registry::log_memory_refused(self.0.name(), "absurd page size (EINVAL)");
+                Err(EINVAL)
+            }
+        }
     }
 
     fn dma_map(&self, ctx: &CContext, pages: &(PeerSg, u64)) -> Result<KVec<SharedPage>> {
@@ -72,6 +77,22 @@ impl PeerClient for CAdapter {
     fn invalidate_unmaps(&self) -> bool {
         self.0.unmaps()
     }
+
+    fn needs_dma_device(&self) -> bool {
+        !self.0.cpu_pages()
+    }
+}
+
+/// The kernel pages of `[addr, addr + len)` rounded out to the client's
+/// page size `cps`; `None` if `cps` is not one the core uses or the range
+/// does not fit.
+fn span_pages(addr: u64, len: u64, cps: u64) -> Option<u64> {
+    if !registry::valid_page_size(cps) {
+        return None;
+    }
+    let start = addr & !(cps - 1);
+    let end = addr.checked_add(len)?.checked_next_multiple_of(cps)?;
+    Some((end - start) / page_size() as u64)
 }
 
 /// The broker's side of the C ABI: registered C clients by handle.

@@ -88,6 +88,13 @@ pub trait PeerClient: Send + Sync + 'static {
     fn invalidate_unmaps(&self) -> bool {
         false
     }
+
+    /// Whether the client's `dma_map` needs a DMA device: then its memory
+    /// is refused (`EOPNOTSUPP`) on devices without one, before
+    /// `get_pages`. A Rust client hands over pages and needs none.
+    fn needs_dma_device(&self) -> bool {
+        false
+    }
 }
 
 /// A [`PeerClient`] as the broker calls it.
@@ -153,6 +160,10 @@ impl<C: PeerClient> ErasedClient for Erase<C> {
 
     fn invalidate_unmaps(&self) -> bool {
         self.0.invalidate_unmaps()
+    }
+
+    fn needs_dma_device(&self) -> bool {
+        self.0.needs_dma_device()
     }
 }
 

@@ -39,6 +39,7 @@ use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+use rdma::kshim::errno::eopnotsupp;
 use rdma::kshim::gate::Revocable;
 use rdma::kshim::global::Global;
 use rdma::kshim::kobj::StatsDir;
@@ -70,6 +71,27 @@ pub(crate) trait ErasedClient: Send + Sync {
     fn page_size(&self, ctx: &Erased) -> u64;
     fn release(&self, ctx: &Erased);
     fn invalidate_unmaps(&self) -> bool;
+    fn needs_dma_device(&self) -> bool;
+}
+
+/// The largest page size a client may report (1 GiB).
+const MAX_CLIENT_PAGE: u64 = 1 << 30;
+
+/// Whether `cps`, a page size a client reported, is one the core uses: a
+/// power of two from the kernel's page size to [`MAX_CLIENT_PAGE`].
+pub(crate) fn valid_page_size(cps: u64) -> bool {
+    cps >= page_size() as u64 && cps <= MAX_CLIENT_PAGE && cps.is_power_of_two()
+}
+
+/// Logs why a client's memory was refused (rate-limited).
+pub(crate) fn log_memory_refused(name: &[u8], why: &str) {
+    if rdma::kshim::ratelimit::log_allowed() {
+        pr_warn!(
+            "peer_mem: client \"{}\": memory refused: {}\n",
+            core::str::from_utf8(name).unwrap_or("?"),
+            why
+        );
+    }
 }
 
 /// A registered client, as the broker lists it.
@@ -417,12 +439,24 @@ impl Registered {
     ) -> Result<PageList> {
         let ps = page_size() as u64;
         let cps = client.page_size(ctx);
-        if cps < ps || !cps.is_power_of_two() {
+        if !valid_page_size(cps) {
+            log_memory_refused(self.name(), "absurd page size (EINVAL)");
             return Err(EINVAL);
         }
         let start = req.addr & !(cps - 1);
         let first = req.addr & !(ps - 1);
-        let mapped = client.dma_map(ctx, pages)?;
+        let mapped = client.dma_map(ctx, pages).inspect_err(|e| {
+            if *e == eopnotsupp() {
+                // The client's table held DMA addresses without pages
+                // (its dma_map was undone).
+                self.stats.refused_dma_only.fetch_add(1, Ordering::Relaxed);
+                log_memory_refused(
+                    self.name(),
+                    "mapped for DMA only: DMA addresses without pages (EOPNOTSUPP); \
+                     a software device reaches memory through its pages",
+                );
+            }
+        })?;
         let skip = ((first - start) / ps) as usize;
         let built = (|| {
             let mut list = KVec::with_capacity(mapped.len().saturating_sub(skip), GFP_KERNEL)?;
@@ -449,6 +483,19 @@ impl Registered {
         let Some(ctx) = client.acquire(req.addr, req.len) else {
             return Ok(None);
         };
+        // No device of rdma-rs has a DMA device (the providers are
+        // software): a client that needs one would be handed NULL.
+        if client.needs_dma_device() {
+            client.release(&ctx);
+            self.stats
+                .refused_no_dma_device
+                .fetch_add(1, Ordering::Relaxed);
+            log_memory_refused(
+                self.name(),
+                "needs a DMA device (EOPNOTSUPP), which software devices have not",
+            );
+            return Err(eopnotsupp());
+        }
         // What may fail for want of memory first, while giving the context
         // back is all there is to undo.
         let prepared = (|| {

@@ -13,7 +13,13 @@
 //! - `num_reg_pages`, `num_reg_bytes`: pages and bytes of those regions
 //!   when built; `num_dereg_pages`, `num_dereg_bytes`: when their pages
 //!   went back to the client (at deregistration, or at invalidation);
-//! - `num_free_callbacks`: invalidations the client made.
+//! - `num_free_callbacks`: invalidations the client made;
+//! - `num_refused_dma_only`: registrations refused (`EOPNOTSUPP`) because
+//!   the client mapped its memory for DMA only (no `struct page` in its
+//!   table), which a software device cannot reach;
+//! - `num_refused_no_dma_device`: registrations refused (`EOPNOTSUPP`)
+//!   before `get_pages` because the client needs a DMA device (it did not
+//!   register with `PEER_MEM_CPU_PAGES`) and the device has none.
 //!
 //! The directories go with the client's registration.
 
@@ -37,6 +43,8 @@ pub(crate) const FILES: &[&CStr] = &[
     c_str!("num_reg_bytes"),
     c_str!("num_dereg_bytes"),
     c_str!("num_free_callbacks"),
+    c_str!("num_refused_dma_only"),
+    c_str!("num_refused_no_dma_device"),
 ];
 
 /// One client's counters.
@@ -49,6 +57,8 @@ pub(crate) struct Stats {
     pub(crate) reg_bytes: AtomicU64,
     pub(crate) dereg_bytes: AtomicU64,
     pub(crate) free_callbacks: AtomicU64,
+    pub(crate) refused_dma_only: AtomicU64,
+    pub(crate) refused_no_dma_device: AtomicU64,
 }
 
 impl Stats {
@@ -65,6 +75,8 @@ impl Stats {
             reg_bytes: AtomicU64::new(0),
             dereg_bytes: AtomicU64::new(0),
             free_callbacks: AtomicU64::new(0),
+            refused_dma_only: AtomicU64::new(0),
+            refused_no_dma_device: AtomicU64::new(0),
         }
     }
 
@@ -98,6 +110,8 @@ impl KobjShow for Stats {
             5 => writeln!(out, "{}", n(&self.reg_bytes)),
             6 => writeln!(out, "{}", n(&self.dereg_bytes)),
             7 => writeln!(out, "{}", n(&self.free_callbacks)),
+            8 => writeln!(out, "{}", n(&self.refused_dma_only)),
+            9 => writeln!(out, "{}", n(&self.refused_no_dma_device)),
             _ => return Err(EINVAL),
         };
         r.map_err(|_| EINVAL)

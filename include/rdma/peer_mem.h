@@ -48,7 +48,10 @@ struct sg_table;
  *             @core_context for invalidation. Returns 0 or a -errno.
  *             Mandatory.
  * @dma_map: maps @sg_head for @dma_device; sets *@nmap to the number of
- *           mapped entries. Returns 0 or a -errno. Mandatory.
+ *           mapped entries. Returns 0 or a -errno. Mandatory. rdma-rs has
+ *           only software devices: @dma_device is NULL, and only clients
+ *           that register with PEER_MEM_CPU_PAGES are called (their table
+ *           must hold pages with a struct page, whole pages each entry).
  * @dma_unmap: undoes @dma_map. Mandatory.
  * @put_pages: undoes @get_pages (frees the table's entries; the table
  *             itself is the core's, valid until put_pages returns, or, for
@@ -57,6 +60,11 @@ struct sg_table;
  * @get_page_size: the size of the pages @get_pages gave, a power of two of
  *                 at least PAGE_SIZE. Mandatory.
  * @release: the core is done with @client_context. Optional.
+ *
+ * Every value a client returns is checked before use: a page size that is
+ * not a power of two between PAGE_SIZE and 1 GiB, an *@nmap beyond the
+ * table, an entry that is not whole pages, or more pages than the range
+ * holds fails the registration (EINVAL); no page left mapped or pinned.
  */
 struct peer_memory_client {
 	char name[IB_PEER_MEMORY_NAME_MAX];
@@ -83,6 +91,15 @@ enum {
 	 * invalidate (it still calls release).
 	 */
 	PEER_MEM_INVALIDATE_UNMAPS = 1 << 0,
+	/*
+	 * An rdma-rs extension (no other core defines this bit): the
+	 * client's table holds pages with a struct page, and its dma_map
+	 * takes a NULL dma_device. Only such a client's memory is used on a
+	 * device without a DMA device (the software providers: rxe); any
+	 * other client's is refused there with EOPNOTSUPP before get_pages
+	 * is called.
+	 */
+	PEER_MEM_CPU_PAGES = 1 << 30,
 };
 
 /**

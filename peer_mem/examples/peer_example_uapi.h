@@ -24,6 +24,14 @@ enum {
 	PEER_EX_MODE_DECLINE = 1 << 0,	     /* acquire answers "not mine" */
 	PEER_EX_MODE_FAIL_GET_PAGES = 1 << 1, /* get_pages fails, -ENOMEM */
 	PEER_EX_MODE_FAIL_DMA_MAP = 1 << 2,   /* dma_map fails, -EIO */
+	/*
+	 * Misbehaviours of the C client only (the core must refuse them with
+	 * an errno and leave nothing of the client's mapped or pinned):
+	 */
+	PEER_EX_MODE_DMA_ONLY = 1 << 3,	      /* dma_map leaves DMA addresses, no pages */
+	PEER_EX_MODE_BAD_PAGE_SIZE = 1 << 4,  /* get_page_size returns 1 << 62 */
+	PEER_EX_MODE_BAD_NMAP = 1 << 5,	      /* dma_map sets *nmap = INT_MAX */
+	PEER_EX_MODE_BAD_SG = 1 << 6,	      /* dma_map leaves a half-page entry */
 };
 
 struct peer_ex_mode {

@@ -362,7 +362,9 @@ impl PeerSg {
 
     /// The pages of the first `nmap` entries, with a reference on each:
     /// at most `max` pages, each entry whole pages with a `struct page`
-    /// (`EINVAL` otherwise, `E2BIG` past `max`).
+    /// (`EOPNOTSUPP` for an entry without a page, as a client that maps
+    /// for DMA only leaves them; `EINVAL` for another shape, `E2BIG` past
+    /// `max`).
     pub fn collect(&self, nmap: u32, max: usize) -> Result<KVec<SharedPage>> {
         let mut raw: KVec<*mut bindings::page> =
             KVec::from_elem(core::ptr::null_mut(), max, GFP_KERNEL)?;
@@ -372,7 +374,8 @@ impl PeerSg {
             bindings::rdma_rs_sgt_collect(self.as_raw(), nmap, raw.as_mut_ptr(), max as _)
         };
         if n < 0 {
-            // -EINVAL (an entry of another shape) or -E2BIG (past `max`).
+            // -EOPNOTSUPP (no page), -EINVAL (an entry of another
+            // shape) or -E2BIG (past `max`).
             return Err(Error::from_errno(n as i32));
         }
         let mut pages = KVec::with_capacity(n as usize, GFP_KERNEL)?;

@@ -144,8 +144,10 @@ void rdma_rs_sgt_free(struct sg_table *sgt)
  * Reads the first nmap entries of a table a peer memory client filled and
  * mapped: each must hold whole pages with a struct page (a software device
  * reaches memory through its pages). Writes up to max page pointers to
- * out, taking a reference on each; returns how many, or -EINVAL (with no
- * reference kept) for an entry of another shape, -E2BIG past max.
+ * out, taking a reference on each; returns how many, or (with no
+ * reference kept) -EOPNOTSUPP for an entry without a struct page (a client
+ * that maps for DMA only: a software device cannot reach such memory),
+ * -EINVAL for an entry of another shape, -E2BIG past max.
  */
 long rdma_rs_sgt_collect(struct sg_table *sgt, unsigned int nmap, struct page **out,
 			 unsigned long max)
@@ -161,7 +163,11 @@ long rdma_rs_sgt_collect(struct sg_table *sgt, unsigned int nmap, struct page **
 		struct page *page = sg_page(sg);
 		unsigned long pages;
 
-		if (!page || sg->offset % PAGE_SIZE || !sg->length || sg->length % PAGE_SIZE) {
+		if (!page) {
+			ret = -EOPNOTSUPP;
+			goto fail;
+		}
+		if (sg->offset % PAGE_SIZE || !sg->length || sg->length % PAGE_SIZE) {
 			ret = -EINVAL;
 			goto fail;
 		}

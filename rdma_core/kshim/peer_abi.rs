@@ -37,6 +37,9 @@ pub const NAME_MAX: usize = 64;
 pub const VER_MAX: usize = 16;
 /// `PEER_MEM_INVALIDATE_UNMAPS` of `struct peer_memory_client_ex`.
 const INVALIDATE_UNMAPS: u32 = 1;
+/// `PEER_MEM_CPU_PAGES` (an rdma-rs extension): the client's pages have a
+/// `struct page` and its `dma_map` takes a NULL device.
+const CPU_PAGES: u32 = 1 << 30;
 
 // The layout of today's clients (`include/rdma/peer_mem.h` says which):
 // registration reads a client's structure at these offsets and no further
@@ -88,6 +91,7 @@ pub struct CClient {
     name: [u8; NAME_MAX],
     version: [u8; VER_MAX],
     unmaps: bool,
+    cpu_pages: bool,
     #[pin]
     ops: Revocable<bindings::peer_memory_client>,
 }
@@ -114,6 +118,13 @@ impl CClient {
     /// (`PEER_MEM_INVALIDATE_UNMAPS` of the extended registration).
     pub fn unmaps(&self) -> bool {
         self.unmaps
+    }
+
+    /// Whether the client registered with `PEER_MEM_CPU_PAGES`: its
+    /// `dma_map` takes a NULL device and leaves pages in the table. Any
+    /// other client needs a DMA device, which no device of rdma-rs has.
+    pub fn cpu_pages(&self) -> bool {
+        self.cpu_pages
     }
 
     /// `acquire`: whether `[addr, addr + size)` of the current process is
@@ -167,7 +178,9 @@ impl CClient {
     }
 
     /// `dma_map`: returns the number of mapped entries. A software device
-    /// has no DMA: `dma_device` is NULL and the core reads the pages.
+    /// has no DMA: `dma_device` is NULL and the core reads the pages; the
+    /// broker calls this only for a [`CClient::cpu_pages`] client, which
+    /// declared that it takes a NULL device.
     pub fn dma_map(&self, sg: &PeerSg, ctx: CContext) -> Result<u32> {
         let ops = self.ops.access().ok_or(ENODEV)?;
         let f = ops.dma_map.ok_or(EINVAL)?;
@@ -348,6 +361,7 @@ pub unsafe extern "C" fn rdma_rs_peer_register(
         }
     }
     let unmaps = flags & INVALIDATE_UNMAPS != 0;
+    let cpu_pages = flags & CPU_PAGES != 0;
     let Some(reg) = REGISTRAR.get() else {
         return refuse("no broker (ENODEV)", shown);
     };
@@ -356,6 +370,7 @@ pub unsafe extern "C" fn rdma_rs_peer_register(
             name,
             version,
             unmaps,
+            cpu_pages,
             ops <- Revocable::new(raw),
         }),
         GFP_KERNEL,

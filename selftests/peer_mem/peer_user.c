@@ -16,7 +16,7 @@
  *   peer_user race_dereg CLIENT SIZE ROUNDS
  *   peer_user decline CLIENT
  *   peer_user peer_first CLIENT
- *   peer_user fail CLIENT get_pages|dma_map
+ *   peer_user fail CLIENT get_pages|dma_map|dma_only|page_size|nmap|sg|no_dma_device
  *   peer_user bounds CLIENT
  *   peer_user noinval CLIENT DEV
  *   peer_user hold CLIENT SIZE            (driven through stdin/stdout)
@@ -1322,6 +1322,22 @@ static int case_fail(const char *client, const char *which)
 	} else if (!strcmp(which, "dma_map")) {
 		mode = PEER_EX_MODE_FAIL_DMA_MAP;
 		want = EIO;
+	} else if (!strcmp(which, "dma_only")) {
+		mode = PEER_EX_MODE_DMA_ONLY;
+		want = EOPNOTSUPP;
+	} else if (!strcmp(which, "page_size")) {
+		mode = PEER_EX_MODE_BAD_PAGE_SIZE;
+		want = EINVAL;
+	} else if (!strcmp(which, "nmap")) {
+		mode = PEER_EX_MODE_BAD_NMAP;
+		want = EINVAL;
+	} else if (!strcmp(which, "sg")) {
+		mode = PEER_EX_MODE_BAD_SG;
+		want = EINVAL;
+	} else if (!strcmp(which, "no_dma_device")) {
+		/* The client (dma_device=1) needs a DMA device; ours have none. */
+		mode = 0;
+		want = EOPNOTSUPP;
 	} else {
 		return fail("fail: unknown callback \"%s\"", which);
 	}
@@ -1341,8 +1357,7 @@ static int case_fail(const char *client, const char *which)
 		goto out_unmap;
 	}
 	if (reg_refused(tfd, (uintptr_t)mem, size, NULL, want,
-			which[0] == 'g' ? "registration with get_pages failing" :
-			"registration with dma_map failing"))
+			which))
 		goto out_mode;
 	e = client_stats(cfd, &b);
 	if (e) {
@@ -1372,8 +1387,12 @@ static int case_fail(const char *client, const char *which)
 		fail("acquire and release unbalanced");
 		goto out_mode;
 	}
-	if (mode == PEER_EX_MODE_FAIL_DMA_MAP && b.get_pages == a.get_pages) {
+	if (mode && mode != PEER_EX_MODE_FAIL_GET_PAGES && b.get_pages == a.get_pages) {
 		fail("get_pages was not called before the failing dma_map");
+		goto out_mode;
+	}
+	if (!mode && (b.get_pages != a.get_pages || b.dma_map != a.dma_map)) {
+		fail("the client was called past acquire on a device without DMA");
 		goto out_mode;
 	}
 	if (b.live_contexts != a.live_contexts) {
@@ -1386,7 +1405,8 @@ static int case_fail(const char *client, const char *which)
 		fail("SET_MODE 0: %s", errname(e));
 		goto out_mode;
 	}
-	if (peer_roundtrip(tfd, mem, size))
+	/* The client's memory works again (not for a client that needs DMA). */
+	if (mode && peer_roundtrip(tfd, mem, size))
 		goto out_mode;
 	ret = KSFT_PASS;
 out_mode:
@@ -1614,7 +1634,7 @@ static int usage(void)
 		"       peer_user invalidate_mt CLIENT SIZE ROUNDS THREADS\n"
 		"       peer_user race_dereg CLIENT SIZE ROUNDS\n"
 		"       peer_user decline CLIENT\n"
-		"       peer_user fail CLIENT get_pages|dma_map\n"
+		"       peer_user fail CLIENT get_pages|dma_map|dma_only|page_size|nmap|sg|no_dma_device\n"
 		"       peer_user bounds CLIENT\n"
 		"       peer_user noinval CLIENT DEV\n"
 		"       peer_user hold CLIENT SIZE\n");

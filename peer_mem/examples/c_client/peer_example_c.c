@@ -53,12 +53,19 @@
 #define PEX_DEFAULT_NAME "peer_example_c"
 
 #define PEX_MODES (PEER_EX_MODE_DECLINE | PEER_EX_MODE_FAIL_GET_PAGES | \
-		   PEER_EX_MODE_FAIL_DMA_MAP)
+		   PEER_EX_MODE_FAIL_DMA_MAP | PEER_EX_MODE_DMA_ONLY | \
+		   PEER_EX_MODE_BAD_PAGE_SIZE | PEER_EX_MODE_BAD_NMAP | \
+		   PEER_EX_MODE_BAD_SG)
 
 static bool unmaps;
 module_param(unmaps, bool, 0444);
 MODULE_PARM_DESC(unmaps,
 		 "Register with PEER_MEM_INVALIDATE_UNMAPS: the client tears its mappings down itself on invalidation");
+
+static bool dma_device;
+module_param(dma_device, bool, 0444);
+MODULE_PARM_DESC(dma_device,
+		 "Register as GPU clients do: without PEER_MEM_CPU_PAGES, so that dma_map needs a DMA device (the core must not use this client's memory on a device without one)");
 
 static char *pex_name_param;
 module_param_named(name, pex_name_param, charp, 0444);
@@ -469,16 +476,22 @@ static int pex_get_pages(unsigned long addr, size_t size, int write, int force,
  * device given may have no DMA operations, so the DMA API is not used.
  */
 static int pex_dma_map(struct sg_table *sg_head, void *client_context,
-		       struct device *dma_device, int dmasync, int *nmap)
+		       struct device *dma_device_arg, int dmasync, int *nmap)
 {
 	struct pex_ctx *ctx = client_context;
 	bool pages, mapped, invalidated;
 	struct scatterlist *sg;
 	unsigned int i;
+	u32 mode = READ_ONCE(pex_mode);
 	int ret = 0;
 
-	if (READ_ONCE(pex_mode) & PEER_EX_MODE_FAIL_DMA_MAP)
+	if (mode & PEER_EX_MODE_FAIL_DMA_MAP)
 		return -EIO;
+	/* Registered as needing a DMA device: a NULL one is the core's bug. */
+	if (dma_device && !dma_device_arg) {
+		pr_warn_ratelimited("dma_map without a DMA device\n");
+		return -EFAULT;
+	}
 
 	/* Under the lock: an UNMAPS invalidation may free the table. */
 	spin_lock(&pex_lock);
@@ -492,8 +505,15 @@ static int pex_dma_map(struct sg_table *sg_head, void *client_context,
 		for_each_sg(sg_head->sgl, sg, sg_head->nents, i) {
 			sg_dma_address(sg) = page_to_phys(sg_page(sg));
 			sg_dma_len(sg) = sg->length;
+			/* As GPU clients do: DMA addresses, no pages. */
+			if (mode & PEER_EX_MODE_DMA_ONLY)
+				sg_assign_page(sg, NULL);
 		}
 		*nmap = sg_head->nents;
+		if (mode & PEER_EX_MODE_BAD_NMAP)
+			*nmap = INT_MAX;
+		if (mode & PEER_EX_MODE_BAD_SG)
+			sg_head->sgl->length = PAGE_SIZE / 2;
 		ctx->mapped = true;
 		pex_stats.dma_map++;
 	}
@@ -543,6 +563,8 @@ static void pex_put_pages(struct sg_table *sg_head, void *client_context)
 
 static unsigned long pex_get_page_size(void *client_context)
 {
+	if (READ_ONCE(pex_mode) & PEER_EX_MODE_BAD_PAGE_SIZE)
+		return 1UL << 62;
 	return PAGE_SIZE;
 }
 
@@ -825,12 +847,16 @@ static int __init pex_init(void)
 		return -EINVAL;
 	}
 	strscpy(c->version, "1.0", sizeof(c->version));
-	if (unmaps) {
-		/* The last byte of version says "this is a _ex structure". */
-		c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
-		pex_client.ex_size = sizeof(pex_client);
-		pex_client.flags = PEER_MEM_INVALIDATE_UNMAPS;
-	}
+	/*
+	 * The extended form (the last byte of version says so) for its
+	 * flags: PEER_MEM_CPU_PAGES (our pages have a struct page and
+	 * dma_map needs no DMA device, so software devices can use them)
+	 * unless dma_device=1; PEER_MEM_INVALIDATE_UNMAPS with unmaps=1.
+	 */
+	c->version[IB_PEER_MEMORY_VER_MAX - 1] = 1;
+	pex_client.ex_size = sizeof(pex_client);
+	pex_client.flags = (dma_device ? 0 : PEER_MEM_CPU_PAGES) |
+			   (unmaps ? PEER_MEM_INVALIDATE_UNMAPS : 0);
 
 	pex_handle = ib_register_peer_memory_client(c, &pex_invalidate);
 	if (!pex_handle) {
