@@ -54,5 +54,5 @@ pub use crate::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, W
 pub use crate::spec::qp_state::{AttrMask, QpState, QpType};
 
 pub use crate::kshim::sync::SpinLockIrq;
-pub use crate::kshim::{configfs, errno, mem, net, sync, sysfs, timer, udp, vec, work};
+pub use crate::kshim::{configfs, errno, mem, net, ratelimit, sync, sysfs, timer, udp, vec, work};
 pub use crate::new_spinlock_irq;

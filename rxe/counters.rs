@@ -84,6 +84,10 @@ counters! {
     Timeouts => "timeouts",
     /// READ/FLUSH requests beyond the responder's `max_dest_rd_atomic`.
     RdAtomicExceeded => "rd_atomic_exceeded",
+    /// Requests refused for a length, as the C rxe refuses them: a RETH
+    /// length over 2^31 (RC: NAKed as an invalid request; UC: the message
+    /// dropped, also counted in `rx_dropped`).
+    LengthErr => "length_err",
     /// Fault injection: sent packets dropped.
     FaultTxDrop => "fault_tx_drop",
     /// Fault injection: sent packets duplicated.

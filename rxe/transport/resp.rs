@@ -14,14 +14,15 @@
 //! again after the advertised timer), a PSN sequence NAK once per gap, a
 //! second answer to duplicates (ACK again, READ again, atomic replayed),
 //! and for invalid requests, access violations and bad receive memory a
-//! NAK after which the QP is in the error state. UC answers nothing: a
-//! gap or an error drops the rest of the message, and the receive WQE it
-//! had is used for the next one.
+//! NAK after which the QP is in the error state (a RETH length over 2^31
+//! among them). UC answers nothing: a gap or an error drops the rest of
+//! the message, and the receive WQE it had is used for the next one.
 
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
 
+use rdma::provider::ratelimit::log_allowed;
 use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
 
 use crate::counters::Counter;
@@ -45,6 +46,9 @@ const QUEUE: usize = 2 * MAX_READS;
 /// Atomic results kept for replays: one for every atomic a requester can
 /// have outstanding at the most `max_dest_rd_atomic` advertised.
 const REPLAYS: usize = MAX_READS;
+
+/// The largest DMA length a RETH may carry (IBTA C9-94).
+const MAX_DMA_LEN: u32 = 1 << 31;
 
 /// READ response packets the work sends per run.
 const BUDGET: u32 = 128;
@@ -522,6 +526,21 @@ impl RcQp {
                     return Outcome::DROP;
                 }
             } else {
+                return self.fatal(st, NakCode::InvalidRequest, psn);
+            }
+        }
+        // A DMA length over 2^31 (IBTA C9-94) is an invalid request,
+        // refused before its key is looked at, as the C rxe refuses it.
+        if let Some(reth) = pkt.headers.ext.reth {
+            if info.position.is_first() && reth.len > MAX_DMA_LEN {
+                self.rd.counters.inc(Counter::LengthErr);
+                if log_allowed() {
+                    pr_info!(
+                        "QP {}: a request with a RETH length of {} refused\n",
+                        qp.qpn(),
+                        reth.len
+                    );
+                }
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             }
         }
