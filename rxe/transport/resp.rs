@@ -16,7 +16,8 @@
 //! and for invalid requests, access violations and bad receive memory a
 //! NAK after which the QP is in the error state (a RETH length over 2^31
 //! among them). UC answers nothing: a gap or an error drops the rest of
-//! the message, and the receive WQE it had is used for the next one.
+//! the message, and the receive WQE it had is used for the next one; a
+//! first packet at any PSN starts a new message.
 
 use core::sync::atomic::Ordering;
 
@@ -472,33 +473,35 @@ impl RcQp {
         let psn = pkt.psn();
         let info = pkt.info();
         let d = psn_diff(psn, st.epsn);
-        if d > 0 {
-            // Packets are missing.
-            if self.uc {
-                st.drop_message();
-                if !info.position.is_first() {
-                    st.drop_msg = true;
+        if d != 0 && self.uc {
+            // UC: a first packet at any PSN, ahead or behind, starts a new
+            // message (the sender may have lost packets or started over),
+            // as the C rxe resynchronises; any other packet out of
+            // sequence ends the message in progress, and the rest of it
+            // is dropped.
+            st.drop_message();
+            if !info.position.is_first() {
+                st.drop_msg = true;
+                if d > 0 {
                     st.epsn = psn_add(psn, 1);
-                    return Outcome::DROP;
                 }
-                st.drop_msg = false;
-                st.epsn = psn;
-            } else {
-                if st.nak_sent {
-                    return Outcome::DROP;
-                }
-                st.nak_sent = true;
-                self.rd.counters.inc(Counter::OutOfSeqRequest);
-                return Outcome::taken(Reply::Ack {
-                    psn: st.epsn,
-                    syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
-                    msn: st.msn,
-                });
-            }
-        } else if d < 0 {
-            if self.uc {
                 return Outcome::DROP;
             }
+            st.drop_msg = false;
+            st.epsn = psn;
+        } else if d > 0 {
+            // Packets are missing.
+            if st.nak_sent {
+                return Outcome::DROP;
+            }
+            st.nak_sent = true;
+            self.rd.counters.inc(Counter::OutOfSeqRequest);
+            return Outcome::taken(Reply::Ack {
+                psn: st.epsn,
+                syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+                msn: st.msn,
+            });
+        } else if d < 0 {
             self.rd.counters.inc(Counter::DuplicateRequest);
             return self.duplicate(st, qp, conn, pkt);
         }
