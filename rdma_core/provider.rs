@@ -45,7 +45,7 @@ pub use crate::device::{
 pub use crate::verbs::ah::AhAttr;
 pub use crate::verbs::cq::{CqCore, ProviderCq};
 pub use crate::verbs::mr::{check_sges, AccessError};
-pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps};
+pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps, RqTake};
 pub use crate::verbs::wc::Wc;
 pub use crate::verbs::wr::{RecvWqe, SendWqe, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
 

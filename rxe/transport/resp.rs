@@ -16,8 +16,9 @@
 //! and for invalid requests, access violations and bad receive memory a
 //! NAK after which the QP is in the error state (a RETH length over 2^31
 //! among them). UC answers nothing: a gap or an error drops the rest of
-//! the message, and the receive WQE it had is used for the next one; a
-//! first packet at any PSN starts a new message.
+//! the message, and the receive WQE it had is used for the next one (one
+//! from an SRQ that the message did not fit completes with an error, the
+//! QP staying in RTS); a first packet at any PSN starts a new message.
 
 use core::sync::atomic::Ordering;
 
@@ -655,6 +656,29 @@ impl RcQp {
             let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) else {
                 return Outcome::DROP;
             };
+            if self.uc && status == WcStatus::LocLenErr {
+                // UC, as the C rxe: the message is dropped and the QP
+                // stays; its own receive is kept for the next message,
+                // an SRQ's completes with REM_INV_REQ_ERR.
+                self.rd.counters.inc(Counter::LengthErr);
+                if log_allowed() {
+                    pr_info!(
+                        "QP {}: a UC message longer than its receive dropped\n",
+                        qp.qpn()
+                    );
+                }
+                if qp.has_srq() {
+                    let wc = Wc {
+                        status: WcStatus::RemInvReqErr,
+                        opcode: WcOpcode::Recv,
+                        ..Wc::default()
+                    };
+                    qp.complete_recv_nonfatal(wqe, wc);
+                } else {
+                    st.spare = Some(wqe);
+                }
+                return self.fatal(st, code, psn);
+            }
             let wc = Wc {
                 status,
                 opcode: WcOpcode::Recv,

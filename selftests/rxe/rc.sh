@@ -17,7 +17,7 @@ counters_moved() {
 		[ "$(rxe_counter rxa retry_rnr_exceeded_err)" -ge 1 ] &&
 		[ "$(rxe_counter rxa retry_exceeded_err)" -ge 1 ] &&
 		[ "$(rxe_counter rxa rdma_sends)" -ge 1 ] && [ "$(rxe_counter rxb rdma_recvs)" -ge 1 ] &&
-		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] &&
+		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] && [ "$(rxe_counter rxb length_err)" -ge 2 ] &&
 		[ "$(rxe_counter rxa tx_packets)" -ge 1000 ] && [ "$(rxe_counter rxb tx_packets)" -ge 1000 ] &&
 		[ "$(rxe_counter rxa loopback_packets)" -ge 1000 ]; }; then
 		rxe_counters_show rxa rxb

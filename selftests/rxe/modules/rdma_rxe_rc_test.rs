@@ -741,6 +741,28 @@ fn uc_resync(a: Port<'_>, b: Port<'_>) -> Result {
     check(y.state()? == QpState::Rts, "the responder stays in RTS")
 }
 
+/// UC, a message longer than the receive posted: as the C rxe, the
+/// message is dropped (no completion) and the receive kept for the next
+/// one, which fits and arrives in it; the QP stays in RTS. `rc.sh` checks
+/// that `length_err` counted it.
+fn uc_too_long(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts {
+        qp_type: QpType::Uc,
+        ..OPTS
+    };
+    let (x, y) = pair(a, b, &o)?;
+    // One packet over the receive, then three packets over it.
+    uc_send(&x, &y, 200, 64, 40, 80)?;
+    uc_send(&x, &y, 3000, 0, 41, 81)?;
+    quiet(&y.cq, 200)?;
+    check(y.state()? == QpState::Rts, "the responder stays in RTS")?;
+    uc_send(&x, &y, 64, 0, 42, 82)?;
+    let wc = expect(&y.cq, 40, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(wc.byte_len == 64, "the kept receive takes the next message")?;
+    check(same(&x.buf, 0, &y.buf, 0, 64)?, "its bytes")?;
+    check(y.state()? == QpState::Rts, "the responder still in RTS")
+}
+
 /// Inline data, unsignaled requests, solicited events, zero-length SEND.
 fn inline_unsignaled(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
@@ -1364,6 +1386,7 @@ const CASES: &[FnCase<Ports>] = &[
     case!("uc_veth", |p| uc(p.a, p.b)),
     case!("uc_loopback", |p| uc(p.a, p.a)),
     case!("uc_resync", |p| uc_resync(p.a, p.b)),
+    case!("uc_too_long", |p| uc_too_long(p.a, p.b)),
     case!("inline_unsignaled_zero_length", |p| {
         inline_unsignaled(p.a, p.b)
     }),
