@@ -45,7 +45,7 @@ pub use crate::device::{
 pub use crate::verbs::ah::AhAttr;
 pub use crate::verbs::cq::{CqCore, ProviderCq};
 pub use crate::verbs::mr::{check_sges, AccessError};
-pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps};
+pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps, RqTake};
 pub use crate::verbs::wc::Wc;
 pub use crate::verbs::wr::{RecvWqe, SendWqe, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
 
@@ -54,5 +54,5 @@ pub use crate::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, W
 pub use crate::spec::qp_state::{AttrMask, QpState, QpType};
 
 pub use crate::kshim::sync::SpinLockIrq;
-pub use crate::kshim::{configfs, errno, mem, net, sync, sysfs, timer, udp, vec, work};
+pub use crate::kshim::{configfs, errno, mem, net, ratelimit, sync, sysfs, timer, udp, vec, work};
 pub use crate::new_spinlock_irq;

@@ -84,6 +84,12 @@ counters! {
     Timeouts => "timeouts",
     /// READ/FLUSH requests beyond the responder's `max_dest_rd_atomic`.
     RdAtomicExceeded => "rd_atomic_exceeded",
+    /// Requests refused for a length, as the C rxe refuses them: a RETH
+    /// length over 2^31 (RC: NAKed as an invalid request; UC: the message
+    /// dropped), a UD or UC message longer than its receive (dropped and
+    /// the receive kept; through an SRQ the receive completes with
+    /// REM_INV_REQ_ERR). A dropped one also counts in `rx_dropped`.
+    LengthErr => "length_err",
     /// Fault injection: sent packets dropped.
     FaultTxDrop => "fault_tx_drop",
     /// Fault injection: sent packets duplicated.

@@ -24,7 +24,7 @@ mod modify;
 mod post;
 mod provider;
 
-pub use provider::{ProviderQp, QpOps};
+pub use provider::{ProviderQp, QpOps, RqTake};
 
 use core::sync::atomic::{AtomicU32, Ordering};
 

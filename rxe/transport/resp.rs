@@ -14,14 +14,17 @@
 //! again after the advertised timer), a PSN sequence NAK once per gap, a
 //! second answer to duplicates (ACK again, READ again, atomic replayed),
 //! and for invalid requests, access violations and bad receive memory a
-//! NAK after which the QP is in the error state. UC answers nothing: a
-//! gap or an error drops the rest of the message, and the receive WQE it
-//! had is used for the next one.
+//! NAK after which the QP is in the error state (a RETH length over 2^31
+//! among them). UC answers nothing: a gap or an error drops the rest of
+//! the message, and the receive WQE it had is used for the next one (one
+//! from an SRQ that the message did not fit completes with an error, the
+//! QP staying in RTS); a first packet at any PSN starts a new message.
 
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
 
+use rdma::provider::ratelimit::log_allowed;
 use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
 
 use crate::counters::Counter;
@@ -45,6 +48,9 @@ const QUEUE: usize = 2 * MAX_READS;
 /// Atomic results kept for replays: one for every atomic a requester can
 /// have outstanding at the most `max_dest_rd_atomic` advertised.
 const REPLAYS: usize = MAX_READS;
+
+/// The largest DMA length a RETH may carry (IBTA C9-94).
+const MAX_DMA_LEN: u32 = 1 << 31;
 
 /// READ response packets the work sends per run.
 const BUDGET: u32 = 128;
@@ -468,33 +474,35 @@ impl RcQp {
         let psn = pkt.psn();
         let info = pkt.info();
         let d = psn_diff(psn, st.epsn);
-        if d > 0 {
-            // Packets are missing.
-            if self.uc {
-                st.drop_message();
-                if !info.position.is_first() {
-                    st.drop_msg = true;
+        if d != 0 && self.uc {
+            // UC: a first packet at any PSN, ahead or behind, starts a new
+            // message (the sender may have lost packets or started over),
+            // as the C rxe resynchronises; any other packet out of
+            // sequence ends the message in progress, and the rest of it
+            // is dropped.
+            st.drop_message();
+            if !info.position.is_first() {
+                st.drop_msg = true;
+                if d > 0 {
                     st.epsn = psn_add(psn, 1);
-                    return Outcome::DROP;
                 }
-                st.drop_msg = false;
-                st.epsn = psn;
-            } else {
-                if st.nak_sent {
-                    return Outcome::DROP;
-                }
-                st.nak_sent = true;
-                self.rd.counters.inc(Counter::OutOfSeqRequest);
-                return Outcome::taken(Reply::Ack {
-                    psn: st.epsn,
-                    syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
-                    msn: st.msn,
-                });
-            }
-        } else if d < 0 {
-            if self.uc {
                 return Outcome::DROP;
             }
+            st.drop_msg = false;
+            st.epsn = psn;
+        } else if d > 0 {
+            // Packets are missing.
+            if st.nak_sent {
+                return Outcome::DROP;
+            }
+            st.nak_sent = true;
+            self.rd.counters.inc(Counter::OutOfSeqRequest);
+            return Outcome::taken(Reply::Ack {
+                psn: st.epsn,
+                syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+                msn: st.msn,
+            });
+        } else if d < 0 {
             self.rd.counters.inc(Counter::DuplicateRequest);
             return self.duplicate(st, qp, conn, pkt);
         }
@@ -522,6 +530,21 @@ impl RcQp {
                     return Outcome::DROP;
                 }
             } else {
+                return self.fatal(st, NakCode::InvalidRequest, psn);
+            }
+        }
+        // A DMA length over 2^31 (IBTA C9-94) is an invalid request,
+        // refused before its key is looked at, as the C rxe refuses it.
+        if let Some(reth) = pkt.headers.ext.reth {
+            if info.position.is_first() && reth.len > MAX_DMA_LEN {
+                self.rd.counters.inc(Counter::LengthErr);
+                if log_allowed() {
+                    pr_info!(
+                        "QP {}: a request with a RETH length of {} refused\n",
+                        qp.qpn(),
+                        reth.len
+                    );
+                }
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             }
         }
@@ -633,6 +656,29 @@ impl RcQp {
             let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) else {
                 return Outcome::DROP;
             };
+            if self.uc && status == WcStatus::LocLenErr {
+                // UC, as the C rxe: the message is dropped and the QP
+                // stays; its own receive is kept for the next message,
+                // an SRQ's completes with REM_INV_REQ_ERR.
+                self.rd.counters.inc(Counter::LengthErr);
+                if log_allowed() {
+                    pr_info!(
+                        "QP {}: a UC message longer than its receive dropped\n",
+                        qp.qpn()
+                    );
+                }
+                if qp.has_srq() {
+                    let wc = Wc {
+                        status: WcStatus::RemInvReqErr,
+                        opcode: WcOpcode::Recv,
+                        ..Wc::default()
+                    };
+                    qp.complete_recv_nonfatal(wqe, wc);
+                } else {
+                    st.spare = Some(wqe);
+                }
+                return self.fatal(st, code, psn);
+            }
             let wc = Wc {
                 status,
                 opcode: WcOpcode::Recv,

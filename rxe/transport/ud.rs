@@ -11,7 +11,9 @@
 //! sent after that lock is released, since sending may deliver on the
 //! loopback path before it returns. A received UD packet
 //! (from `recv.rs`, softirq or loopback) is checked against the QP's state
-//! and Q_Key, and its GRH and payload scattered into the next receive WQE.
+//! and Q_Key, and its GRH and payload scattered into the next receive WQE
+//! (one too short keeps the QP in RTS: the datagram is dropped, or an
+//! SRQ's WQE completes with an error).
 //! QP1 (GSI) is a UD QP whose sends carry the GSI Q_Key (0x80010000)
 //! whatever the work request says, and whose receives require it.
 
@@ -20,9 +22,10 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+use rdma::provider::ratelimit::log_allowed;
 use rdma::provider::{
-    AhAttr, Gid, ProviderDevice, ProviderQp, QpCore, QpOps, QpState, QpType, SendFlags, SendWqe,
-    Wc, WcFlags, WcOpcode, WcStatus,
+    AhAttr, Gid, ProviderDevice, ProviderQp, QpCore, QpOps, QpState, QpType, RqTake, SendFlags,
+    SendWqe, Wc, WcFlags, WcOpcode, WcStatus,
 };
 
 use crate::counters::Counter;
@@ -263,11 +266,18 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> Result
     if deth.qkey != want_qkey {
         return Err(Counter::RxDropQkey);
     }
-    let Some(rwqe) = qp.rq_take() else {
-        // No receive posted: UD drops.
-        return Err(Counter::RxDropQp);
-    };
     let payload = pkt.payload;
+    let need = (payload.len() + GRH_LEN) as u64;
+    // Too long for the receive, as the C rxe answers it: the QP's own
+    // entry stays for the next datagram (the datagram is dropped); an
+    // SRQ's completes with REM_INV_REQ_ERR. The QP stays in its state
+    // either way (a datagram must not take down QP1 or a multicast group).
+    let short = match qp.rq_take_for(need) {
+        RqTake::Fits(w) => Ok(w),
+        RqTake::Short(w) => Err(w),
+        // No receive posted: UD drops.
+        RqTake::Empty => return Err(Counter::RxDropQp),
+    };
     let mut wc = Wc {
         opcode: WcOpcode::Recv,
         status: WcStatus::Success,
@@ -286,11 +296,24 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> Result
         wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
         wc.imm_data = imm.imm;
     }
-    if (payload.len() + GRH_LEN) as u64 > u64::from(rwqe.length) {
-        wc.status = WcStatus::LocLenErr;
-        qp.complete_recv(rwqe, wc, false);
-        return Err(Counter::RxDropQp);
-    }
+    let rwqe = match short {
+        Ok(w) => w,
+        Err(w) => {
+            if let Some(w) = w {
+                wc.status = WcStatus::RemInvReqErr;
+                wc.byte_len = 0;
+                qp.complete_recv_nonfatal(w, wc);
+            }
+            if log_allowed() {
+                pr_info!(
+                    "QP {}: a {} byte datagram does not fit its receive\n",
+                    qp.qpn(),
+                    payload.len()
+                );
+            }
+            return Err(Counter::LengthErr);
+        }
+    };
     // RoCE v2 over IPv4: 20 unused bytes, then the IPv4 header; over
     // IPv6 the GRH is the IPv6 header.
     let mut grh = [0u8; GRH_LEN];

@@ -105,8 +105,15 @@ under_traffic() {
 # Two forged 1 MiB READs, back to back from rxa's address, at a responder
 # that takes one at a time (rdma_rxe_resources_test says where): the first
 # is queued, the second NAKed as beyond max_dest_rd_atomic and counted once.
+# Then the module's next case (reth_len) names another responder, and one
+# forged READ whose RETH asks for 2^31 + 1 bytes, with a key and address
+# good for 64 KiB, goes to it: refused as an invalid request before the key
+# is looked at (the QP then in error, as the C rxe leaves an RC QP after an
+# invalid request; the module checks the states), which reth_len below
+# finds counted once in length_err.
 read_limit() {
 	e0=$(rxe_counter rxb rd_atomic_exceeded)
+	rxe_counter rxb length_err > "$tmpd/length_err0"
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_resources_test > "$tmpd/res.err" 2>&1 &
 	mod=$!
@@ -121,9 +128,27 @@ read_limit() {
 	set -- $where
 	inject 10.78.3.1 10.78.3.2 bad-read 2 --qpn "$2" --psn "$4" --psn-step 1024 \
 		--rkey "$6" --va "$8" --len 0 --dma-len 0x100000 || return 1
+	where=
+	for _ in $(seq 600); do
+		where=$(dmesg | sed -n 's/.*reth_len: //p' | tail -1)
+		[ -n "$where" ] && break
+		sleep 0.1
+	done
+	[ -n "$where" ] || { wait "$mod"; cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+	# shellcheck disable=SC2086 # as above
+	set -- $where
+	inject 10.78.3.1 10.78.3.2 bad-read 1 --qpn "$2" --psn "$4" \
+		--rkey "$6" --va "$8" --len 0 --dma-len 0x80000001 || return 1
 	wait "$mod" || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
 	dmesg | sed -n 's/^.*: ktap: /# /p'
 	[ "$(rxe_counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
+		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
+}
+
+# The READ over 2^31 that read_limit sent: counted once as a length error.
+reth_len() {
+	l0=$(cat "$tmpd/length_err0")
+	[ "$(rxe_counter rxb length_err)" = $((${l0:-0} + 1)) ] ||
 		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
@@ -141,5 +166,6 @@ ktap_check "setup" setup
 ktap_check "idle_malformed" idle_malformed
 ktap_check "under_traffic" under_traffic
 ktap_check "read_limit" read_limit
+ktap_check "reth_len" reth_len
 ktap_check "teardown" teardown
 ktap_finish

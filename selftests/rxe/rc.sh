@@ -9,7 +9,8 @@ setup() {
 	rxe_pair rca ra rcb rb 10.78.1 fd00:79
 }
 
-# The RNR and timeout cases made the counters move; packets crossed the
+# The RNR and timeout cases made the counters move (and uc_too_long's two
+# messages longer than their receive, length_err); packets crossed the
 # wire both ways and the loopback cases stayed off it.
 counters_moved() {
 	if ! { [ "$(rxe_counter rxa rcvd_rnr_err)" -ge 1 ] && [ "$(rxe_counter rxb send_rnr_err)" -ge 1 ] &&
@@ -17,7 +18,7 @@ counters_moved() {
 		[ "$(rxe_counter rxa retry_rnr_exceeded_err)" -ge 1 ] &&
 		[ "$(rxe_counter rxa retry_exceeded_err)" -ge 1 ] &&
 		[ "$(rxe_counter rxa rdma_sends)" -ge 1 ] && [ "$(rxe_counter rxb rdma_recvs)" -ge 1 ] &&
-		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] &&
+		[ "$(rxe_counter rxb rx_drop_qp)" -ge 1 ] && [ "$(rxe_counter rxb length_err)" -ge 2 ] &&
 		[ "$(rxe_counter rxa tx_packets)" -ge 1000 ] && [ "$(rxe_counter rxb tx_packets)" -ge 1000 ] &&
 		[ "$(rxe_counter rxa loopback_packets)" -ge 1000 ]; }; then
 		rxe_counters_show rxa rxb

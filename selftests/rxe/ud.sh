@@ -19,6 +19,12 @@ counters_add_up() {
 	fi
 }
 
+# too_long_for_recv sent two datagrams longer than their receives to rxb:
+# each counted as a length error (and a drop).
+length_counted() {
+	[ "$(rxe_counter rxb length_err)" = 2 ] || { rxe_counters_show rxb; return 1; }
+}
+
 cm_counters_in_sysfs() {
 	# The module's cm_unknown sent one REQ and one DREQ from rxa to rxb:
 	# rxb's CM received them and answered with a REJ and a DREP, which
@@ -47,6 +53,7 @@ ktap_check "setup" setup
 ktap_module rdma_rxe_ud_test
 rmmod rdma_rxe_ud_test 2>/dev/null
 ktap_check "counters_add_up" counters_add_up
+ktap_check "length_counted" length_counted
 ktap_check "cm_counters_in_sysfs" cm_counters_in_sysfs
 ktap_check "teardown" teardown
 ktap_finish

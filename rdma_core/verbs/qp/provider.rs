@@ -47,6 +47,17 @@ use crate::verbs::qp::{QpAttr, QpCore};
 use crate::verbs::wc::Wc;
 use crate::verbs::wr::{RecvWqe, SendWqe, WqeOp};
 
+/// What [`ProviderQp::rq_take_for`] found.
+pub enum RqTake {
+    /// An entry the message fits, taken.
+    Fits(RecvWqe),
+    /// The next entry is too short: `None` when it stays queued (the QP's
+    /// own receive queue), the entry when it was taken from an SRQ.
+    Short(Option<RecvWqe>),
+    /// No entry (or the QP is in error).
+    Empty,
+}
+
 /// The provider's handle on a QP: what only the provider of the QP's
 /// device may do, on top of everything a ULP may ([`QpCore`], through
 /// `Deref`).
@@ -147,9 +158,28 @@ impl ProviderQp {
         self.0.rq_take()
     }
 
-    /// Completes a receive entry taken with [`ProviderQp::rq_take`].
+    /// Takes the next receive entry for a message of `len` bytes, leaving
+    /// one too short for it where it is unless it comes from an SRQ.
+    pub fn rq_take_for(&self, len: u64) -> RqTake {
+        self.0.rq_take_for(len)
+    }
+
+    /// Whether the QP takes its receive entries from an SRQ.
+    pub fn has_srq(&self) -> bool {
+        self.0.srq.is_some()
+    }
+
+    /// Completes a receive entry taken with [`ProviderQp::rq_take`]; a
+    /// status other than success moves the QP to the error state.
     pub fn complete_recv(&self, wqe: RecvWqe, wc: Wc, solicited: bool) {
         self.0.complete_recv(wqe, wc, solicited)
+    }
+
+    /// Completes a receive entry with an error that the QP survives (a UD
+    /// or UC message that did not fit an SRQ's entry): the QP stays in its
+    /// state unless the CQ overflows.
+    pub fn complete_recv_nonfatal(&self, wqe: RecvWqe, wc: Wc) {
+        self.0.complete_recv_nonfatal(wqe, wc)
     }
 
     /// Moves the QP to the error state (a transport failure).
@@ -473,6 +503,44 @@ impl QpCore {
             return None;
         }
         rq.ring.pop()
+    }
+
+    /// [`QpCore::rq_take`] for a message of `len` bytes: an entry of the
+    /// QP's own receive queue too short for it stays at the head (the
+    /// message is dropped and the entry waits for the next one); an SRQ's
+    /// entry is taken all the same, to be completed with an error. Any
+    /// context.
+    pub(crate) fn rq_take_for(&self, len: u64) -> RqTake {
+        if self.srq.is_some() {
+            return match self.rq_take() {
+                Some(w) if u64::from(w.length) >= len => RqTake::Fits(w),
+                Some(w) => RqTake::Short(Some(w)),
+                None => RqTake::Empty,
+            };
+        }
+        let mut rq = self.rq.lock();
+        if rq.err {
+            return RqTake::Empty;
+        }
+        match rq.ring.get(0).map(|w| u64::from(w.length) >= len) {
+            None => RqTake::Empty,
+            Some(false) => RqTake::Short(None),
+            Some(true) => rq.ring.pop().map_or(RqTake::Empty, RqTake::Fits),
+        }
+    }
+
+    /// Completes a receive entry with an error status without moving the
+    /// QP to the error state (only a CQ overflow does). Any context.
+    pub(crate) fn complete_recv_nonfatal(self: &Arc<Self>, wqe: RecvWqe, mut wc: Wc) {
+        wc.wr_id = wqe.wr_id;
+        wc.cqe = wqe.cqe;
+        wc.qp_num = self.qpn;
+        if !wc.opcode.is_recv() {
+            wc.opcode = WcOpcode::Recv;
+        }
+        if self.recv_cq.push(wc, false).is_err() {
+            self.set_error();
+        }
     }
 
     /// Completes a receive entry taken with [`QpCore::rq_take`]: `wc` is

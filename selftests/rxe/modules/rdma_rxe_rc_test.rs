@@ -684,6 +684,85 @@ fn uc(a: Port<'_>, b: Port<'_>) -> Result {
     Ok(())
 }
 
+/// A UC SEND of `len` bytes from `x`'s buffer at 0 into a receive of
+/// `room` bytes at 0 of `y`'s, with `wr_id`; the sender's completion is
+/// checked (UC completes once the message is out).
+fn uc_send(x: &End, y: &End, len: usize, room: usize, wr_id: u64, seed: u32) -> Result {
+    fill_pattern(&x.buf, 0, len, seed)?;
+    if room > 0 {
+        let rs = [y.sge(0, room)?];
+        y.qp.post_recv(&[RecvWr {
+            wr_id,
+            cqe: None,
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    let sg = [x.sge(0, len)?];
+    x.qp.post_send(&[SendWr::new(wr_id, SendOp::Send, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, wr_id, WcStatus::Success, Some(WcOpcode::Send))?;
+    Ok(())
+}
+
+/// UC, a sender that starts over: its QP goes through RESET and back to
+/// RTS with the first PSN it had, which is now behind the one the
+/// responder expects. Its first packet starts a new message all the same
+/// (as the C rxe's UC responder resynchronises), and the message arrives.
+fn uc_resync(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts {
+        qp_type: QpType::Uc,
+        ..OPTS
+    };
+    let (x, y) = pair(a, b, &o)?;
+    for round in 0..2u64 {
+        uc_send(&x, &y, 100, 4096, 20 + round, 60 + round as u32)?;
+        let wc = expect(&y.cq, 20 + round, WcStatus::Success, Some(WcOpcode::Recv))?;
+        check(wc.byte_len == 100, "receive byte count")?;
+        check(same(&x.buf, 0, &y.buf, 0, 100)?, "the message's bytes")?;
+        // Back to the first PSN: the next message is one PSN behind.
+        x.qp.modify(
+            &QpAttr {
+                qp_state: QpState::Reset,
+                ..QpAttr::default()
+            },
+            AttrMask::STATE,
+        )?;
+        x.connect(&y, QpState::Rts)?;
+    }
+    // And a multi-packet message after it, behind again.
+    uc_send(&x, &y, 5000, 8192, 30, 70)?;
+    let wc = expect(&y.cq, 30, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(wc.byte_len == 5000, "multi-packet receive byte count")?;
+    check(
+        same(&x.buf, 0, &y.buf, 0, 5000)?,
+        "the multi-packet message's bytes",
+    )?;
+    check(y.state()? == QpState::Rts, "the responder stays in RTS")
+}
+
+/// UC, a message longer than the receive posted: as the C rxe, the
+/// message is dropped (no completion) and the receive kept for the next
+/// one, which fits and arrives in it; the QP stays in RTS. `rc.sh` checks
+/// that `length_err` counted it.
+fn uc_too_long(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts {
+        qp_type: QpType::Uc,
+        ..OPTS
+    };
+    let (x, y) = pair(a, b, &o)?;
+    // One packet over the receive, then three packets over it.
+    uc_send(&x, &y, 200, 64, 40, 80)?;
+    uc_send(&x, &y, 3000, 0, 41, 81)?;
+    quiet(&y.cq, 200)?;
+    check(y.state()? == QpState::Rts, "the responder stays in RTS")?;
+    uc_send(&x, &y, 64, 0, 42, 82)?;
+    let wc = expect(&y.cq, 40, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(wc.byte_len == 64, "the kept receive takes the next message")?;
+    check(same(&x.buf, 0, &y.buf, 0, 64)?, "its bytes")?;
+    check(y.state()? == QpState::Rts, "the responder still in RTS")
+}
+
 /// Inline data, unsignaled requests, solicited events, zero-length SEND.
 fn inline_unsignaled(a: Port<'_>, b: Port<'_>) -> Result {
     let (x, y) = pair(a, b, &OPTS)?;
@@ -1306,6 +1385,8 @@ const CASES: &[FnCase<Ports>] = &[
     case!("atomic_write_loopback", |p| atomic_write(p.b, p.b)),
     case!("uc_veth", |p| uc(p.a, p.b)),
     case!("uc_loopback", |p| uc(p.a, p.a)),
+    case!("uc_resync", |p| uc_resync(p.a, p.b)),
+    case!("uc_too_long", |p| uc_too_long(p.a, p.b)),
     case!("inline_unsignaled_zero_length", |p| {
         inline_unsignaled(p.a, p.b)
     }),

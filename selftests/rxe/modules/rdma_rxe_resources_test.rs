@@ -12,7 +12,9 @@
 //! the second is one more than the QP allows and is NAKed (invalid RD
 //! request), which moves the responder to the error state; this module
 //! sees that state, and that its own requester, which never sent a READ,
-//! is unharmed. The script checks `rd_atomic_exceeded`.
+//! is unharmed. The script checks `rd_atomic_exceeded`. Then the same
+//! for a READ whose RETH length is over 2^31 (`reth_len: ...`), which is
+//! refused as an invalid request; the script checks `length_err`.
 
 #![forbid(unsafe_code)]
 
@@ -67,7 +69,37 @@ fn read_limit(a: Port<'_>, b: Port<'_>) -> Result {
     Err(EAGAIN)
 }
 
-const CASES: &[FnCase<RxePair>] = &[case!("read_limit", |p| read_limit(p.a, p.b))];
+/// A READ request whose RETH asks for more than 2^31 bytes (IBTA C9-94),
+/// forged by the script at a responder that grants READ on a 64 KiB
+/// buffer: refused as an invalid request before its key is looked at, as
+/// the C rxe refuses it (a NAK, after which the responder is in the
+/// error state, as for any invalid request on RC); the script checks
+/// `length_err`. This module sees the state, and its requester unharmed.
+fn reth_len(a: Port<'_>, b: Port<'_>) -> Result {
+    let o = Opts { psn: PSN, ..rc::RC };
+    let (x, y) = pair(a, b, &o)?;
+    pr_info!(
+        "reth_len: qpn {} psn {} rkey {} va {}\n",
+        y.qp.qpn(),
+        PSN,
+        y.mr.rkey(),
+        y.buf.addr(0)
+    );
+    for _ in 0..1200 {
+        if y.state()? == QpState::Err {
+            check(x.state()? == QpState::Rts, "our requester unharmed")?;
+            return Ok(());
+        }
+        time::msleep(50);
+    }
+    pr_err!("the responder never refused the READ\n");
+    Err(EAGAIN)
+}
+
+const CASES: &[FnCase<RxePair>] = &[
+    case!("read_limit", |p| read_limit(p.a, p.b)),
+    case!("reth_len", |p| reth_len(p.a, p.b)),
+];
 
 struct RxeResourcesTest;
 

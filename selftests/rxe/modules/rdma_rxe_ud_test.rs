@@ -35,8 +35,9 @@ use rdma::spec::mad::{
 use rdma::spec::opcodes::{Access, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{QpState, QpType};
 use rdma::verbs::ah::AhAttr;
-use rdma::verbs::cq::CqCore;
-use rdma::verbs::qp::QpCap;
+use rdma::verbs::cq::{Cq, CqCore};
+use rdma::verbs::qp::{Qp, QpCap, QpInitAttr};
+use rdma::verbs::srq::{Srq, SrqAttr};
 use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr, UdDest};
 
@@ -63,6 +64,8 @@ module! {
 const QKEY: u32 = 0x1234_5678;
 const BUF: usize = 64 * 1024;
 const SLOT: usize = 4096 + 64;
+/// The GRH a UD receive gets ahead of the payload.
+const GRH: usize = 40;
 
 /// Each side: a UD QP 64 deep, every send signaled, two SGEs and 64
 /// bytes inline, and a buffer of receive slots.
@@ -258,6 +261,104 @@ fn too_long_and_wrong_qkey(a: &End, b: &End) -> Result {
     check(
         b.cq.poll(&mut wcs) == 0,
         "nothing arrives with a wrong Q_Key",
+    )
+}
+
+/// A UD SEND of `len` bytes from `a` to QP `qpn` on `b`'s address, with
+/// its sender's completion checked.
+fn send_to(a: &End, b: &End, qpn: u32, len: usize, wr_id: u64) -> Result {
+    let ah = a.ah(b.gid)?;
+    let sg = [a.buf.sge(0, len as u32, a.mr.lkey())?];
+    let mut wr = SendWr::new(wr_id, SendOp::Send, &sg);
+    wr.ud = Some(UdDest {
+        ah: ah.core(),
+        remote_qpn: qpn,
+        remote_qkey: QKEY,
+    });
+    a.qp.post_send(&[wr]).map_err(|(_, e)| e)?;
+    check(
+        poll(&a.cq, 1, 2000)?[0].status == WcStatus::Success,
+        "the sender completes",
+    )
+}
+
+/// Datagrams longer than the receive posted, as the C rxe takes them: on
+/// a QP's own receive queue the datagram is dropped, the receive stays
+/// for the next one (which fits and arrives in it) and the QP stays in
+/// RTS; through an SRQ the receive completes with REM_INV_REQ_ERR and the
+/// QP stays in RTS, its next receive taking the next datagram. `ud.sh`
+/// checks that `length_err` counted both.
+fn too_long_for_recv(a: &End, b: &End) -> Result {
+    // A receiving QP of its own: the fixture's may have receives posted
+    // by the cases before.
+    let b = &side(b.dev.name(), b.gid)?;
+    // Room for the GRH and 64 bytes.
+    let room = (GRH + 64) as u32;
+    let rs = [b.buf.sge(0, room, b.mr.lkey())?];
+    b.qp.post_recv(&[RecvWr {
+        wr_id: 50,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    send_to(a, b, b.qp.qpn(), 65, 51)?;
+    time::msleep(200);
+    let mut wcs: [Wc; 1] = Default::default();
+    check(
+        b.cq.poll(&mut wcs) == 0,
+        "no completion for a datagram too long",
+    )?;
+    check(b.qp.state() == QpState::Rts, "the QP stays in RTS")?;
+    send_to(a, b, b.qp.qpn(), 64, 52)?;
+    let wc = &poll(&b.cq, 1, 2000)?[0];
+    check(
+        wc.wr_id == 50 && wc.status == WcStatus::Success && wc.byte_len == room,
+        "the kept receive takes the next datagram",
+    )?;
+    // The same through an SRQ.
+    let srq = Srq::create(
+        b.pd.core(),
+        &SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )?;
+    let cq = Cq::create(b.dev.arc(), 16, None)?;
+    let q = Qp::create(
+        b.pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Ud,
+            send_cq: cq.core(),
+            recv_cq: cq.core(),
+            srq: Some(srq.core()),
+            cap: OPTS.cap,
+            sq_sig_all: true,
+            port_num: 1,
+        },
+    )?;
+    rc::modify_to(&q, &OPTS, &rc::Remote::default(), QpState::Rts)?;
+    for i in 0..2u64 {
+        let rs = [b.buf.sge(SLOT * (1 + i as usize), room, b.mr.lkey())?];
+        srq.post_recv(&[RecvWr {
+            wr_id: 60 + i,
+            cqe: None,
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    send_to(a, b, q.qpn(), 100, 53)?;
+    let wc = &poll(cq.core(), 1, 2000)?[0];
+    check(
+        wc.wr_id == 60 && wc.status == WcStatus::RemInvReqErr,
+        "an SRQ's receive completes with REM_INV_REQ_ERR",
+    )?;
+    check(q.state() == QpState::Rts, "the SRQ's QP stays in RTS")?;
+    send_to(a, b, q.qpn(), 10, 54)?;
+    let wc = &poll(cq.core(), 1, 2000)?[0];
+    check(
+        wc.wr_id == 61 && wc.status == WcStatus::Success && wc.byte_len == (GRH + 10) as u32,
+        "the next SRQ receive takes the next datagram",
     )
 }
 
@@ -735,6 +836,7 @@ const CASES: &[FnCase<Sides>] = &[
     case!("too_long_and_wrong_qkey", |s| {
         s.with(V4, too_long_and_wrong_qkey)
     }),
+    case!("too_long_for_recv", |s| s.with(V4, too_long_for_recv)),
     case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
     case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
     case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
