@@ -1152,7 +1152,7 @@ fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
     for _ in 0..16 {
         let mr = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
         keys.push(mr.rkey(), GFP_KERNEL)?;
-        mr.dereg();
+        mr.dereg().map_err(|(_, e)| e)?;
     }
     for (i, k) in keys.iter().enumerate() {
         check(
@@ -1166,7 +1166,7 @@ fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
     )?;
     let stale = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
     let stale_key = stale.rkey();
-    stale.dereg();
+    stale.dereg().map_err(|(_, e)| e)?;
     fill_pattern(&fresh, 0, 4096, 9)?;
     let mr = Mr::reg_buffer(y.pd.core(), &fresh, 0, 4096, rw)?;
     check(mr.rkey() != stale_key, "a new key for the new MR")?;
