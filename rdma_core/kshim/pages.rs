@@ -10,7 +10,11 @@
 //!   (`kmap_local_page`), never through a user address.
 //! - [`PinnedPages`]: pages of the current process pinned for a region
 //!   (`pin_user_pages_fast`, long term, accounted against
-//!   `RLIMIT_MEMLOCK`), unpinned on drop.
+//!   `RLIMIT_MEMLOCK`), unpinned on drop. The limit (and the machine's
+//!   memory) is checked before anything is sized by the user's length,
+//!   and the page arrays are `kvmalloc`ed, so a region of any size is
+//!   either refused with `ENOMEM` or allocated without a high-order
+//!   `kmalloc`.
 //! - [`PeerSg`]: the `struct sg_table` a C peer memory client fills in its
 //!   `get_pages` and maps in its `dma_map` (`peer_abi.rs` passes it).
 //!
@@ -163,21 +167,45 @@ impl Drop for SharedPage {
 /// The pages of a region: `len` bytes from byte `first_offset` of the
 /// first page, every page but possibly the first and last wholly in it.
 pub struct PageList {
-    pages: KVec<SharedPage>,
+    pages: Pages,
     first_offset: usize,
     len: usize,
 }
+
+/// The pages of a [`PageList`]: a client's list, or the `kvmalloc`ed list
+/// of pinned pages.
+enum Pages {
+    K(KVec<SharedPage>),
+    KV(KVVec<SharedPage>),
+}
+
+impl Pages {
+    fn as_slice(&self) -> &[SharedPage] {
+        match self {
+            Pages::K(v) => v,
+            Pages::KV(v) => v,
+        }
+    }
+}
+
+/// The most pages one region may have: its page array stays below what
+/// `kvmalloc` accepts (`INT_MAX` bytes).
+const MAX_PAGES: usize = (i32::MAX as usize) / core::mem::size_of::<SharedPage>();
 
 impl PageList {
     /// A list over `pages`, the region starting `first_offset` bytes into
     /// the first and `len` long (`EINVAL` if the pages do not cover it).
     pub fn new(pages: KVec<SharedPage>, first_offset: usize, len: usize) -> Result<PageList> {
+        Self::over(Pages::K(pages), first_offset, len)
+    }
+
+    fn over(pages: Pages, first_offset: usize, len: usize) -> Result<PageList> {
         let ps = page_size();
         let need = first_offset
             .checked_add(len)
             .map(|end| end.div_ceil(ps))
             .ok_or(EINVAL)?;
-        if len == 0 || first_offset >= ps || pages.len() < need {
+        if len == 0 || first_offset >= ps || pages.as_slice().len() < need {
             return Err(EINVAL);
         }
         Ok(PageList {
@@ -199,7 +227,7 @@ impl PageList {
 
     /// The number of pages.
     pub fn pages(&self) -> usize {
-        self.pages.len()
+        self.pages.as_slice().len()
     }
 
     /// Calls `f(page, offset in page, offset in the range, length)` for
@@ -217,7 +245,7 @@ impl PageList {
         let mut at = self.first_offset + off;
         let mut done = 0;
         while done < len {
-            let page = self.pages.get(at / ps).ok_or(EINVAL)?;
+            let page = self.pages.as_slice().get(at / ps).ok_or(EINVAL)?;
             let in_page = at % ps;
             let n = core::cmp::min(ps - in_page, len - done);
             f(page, in_page, done, n)?;
@@ -246,7 +274,11 @@ impl PageList {
         }
         let at = self.first_offset + off;
         let ps = page_size();
-        self.pages.get(at / ps).ok_or(EINVAL)?.atomic(at % ps, f)
+        self.pages
+            .as_slice()
+            .get(at / ps)
+            .ok_or(EINVAL)?
+            .atomic(at % ps, f)
     }
 }
 
@@ -257,7 +289,7 @@ impl PageList {
 /// `pages` holds `pages.len()` pages pinned by `rdma_rs_pin_user`, which
 /// returned `mm` (a grabbed `mm_struct`); both are given back in `drop`.
 pub struct PinnedPages {
-    pages: KVec<*mut bindings::page>,
+    pages: KVVec<*mut bindings::page>,
     mm: *mut core::ffi::c_void,
     write: bool,
 }
@@ -284,8 +316,18 @@ impl PinnedPages {
         }
         let first = addr & !(ps - 1);
         let npages = usize::try_from((end.div_ceil(ps) * ps - first) / ps).map_err(|_| EINVAL)?;
-        let mut raw: KVec<*mut bindings::page> =
-            KVec::from_elem(core::ptr::null_mut(), npages, GFP_KERNEL)?;
+        // Refused before anything is sized by the caller's length: past
+        // the memory limit, or past the machine's memory.
+        // SAFETY: no preconditions; reads the current task's mm and limits.
+        let ok = unsafe { bindings::rdma_rs_pin_check(npages as _) };
+        if ok < 0 {
+            return Err(Error::from_errno(ok as i32));
+        }
+        if npages > MAX_PAGES {
+            return Err(ENOMEM);
+        }
+        let mut raw: KVVec<*mut bindings::page> =
+            KVVec::from_elem(core::ptr::null_mut(), npages, GFP_KERNEL)?;
         let mut mm: *mut core::ffi::c_void = core::ptr::null_mut();
         // SAFETY: `raw` has room for `npages` pointers; `mm` is a valid
         // place for the returned mm. Process context (caller's duty, and
@@ -302,7 +344,7 @@ impl PinnedPages {
             mm,
             write,
         };
-        let mut refs = KVec::with_capacity(npages, GFP_KERNEL)?;
+        let mut refs = KVVec::with_capacity(npages, GFP_KERNEL)?;
         for p in pinned.pages.iter() {
             let Some(page) = NonNull::new(*p) else {
                 return Err(EINVAL);
@@ -310,7 +352,7 @@ impl PinnedPages {
             // SAFETY: the page is pinned by `pinned`, alive here.
             refs.push(unsafe { SharedPage::get(page) }, GFP_KERNEL)?;
         }
-        let list = PageList::new(refs, (addr - first) as usize, len as usize)?;
+        let list = PageList::over(Pages::KV(refs), (addr - first) as usize, len as usize)?;
         Ok((pinned, list))
     }
 }
@@ -366,8 +408,12 @@ impl PeerSg {
     /// for DMA only leaves them; `EINVAL` for another shape, `E2BIG` past
     /// `max`).
     pub fn collect(&self, nmap: u32, max: usize) -> Result<KVec<SharedPage>> {
-        let mut raw: KVec<*mut bindings::page> =
-            KVec::from_elem(core::ptr::null_mut(), max, GFP_KERNEL)?;
+        if max > MAX_PAGES {
+            return Err(ENOMEM);
+        }
+        // The scratch array is sized by the region: `kvmalloc`.
+        let mut raw: KVVec<*mut bindings::page> =
+            KVVec::from_elem(core::ptr::null_mut(), max, GFP_KERNEL)?;
         // SAFETY: the table is valid (type invariant) and filled by the
         // client; `raw` has room for `max` pointers.
         let n = unsafe {

@@ -79,6 +79,28 @@ void *rdma_rs_current_mm(void)
 }
 
 /*
+ * Whether npages pages of the current process could be pinned at all, before
+ * anything is sized by that number: -ENOMEM beyond the machine's memory, or
+ * beyond RLIMIT_MEMLOCK (with what is pinned already) unless CAP_IPC_LOCK;
+ * -EFAULT without an mm. rdma_rs_pin_user accounts for real.
+ */
+long rdma_rs_pin_check(unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit;
+
+	if (!mm)
+		return -EFAULT;
+	if (npages > totalram_pages())
+		return -ENOMEM;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (npages > limit || atomic64_read(&mm->pinned_vm) > limit - npages)
+		if (!capable(CAP_IPC_LOCK))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
  * Pins npages pages of the current process from addr (page aligned) into
  * pages, long term, writable if write. Accounts them in mm->pinned_vm
  * against RLIMIT_MEMLOCK (unless CAP_IPC_LOCK). On success returns npages

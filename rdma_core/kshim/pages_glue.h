@@ -21,6 +21,7 @@ void rdma_rs_page_fill(struct page *page, size_t off, int byte, size_t len);
 u64 rdma_rs_page_cmpxchg64(struct page *page, size_t off, u64 old, u64 new);
 u64 rdma_rs_page_read64(struct page *page, size_t off);
 
+long rdma_rs_pin_check(unsigned long npages);
 long rdma_rs_pin_user(u64 addr, unsigned long npages, bool write, struct page **pages,
 		      void **mm_out);
 void rdma_rs_unpin_user(void *mm, struct page **pages, unsigned long npages, bool dirty);

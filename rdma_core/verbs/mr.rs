@@ -56,6 +56,9 @@ pub enum AccessError {
     Bounds,
     /// The MR does not grant the access.
     Rights,
+    /// The MR has memory windows bound to it: it cannot be invalidated
+    /// (the C rxe's `EINVAL`; `LOCAL_INV` completes with `LocQpOpErr`).
+    Busy,
 }
 
 /// A piece of memory an access reaches: `len` bytes at a device address,
@@ -130,6 +133,11 @@ struct MrState {
     segs: KVec<Segment>,
     /// `map_mr_sg` ran since the last registration.
     mapped: bool,
+    /// Memory windows bound to the region (`super::mw`); under this lock
+    /// so that a bind and a deregistration or invalidation do not cross.
+    windows: u32,
+    /// Deregistration has begun: no window binds any more.
+    retired: bool,
 }
 
 /// The core's memory region.
@@ -282,10 +290,14 @@ impl MrCore {
 
     /// Executes a `LOCAL_INV` (or the invalidation of a SEND with
     /// invalidate): the region stops being accessible under `key`.
+    /// `Busy` while memory windows are bound to it.
     pub fn invalidate(&self, key: u32) -> core::result::Result<(), AccessError> {
         let mut st = self.state.lock();
         if self.kind != MrKind::FastReg || key >> 8 != self.life.num() || key as u8 != st.key {
             return Err(AccessError::Key);
+        }
+        if st.windows > 0 {
+            return Err(AccessError::Busy);
         }
         st.valid = false;
         st.mapped = false;
@@ -362,6 +374,29 @@ impl MrCore {
             }
         }
         Ok(())
+    }
+
+    /// Counts a memory window bound to the region, if it is valid and not
+    /// being deregistered (for `super::mw`, which calls
+    /// [`MrCore::put_window`] when the binding goes).
+    pub(crate) fn get_window(&self) -> bool {
+        let mut st = self.state.lock();
+        if !st.valid || st.retired || self.life.is_released() {
+            return false;
+        }
+        st.windows += 1;
+        true
+    }
+
+    /// A window bound by [`MrCore::get_window`] is no longer.
+    pub(crate) fn put_window(&self) {
+        let mut st = self.state.lock();
+        st.windows = st.windows.saturating_sub(1);
+    }
+
+    /// How many memory windows are bound to the region.
+    pub fn windows(&self) -> u32 {
+        self.state.lock().windows
     }
 
     /// Checks that `len` bytes at `iova` may be accessed under `key` from
@@ -487,7 +522,20 @@ impl Object for MrCore {
         &self.life
     }
 
-    /// No access passes once released; the pages go.
+    /// `EINVAL` while memory windows are bound (as the C rxe); else no
+    /// window binds any more.
+    fn may_destroy(&self) -> Result {
+        let mut st = self.state.lock();
+        if st.windows > 0 {
+            return Err(EINVAL);
+        }
+        st.retired = true;
+        Ok(())
+    }
+
+    /// No access passes once released; the pages go. Windows still bound
+    /// (the handle was dropped with them) refuse every access from now on
+    /// and hold only the core object until they are unbound.
     fn on_release(&self) {
         let segs = {
             let mut st = self.state.lock();
@@ -503,7 +551,9 @@ impl Object for MrCore {
     }
 }
 
-/// A memory region, owned by a ULP. Dropping it deregisters it.
+/// A memory region, owned by a ULP. Dropping it deregisters it, even with
+/// memory windows bound to it (which [`Mr::dereg`] refuses): they stay
+/// bound but refuse every access.
 pub type Mr = Handle<MrCore>;
 
 impl Handle<MrCore> {
@@ -534,6 +584,8 @@ impl Handle<MrCore> {
             length,
             segs,
             mapped: false,
+            windows: 0,
+            retired: false,
         };
         let core = Arc::pin_init(
             pin_init!(MrCore {
@@ -652,11 +704,11 @@ impl Handle<MrCore> {
         mr
     }
 
-    /// Deregisters the region (`ib_dereg_mr`): [`Handle::destroy`], which
-    /// cannot fail for an MR. May sleep.
-    pub fn dereg(self) {
-        crate::kshim::verb::might_sleep();
-        drop(self);
+    /// Deregisters the region (`ib_dereg_mr`, [`Handle::destroy`]):
+    /// `EINVAL`, with the handle back, while memory windows are bound to
+    /// it, as in the C rxe. May sleep.
+    pub fn dereg(self) -> core::result::Result<(), (Mr, Error)> {
+        self.destroy()
     }
 }
 

@@ -10,10 +10,17 @@
 //! one QP, and must be invalidated (`LOCAL_INV`, or a SEND with invalidate)
 //! before it can be bound again, as the IBTA says.
 //!
+//! A binding holds the QP object (not its number, which a later QP of any
+//! PD may get) and is undone when that QP is destroyed; every access checks
+//! that the QP's PD is the window's. While windows are bound to an MR it
+//! can be neither deregistered nor invalidated (`MrCore::get_window`).
+//!
 //! Window keys live in the upper half of the 24-bit key index space, MR
 //! keys in the lower half, so one rkey names one object. Providers resolve
 //! every remote access through [`Device::remote_copy_in`] and its siblings,
 //! which apply the window's range, rights and QP rules and then the MR's.
+
+use core::sync::atomic::Ordering;
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -42,12 +49,22 @@ pub enum MwType {
 }
 
 struct Binding {
+    /// Counted in the MR's windows while the binding lives.
     mr: Arc<MrCore>,
     addr: u64,
     length: u64,
     access: Access,
-    /// The QP a type 2 window is bound to.
-    qpn: u32,
+    /// The QP a type 2 window is bound to, counted in its windows.
+    qp: Option<Arc<QpCore>>,
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        self.mr.put_window();
+        if let Some(qp) = &self.qp {
+            qp.windows.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 struct MwState {
@@ -90,7 +107,7 @@ impl MwCore {
     /// MR; a type 2 window must be free and gets a non-empty range.
     pub(crate) fn bind(
         &self,
-        qp: &QpCore,
+        qp: &Arc<QpCore>,
         mr: &Arc<MrCore>,
         key: u32,
         addr: u64,
@@ -118,19 +135,48 @@ impl MwCore {
         if addr < start || length > len || addr - start > len - length {
             return Err(AccessError::Bounds);
         }
-        let mut st = self.state.lock();
-        if self.mw_type == MwType::Type2 && (st.binding.is_some() || length == 0) {
-            return Err(AccessError::Key);
-        }
-        st.key = key as u8;
-        st.binding = Some(Binding {
-            mr: mr.clone(),
-            addr,
-            length,
-            access,
-            qpn: qp.qpn(),
-        });
+        let old = {
+            let mut st = self.state.lock();
+            if self.mw_type == MwType::Type2 && (st.binding.is_some() || length == 0) {
+                return Err(AccessError::Key);
+            }
+            // Counted in the MR under its lock: a deregistration or an
+            // invalidation of the MR that got there first wins.
+            if !mr.get_window() {
+                return Err(AccessError::Rights);
+            }
+            let qp = if self.mw_type == MwType::Type2 {
+                qp.windows.fetch_add(1, Ordering::AcqRel);
+                Some(qp.clone())
+            } else {
+                None
+            };
+            st.key = key as u8;
+            st.binding.replace(Binding {
+                mr: mr.clone(),
+                addr,
+                length,
+                access,
+                qp,
+            })
+        };
+        // A type 1 window's previous binding; it may hold the last
+        // reference to its MR: dropped outside the lock.
+        drop(old);
         Ok(())
+    }
+
+    /// Undoes the binding of a type 2 window to `qp`, if it is bound to
+    /// that QP.
+    fn unbind_from(&self, qp: &QpCore) {
+        let old = {
+            let mut st = self.state.lock();
+            match &st.binding {
+                Some(Binding { qp: Some(q), .. }) if core::ptr::eq(&**q, qp) => st.binding.take(),
+                _ => None,
+            }
+        };
+        drop(old);
     }
 
     /// Invalidates the window under `key` (`LOCAL_INV` or SEND with
@@ -162,10 +208,14 @@ impl MwCore {
         if key as u8 != st.key {
             return Err(AccessError::Key);
         }
-        let qp_ok = match self.mw_type {
-            MwType::Type1 => core::ptr::eq(&**qp.pd(), &*self.pd),
-            MwType::Type2 => b.qpn == qp.qpn(),
-        };
+        // The QP's PD must be the window's; a type 2 window answers only
+        // the QP object it is bound to (held, so no other QP is at its
+        // address), whatever number that QP had.
+        let qp_ok = core::ptr::eq(&**qp.pd(), &*self.pd)
+            && match self.mw_type {
+                MwType::Type1 => true,
+                MwType::Type2 => b.qp.as_ref().is_some_and(|q| core::ptr::eq(&**q, qp)),
+            };
         if !qp_ok {
             return Err(AccessError::Pd);
         }
@@ -365,6 +415,26 @@ impl Device {
         } else {
             self.mr_by_key(key).ok_or(AccessError::Key)?.invalidate(key)
         }
+    }
+}
+
+/// Unbinds the type 2 windows bound to `qp`, which is being destroyed.
+/// Process context. Should the list not be allocated, the windows stay
+/// bound to the dead QP object and refuse every access all the same.
+pub(crate) fn unbind_qp(qp: &QpCore) {
+    if qp.windows.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let Ok(all) = qp
+        .device()
+        .res
+        .mw
+        .matching(|mw| mw.mw_type == MwType::Type2)
+    else {
+        return;
+    };
+    for mw in all.iter() {
+        mw.unbind_from(qp);
     }
 }
 

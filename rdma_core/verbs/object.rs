@@ -54,6 +54,13 @@ pub trait Object: Send + Sync + Sized + 'static {
     #[doc(hidden)]
     fn on_release(&self) {}
 
+    /// Whether [`Handle::destroy`] may go on (an MR refuses while memory
+    /// windows are bound to it). Dropping the handle does not ask.
+    #[doc(hidden)]
+    fn may_destroy(&self) -> Result {
+        Ok(())
+    }
+
     /// The count of dependents, for kinds that have them (PD, CQ, SRQ).
     #[doc(hidden)]
     fn uses(&self) -> Option<&UseCount> {
@@ -201,11 +208,14 @@ impl<T: Object> Handle<T> {
 
     /// Destroys the object (`ib_dealloc_pd`, `ib_destroy_cq`,
     /// `ib_dereg_mr`, ...): `EBUSY`, with the handle back, while
-    /// dependents use it. Process context for the kinds whose release
+    /// dependents use it (`EINVAL` for an MR with memory windows bound). Process context for the kinds whose release
     /// waits (CQ, SRQ, QP, PD, MR, MW); any context for an AH.
     pub fn destroy(self) -> core::result::Result<(), (Self, Error)> {
         if T::SLEEPS {
             crate::kshim::verb::might_sleep();
+        }
+        if let Err(e) = self.core.may_destroy() {
+            return Err((self, e));
         }
         if let Some(uses) = self.core.uses() {
             if let Err(e) = uses.kill_keeping(self.core.own_uses()) {

@@ -194,6 +194,9 @@ pub struct QpCore {
     sq_sig_all: bool,
     cap: QpCap,
     state: AtomicU32,
+    /// Type 2 memory windows bound to this QP (`super::mw`): unbound at
+    /// its release.
+    pub(crate) windows: AtomicU32,
     #[pin]
     attr: SpinLockIrq<QpAttr>,
     /// Serialises `modify_qp`.
@@ -317,7 +320,8 @@ impl Object for QpCore {
     }
 
     /// The provider's part first (waiting for verbs inside it), then its
-    /// timer and work; outstanding requests are discarded.
+    /// timer and work; outstanding requests are discarded. The type 2
+    /// windows bound to the QP are unbound.
     fn on_release(&self) {
         if let Some(ops) = self.ops.revoke() {
             ops.destroy(self);
@@ -331,6 +335,7 @@ impl Object for QpCore {
         self.sq.lock().err = true;
         self.rq.lock().err = true;
         self.reset_queues_keep_err();
+        crate::verbs::mw::unbind_qp(self);
     }
 }
 
@@ -418,6 +423,7 @@ impl Handle<QpCore> {
                 sq_sig_all: init.sq_sig_all,
                 cap: *c,
                 state: AtomicU32::new(QpState::Reset.as_raw()),
+                windows: AtomicU32::new(0),
                 attr <- crate::new_spinlock_irq!(attr, "QpCore::attr"),
                 modify_lock <- new_mutex!((), "QpCore::modify_lock"),
                 sq <- crate::new_spinlock_irq!(

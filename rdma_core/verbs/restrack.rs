@@ -174,6 +174,27 @@ impl<T> Table<T> {
         self.inner.lock().count
     }
 
+    /// The published objects for which `f` holds (`f` runs under the
+    /// table's lock: it must not take other locks).
+    pub(crate) fn matching(&self, f: impl Fn(&T) -> bool) -> Result<KVec<Arc<T>>> {
+        let t = self.inner.lock();
+        let n = t
+            .slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Used(o) if f(o)))
+            .count();
+        let mut all = KVec::with_capacity(n, GFP_ATOMIC)?;
+        for slot in t.slots.iter() {
+            if let Slot::Used(obj) = slot {
+                if f(obj) {
+                    // Cannot fail: the capacity covers them.
+                    let _ = all.push(obj.clone(), GFP_ATOMIC);
+                }
+            }
+        }
+        Ok(all)
+    }
+
     /// Forbids new objects and returns the published ones, for teardown.
     pub(crate) fn close(&self) -> Result<KVec<Arc<T>>> {
         let mut t = self.inner.lock();

@@ -25,7 +25,9 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use rdma::provider::ratelimit::log_allowed;
-use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
+use rdma::provider::{
+    Access, AccessError, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus,
+};
 
 use crate::counters::Counter;
 use crate::net::xmit::SMALL_ROOM;
@@ -706,8 +708,13 @@ impl RcQp {
             wc.imm_data = imm.imm;
         }
         if let Some(ieth) = pkt.headers.ext.ieth {
-            if qp.invalidate(ieth.rkey).is_err() {
-                wc.status = WcStatus::LocProtErr;
+            if let Err(e) = qp.invalidate(ieth.rkey) {
+                // An MR with windows bound: the C rxe's status.
+                wc.status = if e == AccessError::Busy {
+                    WcStatus::RemInvReqErr
+                } else {
+                    WcStatus::LocProtErr
+                };
                 qp.complete_recv(wqe, wc, false);
                 return self.fatal(st, NakCode::InvalidRequest, psn);
             }

@@ -198,6 +198,7 @@ ktap_check bounds_rust peer_user bounds $pr
 ktap_check noinval_skipped_c peer_user noinval $pc swdev0
 ktap_check noinval_skipped_rust peer_user noinval $pr swdev0
 ktap_check pinned peer_user pinned 1M
+ktap_check huge_refused peer_user huge
 
 # An UNMAPS client (the extended registration): never asked to unmap what it
 # invalidated (peer_user checks the client's count of such calls).

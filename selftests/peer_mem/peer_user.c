@@ -40,6 +40,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -705,6 +708,78 @@ static int case_pinned(size_t size)
 
 	if (!ret)
 		ret = pinned_once(tfd, size, 0);
+	close(tfd);
+	return ret;
+}
+
+/*
+ * Pinned registrations larger than memory (64 GiB, 4 TiB): refused with
+ * ENOMEM before the kernel sizes anything by them, even for root, which
+ * RLIMIT_MEMLOCK does not bind (a page array sized by the request would
+ * WARN in the allocator, and the run fails on any splat). Then, without
+ * CAP_IPC_LOCK and under a 64 KiB RLIMIT_MEMLOCK, 1 MiB is refused with
+ * ENOMEM and 32 KiB works.
+ */
+static int case_huge(void)
+{
+	static const uint64_t lens[] = { 1ULL << 36, 1ULL << 42 };
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	struct rlimit rl = { 64 << 10, 64 << 10 };
+	int tfd = open_dev(TEST_DEV);
+	size_t len = 1 << 20;
+	void *mem = anon_map(len);
+	struct pmt_reg r;
+	unsigned int i;
+	int e, ret = KSFT_FAIL;
+
+	if (!mem) {
+		fail("mmap: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		e = pmt_reg(tfd, (uintptr_t)mem, lens[i], ACC_ALL, 0, NULL, &r);
+		if (!e) {
+			pmt_dereg(tfd, r.handle);
+			fail("%" PRIu64 " bytes registered", lens[i]);
+			goto out;
+		}
+		if (e != ENOMEM) {
+			fail("%" PRIu64 " bytes: %s, expected ENOMEM", lens[i],
+			     errname(e));
+			goto out;
+		}
+	}
+	if (syscall(SYS_capget, &hdr, data)) {
+		fail("capget: %s", strerror(errno));
+		goto out;
+	}
+	data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+	data[CAP_IPC_LOCK / 32].permitted &= ~(1u << (CAP_IPC_LOCK % 32));
+	if (syscall(SYS_capset, &hdr, data) || setrlimit(RLIMIT_MEMLOCK, &rl)) {
+		fail("capset/setrlimit: %s", strerror(errno));
+		goto out;
+	}
+	e = pmt_reg(tfd, (uintptr_t)mem, len, ACC_ALL, 0, NULL, &r);
+	if (!e) {
+		pmt_dereg(tfd, r.handle);
+		fail("1 MiB registered under a 64 KiB RLIMIT_MEMLOCK");
+		goto out;
+	}
+	if (e != ENOMEM) {
+		fail("1 MiB under a 64 KiB limit: %s, expected ENOMEM",
+		     errname(e));
+		goto out;
+	}
+	e = pmt_reg(tfd, (uintptr_t)mem, 32 << 10, ACC_ALL, 0, NULL, &r);
+	if (e) {
+		fail("32 KiB under a 64 KiB limit: %s", errname(e));
+		goto out;
+	}
+	ret = dereg_ok(tfd, r.handle);
+out:
+	if (mem)
+		munmap(mem, len);
 	close(tfd);
 	return ret;
 }
@@ -1630,6 +1705,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: peer_user rw CLIENT SIZE\n"
 		"       peer_user pinned SIZE\n"
+		"       peer_user huge\n"
 		"       peer_user invalidate CLIENT SIZE ROUNDS\n"
 		"       peer_user invalidate_mt CLIENT SIZE ROUNDS THREADS\n"
 		"       peer_user race_dereg CLIENT SIZE ROUNDS\n"
@@ -1671,6 +1747,8 @@ int main(int argc, char **argv)
 		   !parse_size(argv[3], &size) &&
 		   !parse_count(argv[4], &rounds)) {
 		ret = case_race_dereg(argv[2], size, rounds);
+	} else if (!strcmp(c, "huge") && ARGS(0)) {
+		ret = case_huge();
 	} else if (!strcmp(c, "peer_first") && ARGS(1)) {
 		ret = case_peer_first(argv[2]);
 	} else if (!strcmp(c, "decline") && ARGS(1)) {

@@ -247,6 +247,8 @@ impl ProviderQp {
         match op {
             WqeOp::LocalInv(key) => match dev.invalidate_key(*key) {
                 Ok(()) => WcStatus::Success,
+                // An MR with windows bound: the C rxe's status.
+                Err(AccessError::Busy) => WcStatus::LocQpOpErr,
                 Err(_) => WcStatus::LocProtErr,
             },
             WqeOp::RegMr { mr, key, access } => match mr.fast_reg(*key, *access) {

@@ -34,7 +34,7 @@ use rdma::spec::opcodes::{Access, NotifyFlags, SendFlags, WcFlags, WcOpcode, WcS
 use rdma::spec::qp_state::{optional_attrs, required_attrs, AttrMask, QpState, QpType};
 use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
 use rdma::verbs::cq::{CompHandler, Cq, CqCore, PollCtx, ProviderCq};
-use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::verbs::mr::{BufSlice, Mr, MrCore};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::{Pd, PdFlags};
 use rdma::verbs::qp::{ProviderQp, Qp, QpAttr, QpCap, QpInfo, QpInitAttr, QpOps};
@@ -254,7 +254,7 @@ fn resources_and_destroy_order() -> Result {
         Err((pd, e)) if e == EBUSY => pd,
         _ => return check(false, "PD with an MR: EBUSY"),
     };
-    mr.dereg();
+    check(mr.dereg().is_ok(), "MR deregistered")?;
     check(pd.destroy().is_ok(), "PD destroyed last")?;
     check(d.resource_counts() == [0; 7], "all gone")?;
     // Dropping a handle of an object in use: the last user frees it.
@@ -1294,6 +1294,236 @@ fn memory_windows() -> Result {
     check(got == msg, "read through a type 1 window from another QP")?;
     drop((a, b, c, w, w1, w2));
     check(d.resource_counts()[6] == 0, "windows deallocated")
+}
+
+/// A type 2 window belongs to the QP object, not to its number: once the
+/// QP is destroyed the window is unbound, and a QP of another PD that gets
+/// the same number back (swdev0 reuses numbers after 64 QPs) cannot write
+/// through the old key.
+fn window_outlives_qp() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let pd2 = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 32, None)?;
+    let buf = Buffer::new(4096)?;
+    let mr = Mr::reg_buffer(
+        pd.core(),
+        &buf,
+        0,
+        4096,
+        Access(ALL_ACCESS.0 | Access::MW_BIND.0),
+    )?;
+    let src = Buffer::new(4096)?;
+    let smr = Mr::reg_buffer(pd2.core(), &src, 0, 4096, ALL_ACCESS)?;
+    let sg = [src.sge(0, 64, smr.lkey())?];
+    let w = Mw::alloc(pd.core(), MwType::Type2)?;
+    let key = (w.rkey() & !0xff) | 0x5a;
+    let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    post1(
+        &b,
+        SendWr::new(
+            1,
+            SendOp::BindMw {
+                mw: w.core(),
+                mr: mr.core(),
+                key,
+                addr: buf.addr(0),
+                length: 4096,
+                access: Access::REMOTE_WRITE,
+            },
+            &[],
+        ),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::BindMw,
+        None,
+    )?;
+    let qpn = b.qpn();
+    drop((a, b));
+    // Create QPs of the other PD until the number comes back.
+    let mut reused = None;
+    for _ in 0..256 {
+        let q = new_qp(&pd2, &cq, QpType::Rc, 8)?;
+        if q.qpn() == qpn {
+            reused = Some(q);
+            break;
+        }
+    }
+    let Some(q) = reused else {
+        pr_err!("QP number {} never came back\n", qpn);
+        return Err(EINVAL);
+    };
+    let c = new_qp(&pd2, &cq, QpType::Rc, 8)?;
+    to_rts(&q, c.qpn())?;
+    to_rts(&c, q.qpn())?;
+    post1(
+        &c,
+        SendWr::new(
+            2,
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: key,
+            },
+            &sg,
+        ),
+    )?;
+    let wc = &poll_n(&cq, 1)?[0];
+    if wc.status != WcStatus::RemAccessErr {
+        pr_err!("write through a dead QP's window: {:?}\n", wc.status);
+        return Err(EINVAL);
+    }
+    let mut got = [0u8; 64];
+    buf.read(0, &mut got)?;
+    check(got == [0u8; 64], "nothing written through the old window")?;
+    check(!w.is_bound(), "the window went with its QP")?;
+    drop((q, c, w, mr, smr));
+    Ok(())
+}
+
+/// An MR with windows bound to it can be neither deregistered (`EINVAL`,
+/// the handle back) nor invalidated (`LOCAL_INV` completes with
+/// `LocQpOpErr`) until the windows go, as in the C rxe. A handle dropped
+/// meanwhile deregisters anyway: the windows refuse access.
+fn mr_with_windows() -> Result {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 32, None)?;
+    let buf = Buffer::new(8192)?;
+    let rights = Access(ALL_ACCESS.0 | Access::MW_BIND.0);
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, rights)?;
+    let src = Buffer::new(4096)?;
+    let smr = Mr::reg_buffer(pd.core(), &src, 0, 4096, ALL_ACCESS)?;
+    let sg = [src.sge(0, 64, smr.lkey())?];
+    let (a, b) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    let w = Mw::alloc(pd.core(), MwType::Type2)?;
+    let wkey = (w.rkey() & !0xff) | 0x61;
+    fn bind<'a>(mw: &'a Mw, key: u32, mr: &'a Arc<MrCore>, addr: u64) -> SendOp<'a> {
+        SendOp::BindMw {
+            mw: mw.core(),
+            mr,
+            key,
+            addr,
+            length: 512,
+            access: Access::REMOTE_WRITE,
+        }
+    }
+    post1(
+        &b,
+        SendWr::new(1, bind(&w, wkey, mr.core(), buf.addr(0)), &[]),
+    )?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::BindMw,
+        None,
+    )?;
+    let mr = match mr.destroy() {
+        Err((mr, e)) if e == EINVAL => mr,
+        Err((_, e)) => return Err(e),
+        Ok(()) => {
+            pr_err!("an MR with a window bound was deregistered\n");
+            return Err(EINVAL);
+        }
+    };
+    // A fast-registration MR with a type 1 window: LOCAL_INV refused.
+    let fr = Mr::alloc_fast_reg(pd.core(), 4)?;
+    fr.map_mr_sg(
+        &[BufSlice {
+            buf: &buf,
+            offset: 4096,
+            len: 4096,
+        }],
+        4096,
+    )?;
+    let fkey = (fr.lkey() & !0xff) | 0x62;
+    post1(
+        &b,
+        SendWr::new(
+            2,
+            SendOp::RegMr {
+                mr: fr.core(),
+                key: fkey,
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::MW_BIND,
+            },
+            &[],
+        ),
+    )?;
+    let w1 = Mw::alloc(pd.core(), MwType::Type1)?;
+    let k1 = (w1.rkey() & !0xff) | 0x63;
+    post1(
+        &b,
+        SendWr::new(3, bind(&w1, k1, fr.core(), buf.addr(4096)), &[]),
+    )?;
+    let wcs = poll_n(&cq, 2)?;
+    check(
+        wcs.iter().all(|w| w.status == WcStatus::Success),
+        "fast registration and bind",
+    )?;
+    // On another QP: a failed local operation takes its QP down.
+    let (c, _e) = rc_pair(&pd, &cq, QpType::Rc, 8)?;
+    post1(&c, SendWr::new(4, SendOp::LocalInv(fkey), &[]))?;
+    let wc = &poll_n(&cq, 1)?[0];
+    if wc.status != WcStatus::LocQpOpErr {
+        pr_err!("LOCAL_INV of an MR with a window: {:?}\n", wc.status);
+        return Err(EINVAL);
+    }
+    check(fr.is_valid(), "still valid after the refused LOCAL_INV")?;
+    // Once the windows go, both work.
+    post1(&b, SendWr::new(5, SendOp::LocalInv(wkey), &[]))?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        5,
+        WcStatus::Success,
+        WcOpcode::LocalInv,
+        None,
+    )?;
+    check(mr.destroy().is_ok(), "deregistered once its window went")?;
+    drop(w1);
+    post1(&b, SendWr::new(6, SendOp::LocalInv(fkey), &[]))?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        6,
+        WcStatus::Success,
+        WcOpcode::LocalInv,
+        None,
+    )?;
+    // Dropping the handle of an MR with a window deregisters it: the
+    // window stays bound but refuses access.
+    let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, rights)?;
+    let w = Mw::alloc(pd.core(), MwType::Type1)?;
+    let k = (w.rkey() & !0xff) | 0x64;
+    post1(&b, SendWr::new(7, bind(&w, k, mr.core(), buf.addr(0)), &[]))?;
+    expect_wc(
+        &poll_n(&cq, 1)?[0],
+        7,
+        WcStatus::Success,
+        WcOpcode::BindMw,
+        None,
+    )?;
+    drop(mr);
+    check(d.resource_counts()[4] == 2, "the dropped MR is gone")?;
+    post1(
+        &a,
+        SendWr::new(
+            8,
+            SendOp::Write {
+                remote_addr: buf.addr(0),
+                rkey: k,
+            },
+            &sg,
+        ),
+    )?;
+    let wc = &poll_n(&cq, 1)?[0];
+    check(
+        wc.status == WcStatus::RemAccessErr,
+        "no access through a dropped MR's window",
+    )?;
+    drop((w, fr, smr));
+    Ok(())
 }
 
 /// READ with invalidate, FLUSH and ATOMIC_WRITE, and what UC refuses.
@@ -2460,6 +2690,8 @@ const CASES: &[FnCase<()>] = &[
     case!(access_violations_and_flush),
     case!(fast_reg_and_invalidate),
     case!(memory_windows),
+    case!(window_outlives_qp),
+    case!(mr_with_windows),
     case!(extended_opcodes),
     case!(srq_shared_and_limit),
     case!(cq_notify_peek_resize_moderation),

@@ -348,7 +348,7 @@ impl FileCtx {
             let mut inner = self.inner.lock();
             rdma::kshim::vec::remove_first(&mut inner.regs, |r| r.handle == handle).ok_or(EINVAL)?
         };
-        reg.mr.dereg();
+        reg.mr.dereg().map_err(|(_, e)| e)?;
         Ok(0)
     }
 

@@ -407,6 +407,43 @@ fn windows(a: Port<'_>, b: Port<'_>) -> Result {
     remote_failure(&x, &y, r, 64)
 }
 
+/// A SEND with invalidate of an MR that a window is bound to is refused,
+/// as in the C rxe: the receive completes with `RemInvReqErr` (the sender
+/// gets the NAK's `RemInvReqErr`) and the MR stays valid.
+fn send_inv_of_mr_with_window(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let page = Buffer::new(4096)?;
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::MW_BIND;
+    let (fr, fkey) = fast_reg_page(&y, &page, 1, 0x41, rights)?;
+    let w = Mw::alloc(y.pd.core(), MwType::Type1)?;
+    let bind = SendOp::BindMw {
+        mw: w.core(),
+        mr: fr.core(),
+        key: (w.rkey() & !0xff) | 0x42,
+        addr: page.addr(0),
+        length: 512,
+        access: Access::REMOTE_WRITE,
+    };
+    y.qp.post_send(&[SendWr::new(2, bind, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 2, WcStatus::Success, Some(WcOpcode::BindMw))?;
+    check(fr.windows() == 1, "one window on the MR")?;
+    let rs = [y.sge(0, 64)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 3,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    x.qp.post_send(&[SendWr::new(3, SendOp::SendWithInv(fkey), &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 3, WcStatus::RemInvReqErr, None)?;
+    expect(&x.cq, 3, WcStatus::RemInvReqErr, None)?;
+    check(fr.is_valid(), "the MR is still valid")?;
+    drop(w);
+    check(fr.windows() == 0, "the window went")
+}
+
 /// Registers `page` in a new fast-registration MR of `e`'s PD, through a
 /// REG_MR work request `id` of `e`'s QP, under key byte `byte`: the MR
 /// and its key.
@@ -1231,7 +1268,7 @@ fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
     for _ in 0..16 {
         let mr = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
         keys.push(mr.rkey(), GFP_KERNEL)?;
-        mr.dereg();
+        mr.dereg().map_err(|(_, e)| e)?;
     }
     for (i, k) in keys.iter().enumerate() {
         check(
@@ -1245,7 +1282,7 @@ fn stale_keys_and_qpns(a: Port<'_>, b: Port<'_>) -> Result {
     )?;
     let stale = Mr::reg_buffer(y.pd.core(), &old, 0, 4096, rw)?;
     let stale_key = stale.rkey();
-    stale.dereg();
+    stale.dereg().map_err(|(_, e)| e)?;
     fill_pattern(&fresh, 0, 4096, 9)?;
     let mr = Mr::reg_buffer(y.pd.core(), &fresh, 0, 4096, rw)?;
     check(mr.rkey() != stale_key, "a new key for the new MR")?;
@@ -1407,6 +1444,10 @@ const CASES: &[FnCase<Ports>] = &[
     case!("srq_core_polled_cqs_and_drain", |p| srq_cqs_drain(p.a, p.b)),
     case!("windows_veth", |p| windows(p.a, p.b)),
     case!("windows_loopback", |p| windows(p.b, p.b)),
+    case!(
+        "send_inv_of_mr_with_window",
+        |p| send_inv_of_mr_with_window(p.b, p.b)
+    ),
     case!("local_and_read_invalidate", |p| local_and_read_invalidate(
         p.a, p.b
     )),
