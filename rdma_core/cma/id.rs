@@ -197,7 +197,9 @@ impl CmIdCore {
             qp_state: QpState::Init,
             pkey_index: 0,
             port_num: b.port,
-            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            // What the peer may do is settled at RTR (`conn::to_rts`);
+            // until then, nothing.
+            qp_access_flags: Access::NONE,
             ..QpAttr::default()
         };
         qp.modify(

@@ -32,7 +32,7 @@ use rdma::spec::mad::{
     CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_MRA, CM_ATTR_REJ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU,
     MAD_SIZE,
 };
-use rdma::spec::opcodes::WcStatus;
+use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::verbs::ah::{AhAttr, GlobalRoute};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -301,6 +301,72 @@ fn ours_to_ours() -> Result {
     drop(server);
     drop(id);
     drop(listener);
+    Ok(())
+}
+
+/// The rights a connection's QP grants its peer are those of the C stack
+/// (ib_cm's INIT attributes, which rdma_cm applies before RTR):
+/// REMOTE_WRITE always, REMOTE_READ and REMOTE_ATOMIC only with responder
+/// resources. rxb accepts with none, then with one; rxa, whose responder
+/// resources are rxb's initiator depth (1), grants all three both times.
+/// rxa READs rxb's buffer: a remote access error without, the bytes with.
+fn read_needs_responder_resources() -> Result {
+    let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+    for rr in [0u8, 1] {
+        let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+        let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+        let listener = CmId::new(b.ns()?, rb.0.clone())?;
+        listener.bind_addr(v4([0; 4], 5010))?;
+        listener.listen()?;
+        let id = client(&a, &ra, v4([10, 84, 0, 2], 5010))?;
+        id.connect(&param(b"rr")?)?;
+        let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
+        let server = ev.new_id.take().ok_or(EINVAL)?;
+        b.make_qp(&server)?;
+        let mut p = param(&buffer_pdata(&b))?;
+        p.responder_resources = rr;
+        server.accept(&p)?;
+        ra.take(EventKind::Established, 20)?;
+        rb.take(EventKind::Established, 20)?;
+        let granted = server.qp().ok_or(EINVAL)?.query()?.qp_access_flags;
+        let theirs = id.qp().ok_or(EINVAL)?.query()?.qp_access_flags;
+        pr_info!(
+            "cm: responder resources {}: rxb grants {:?}, rxa {:?}\n",
+            rr,
+            granted,
+            theirs
+        );
+        let want = if rr > 0 { all } else { Access::REMOTE_WRITE };
+        check(granted == want, "rxb's QP grants what its resources allow")?;
+        check(theirs == all, "rxa's QP grants all three")?;
+        verify::fill_pattern(&b.buf, 8192, 512, 9)?;
+        let remote = (b.buf.addr(8192), b.mr.rkey());
+        a.rdma(&id, false, 0, 512, remote)?;
+        let wc = verify::poll(&a.cq, 1)?;
+        pr_info!(
+            "cm: READ with {} responder resources: {:?}\n",
+            rr,
+            wc[0].status
+        );
+        if rr > 0 {
+            check(wc[0].status == WcStatus::Success, "the READ completed")?;
+            check(
+                verify::same(&a.buf, 0, &b.buf, 8192, 512)?,
+                "the READ's bytes",
+            )?;
+        } else {
+            check(
+                wc[0].status == WcStatus::RemAccessErr,
+                "a READ without responder resources: remote access error",
+            )?;
+        }
+        id.disconnect()?;
+        ra.take(EventKind::Disconnected, 20)?;
+        rb.take(EventKind::Disconnected, 20)?;
+        drop(server);
+        drop(id);
+        drop(listener);
+    }
     Ok(())
 }
 
@@ -698,6 +764,9 @@ impl kernel::workqueue::WorkItem for ConnectWork {
 const CASES: &[FnCase<()>] = &[
     case!("req_lost_duplicated_dreq_lost", |()| lost_and_duplicated()),
     case!("ours_to_ours", |()| ours_to_ours()),
+    case!("read_needs_responder_resources", |()| {
+        read_needs_responder_resources()
+    }),
     case!("slow_accept_mra", |()| slow_accept_mra()),
     case!("no_listener_rejected", |()| no_listener()),
     case!("consumer_reject_with_data", |()| consumer_reject()),
