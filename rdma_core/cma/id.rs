@@ -149,6 +149,7 @@ impl CmIdCore {
                         events: KVec::new(),
                         running: false,
                         task: 0,
+                        handing: 0,
                     },
                     "CmIdCore::queue"
                 ),
@@ -254,6 +255,10 @@ impl CmIdCore {
         };
         drop(events);
         self.wait_handler_elsewhere();
+        // A listener's connection request being handed to the handler
+        // (on its new id's work item) is waited for; one after sees
+        // `destroyed` and is rejected.
+        self.wait_handover_elsewhere();
         self.st.lock().bound = None;
         if let Some(ids) = IDS.get() {
             retain(&mut ids.list.lock(), |i| !Arc::ptr_eq(i, self));

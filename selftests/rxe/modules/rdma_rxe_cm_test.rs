@@ -16,13 +16,17 @@
 
 #![deny(unsafe_code)]
 
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
-use rdma::cma::{CmId, CmIdCore, ConnParam, EventKind, IpAddr, SockAddr};
+use rdma::cma::{
+    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
+};
 use rdma::kshim::time;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
@@ -368,6 +372,100 @@ fn read_needs_responder_resources() -> Result {
         drop(listener);
     }
     Ok(())
+}
+
+/// A listener's handler that takes its time over each connection request
+/// (refusing it), says while it is inside, and notes any request it is
+/// still in, or gets, after its listener's destroy returned.
+struct Slow {
+    inside: AtomicBool,
+    calls: AtomicU32,
+    gone: AtomicBool,
+    late: AtomicU32,
+}
+
+impl CmHandler for Slow {
+    fn event(&self, _id: &Arc<CmIdCore>, ev: CmEvent) -> Disposition {
+        if ev.kind != EventKind::ConnectRequest {
+            return Disposition::Keep;
+        }
+        if self.gone.load(Ordering::Acquire) {
+            self.late.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inside.store(true, Ordering::Release);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        time::msleep(20);
+        if self.gone.load(Ordering::Acquire) {
+            self.late.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inside.store(false, Ordering::Release);
+        // The new id goes with the event: the CM rejects the request.
+        Disposition::Destroy
+    }
+}
+
+/// Listeners destroyed as requests come, sixteen times: half while a
+/// request is in the handler (the destroy waits for it to return), half
+/// as the REQ is on its way (a request reported after the destroy is
+/// rejected, never handed over). No handler runs after its listener's
+/// destroy returned, and every client hears a REJ.
+fn listener_destroyed_under_requests() -> Result {
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+    let mut handed = 0;
+    for i in 0..16u32 {
+        let slow = Arc::new(
+            Slow {
+                inside: AtomicBool::new(false),
+                calls: AtomicU32::new(0),
+                gone: AtomicBool::new(false),
+                late: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let listener = CmId::new(b.ns()?, slow.clone())?;
+        listener.bind_addr(v4([0; 4], 5020))?;
+        listener.listen()?;
+        let ra = Recorder::make()?;
+        let id = client(&a, &ra, v4([10, 84, 0, 2], 5020))?;
+        id.connect(&param(b"late")?)?;
+        if i % 2 == 0 {
+            for _ in 0..500 {
+                if slow.inside.load(Ordering::Acquire) {
+                    break;
+                }
+                time::msleep(10);
+            }
+            check(
+                slow.inside.load(Ordering::Acquire),
+                "the request reached the handler",
+            )?;
+        } else {
+            time::msleep(i % 5);
+        }
+        drop(listener);
+        slow.gone.store(true, Ordering::Release);
+        time::msleep(60);
+        let late = slow.late.load(Ordering::Relaxed);
+        if late != 0 {
+            pr_err!(
+                "cm: round {}: {} handler calls after the destroy\n",
+                i,
+                late
+            );
+        }
+        check(
+            late == 0 && !slow.inside.load(Ordering::Acquire),
+            "no handler after its listener's destroy returned",
+        )?;
+        ra.take(EventKind::Rejected, 20)?;
+        handed += slow.calls.load(Ordering::Relaxed);
+        drop(id);
+    }
+    pr_info!(
+        "cm: 16 listeners destroyed under requests, {} handed over\n",
+        handed
+    );
+    check(handed >= 8, "the requests waited for reached the handler")
 }
 
 /// Loss and duplicates on the wire, by rxb's fault injection (cm.sh arms
@@ -766,6 +864,9 @@ const CASES: &[FnCase<()>] = &[
     case!("ours_to_ours", |()| ours_to_ours()),
     case!("read_needs_responder_resources", |()| {
         read_needs_responder_resources()
+    }),
+    case!("listener_destroyed_under_requests", |()| {
+        listener_destroyed_under_requests()
     }),
     case!("slow_accept_mra", |()| slow_accept_mra()),
     case!("no_listener_rejected", |()| no_listener()),
