@@ -21,6 +21,7 @@ use crate::spec::cm_msg::{
     TRANSPORT_RC,
 };
 use crate::spec::cm_state::ack_timeout;
+use crate::spec::opcodes::Access;
 use crate::spec::qp_state::{AttrMask, QpState};
 use crate::verbs::ah::{AhAttr, GlobalRoute};
 use crate::verbs::qp::{Qp, QpAttr};
@@ -58,12 +59,31 @@ pub struct ConnParam {
     pub max_cm_retries: Option<u8>,
 }
 
+/// The rights a connected QP grants its peer, as the C stack's CM sets
+/// them (its INIT attributes, which rdma_cm applies before RTR): RDMA
+/// WRITE always; RDMA READ and atomics only with responder resources
+/// (`max_dest_rd_atomic`, what this side agreed to serve).
+fn peer_access(max_dest_rd_atomic: u8) -> Access {
+    if max_dest_rd_atomic > 0 {
+        Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+    } else {
+        Access::REMOTE_WRITE
+    }
+}
+
 /// Moves a connected QP to RTR with `rtr`, then to RTS with `rts` (what
 /// rdma_cm's `cma_modify_qp_rtr` and `_rts` set from the REQ and REP).
+/// The peer's rights come with RTR, from `rtr.max_dest_rd_atomic`
+/// ([`peer_access`]).
 fn to_rts(qp: &Qp, rtr: &QpAttr, rts: &QpAttr) -> Result {
+    let rtr = QpAttr {
+        qp_access_flags: peer_access(rtr.max_dest_rd_atomic),
+        ..*rtr
+    };
     qp.modify(
-        rtr,
+        &rtr,
         AttrMask::STATE
+            | AttrMask::ACCESS_FLAGS
             | AttrMask::AV
             | AttrMask::PATH_MTU
             | AttrMask::DEST_QPN

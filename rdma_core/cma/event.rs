@@ -95,6 +95,11 @@ pub(super) struct Queue {
     pub(super) running: bool,
     /// The task running the handler, while it runs.
     pub(super) task: usize,
+    /// A listener's: the task handing one of its connection requests to
+    /// the handler, on the new id's work item (0: none). One at a time,
+    /// as rdma_cm holds the listening id's handler mutex meanwhile; no
+    /// lock is held across the handler.
+    pub(super) handing: usize,
 }
 
 /// The calling task, as a number.
@@ -127,14 +132,29 @@ impl WorkItem for CmIdCore {
             if this.destroyed.load(Ordering::Acquire) {
                 continue;
             }
-            // A request whose listener went before it was reported is
-            // rejected: its new id goes with the event.
-            if ev.kind == EventKind::ConnectRequest && this.parent_gone() {
-                drop(ev);
-                continue;
-            }
             let request = ev.kind == EventKind::ConnectRequest;
-            if this.handler.event(&this, ev) == Disposition::Destroy {
+            let parent = if request {
+                this.st.lock().parent.clone()
+            } else {
+                None
+            };
+            let disposition = match parent {
+                // A request is handed over as its listener's one handover:
+                // a listener destroyed before is not called (the request
+                // is rejected: its new id goes with the event), and one
+                // destroyed meanwhile waits for the handler to return.
+                Some(p) => {
+                    if !p.handover_begin(me) {
+                        drop(ev);
+                        continue;
+                    }
+                    let d = this.handler.event(&this, ev);
+                    p.handover_end();
+                    d
+                }
+                None => this.handler.event(&this, ev),
+            };
+            if disposition == Disposition::Destroy {
                 this.destroy();
             } else if request {
                 this.mra_if_unanswered();
@@ -158,6 +178,43 @@ impl CmIdCore {
         };
         if start {
             let _ = workqueue::system_unbound().enqueue(self.clone());
+        }
+    }
+
+    /// A listener's: begins handing a connection request to the handler
+    /// on task `me`, once no other is; `false` (nothing begun) if the
+    /// listener was destroyed.
+    fn handover_begin(&self, me: usize) -> bool {
+        let mut q = self.queue.lock();
+        loop {
+            if self.destroyed.load(Ordering::Acquire) {
+                return false;
+            }
+            if q.handing == 0 {
+                q.handing = me;
+                return true;
+            }
+            self.idle.wait(&mut q);
+        }
+    }
+
+    /// The handover `handover_begin` began has returned.
+    fn handover_end(&self) {
+        let mut q = self.queue.lock();
+        q.handing = 0;
+        drop(q);
+        self.idle.notify_all();
+    }
+
+    /// Waits until no connection request of this listener is being
+    /// handed over on another task than the caller's (`destroyed` is set
+    /// already: none begins after). Process context, with no lock of the
+    /// id held.
+    pub(super) fn wait_handover_elsewhere(&self) {
+        let me = current_task();
+        let mut q = self.queue.lock();
+        while q.handing != 0 && q.handing != me {
+            self.idle.wait(&mut q);
         }
     }
 

@@ -149,6 +149,7 @@ impl CmIdCore {
                         events: KVec::new(),
                         running: false,
                         task: 0,
+                        handing: 0,
                     },
                     "CmIdCore::queue"
                 ),
@@ -197,7 +198,9 @@ impl CmIdCore {
             qp_state: QpState::Init,
             pkey_index: 0,
             port_num: b.port,
-            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            // What the peer may do is settled at RTR (`conn::to_rts`);
+            // until then, nothing.
+            qp_access_flags: Access::NONE,
             ..QpAttr::default()
         };
         qp.modify(
@@ -252,6 +255,10 @@ impl CmIdCore {
         };
         drop(events);
         self.wait_handler_elsewhere();
+        // A listener's connection request being handed to the handler
+        // (on its new id's work item) is waited for; one after sees
+        // `destroyed` and is rejected.
+        self.wait_handover_elsewhere();
         self.st.lock().bound = None;
         if let Some(ids) = IDS.get() {
             retain(&mut ids.list.lock(), |i| !Arc::ptr_eq(i, self));

@@ -4,8 +4,6 @@
 //! this listener, the new id (and its `ConnectRequest` event) for a REQ,
 //! and the delayed MRA for a request the ULP has not answered yet.
 
-use core::sync::atomic::Ordering;
-
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -58,15 +56,6 @@ impl CmIdCore {
         if let Some(c) = conn {
             c.mra_delayed(MRA_SERVICE_TIMEOUT);
         }
-    }
-
-    /// Whether the listener of this (passive) id was destroyed.
-    pub(super) fn parent_gone(&self) -> bool {
-        self.st
-            .lock()
-            .parent
-            .as_ref()
-            .is_some_and(|p| p.destroyed.load(Ordering::Acquire))
     }
 }
 

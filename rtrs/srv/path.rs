@@ -26,6 +26,7 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::cma::{CmId, CmIdCore, SockAddr};
 use rdma::device::Device;
+use rdma::kshim::errno::econnreset;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
 use rdma::verbs::cq::CqCore;
@@ -45,6 +46,14 @@ use crate::srv::sysfs::{PathDirs, Sessions, SysPath};
 use crate::srv::{Params, SrvOps};
 use crate::sysfs::{Addr, PathEnds};
 
+/// A connection request a path did not take: its id, if still ours to
+/// refuse, the errno to refuse it with, and why (for the log).
+pub(crate) struct Refusal {
+    pub(crate) id: Option<CmId>,
+    pub(crate) errno: Error,
+    pub(crate) why: &'static str,
+}
+
 /// A copy of a path's name, on the stack (every request passes it to the
 /// ULP: no allocation on that path).
 pub(crate) struct Name([u8; 256]);
@@ -59,6 +68,18 @@ impl Name {
     /// The name as text, for the log.
     pub(crate) fn as_str(&self) -> &str {
         core::str::from_utf8(self.as_bytes()).unwrap_or("?")
+    }
+}
+
+/// Bytes as lower-case hex, for the log (a session's UUID).
+struct Hex<'a>(&'a [u8]);
+
+impl core::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for b in self.0 {
+            write!(f, "{:02x}", b)?;
+        }
+        Ok(())
     }
 }
 
@@ -229,19 +250,84 @@ impl Path {
         Name(self.state.lock().name)
     }
 
-    /// Adds connection `req.cid` on `id` and accepts it.
-    pub(crate) fn add_con(self: &Arc<Self>, id: CmId, req: &ConnReq) -> Result {
-        if req.cid_num != self.cid_num || self.is_closed() {
-            return Err(EINVAL);
+    /// Why request `req` does not fit the path as `st` shows it, if it
+    /// does not: the path is past connecting (up or closed), or names
+    /// another connection count, or a cid it has. Any of these the
+    /// kernel's server refuses with `ECONNRESET`, the path untouched.
+    fn misfit(&self, st: &PathState, req: &ConnReq) -> Option<&'static str> {
+        if self.is_closed() || st.up {
+            Some("the path is not connecting")
+        } else if req.cid_num != self.cid_num || req.cid >= self.cid_num {
+            Some("another connection count")
+        } else if st.cons.iter().any(|c| c.cid() == req.cid) {
+            Some("a duplicate cid")
+        } else {
+            None
         }
-        if self.state.lock().cons.iter().any(|c| c.cid() == req.cid) {
-            return Err(EEXIST);
+    }
+
+    /// Adds connection `req.cid` on `id` and accepts it. Whatever fails,
+    /// the path and its other connections are untouched: a request that
+    /// does not fit comes back in the [`Refusal`] for the caller to refuse
+    /// (as the kernel's server does); one that fails after its QP was
+    /// made is gone (its id destroyed: the CM rejects it).
+    pub(crate) fn add_con(self: &Arc<Self>, id: CmId, req: &ConnReq) -> Result<(), Refusal> {
+        let refuse = |id, why| Refusal {
+            id,
+            errno: econnreset(),
+            why,
+        };
+        if let Some(why) = self.misfit(&self.state.lock(), req) {
+            return Err(refuse(Some(id), why));
         }
-        let comp: Arc<dyn CqeDone> = self.comp().ok_or(ENODEV)?;
+        // Every connection of a path comes through the device of cid 0.
+        if !id.device().is_some_and(|(d, _)| Arc::ptr_eq(&d, &self.dev)) {
+            return Err(refuse(Some(id), "another device"));
+        }
+        let Some(comp) = self.comp() else {
+            return Err(refuse(Some(id), "the path is not connecting"));
+        };
+        let comp: Arc<dyn CqeDone> = comp;
         let qd = self.params.queue_depth;
-        let con = Con::new(id, req.cid, &self.dev, &self.pd, qd, &self.info, comp)?;
-        self.state.lock().cons.push(con.clone(), GFP_KERNEL)?;
-        con.accept(&self.params)
+        let con =
+            Con::new(id, req.cid, &self.dev, &self.pd, qd, &self.info, comp).map_err(|e| {
+                Refusal {
+                    id: None,
+                    errno: e,
+                    why: "no QP for it",
+                }
+            })?;
+        {
+            // Checked again with the connection published at once: a
+            // request for the same cid may have come meanwhile, or the
+            // path closed (`close` marks it before it takes the
+            // connections: one published here goes with the others).
+            let mut st = self.state.lock();
+            let misfit = self.misfit(&st, req);
+            let pushed = match misfit {
+                Some(_) => Err(econnreset()),
+                None => st.cons.push(con.clone(), GFP_KERNEL).map_err(Error::from),
+            };
+            if let Err(e) = pushed {
+                drop(st);
+                con.close();
+                return Err(Refusal {
+                    id: None,
+                    errno: e,
+                    why: misfit.unwrap_or("no memory"),
+                });
+            }
+        }
+        if let Err(e) = con.accept(&self.params) {
+            rdma::kshim::vec::retain(&mut self.state.lock().cons, |c| !Arc::ptr_eq(c, &con));
+            con.close();
+            return Err(Refusal {
+                id: None,
+                errno: e,
+                why: "the accept failed",
+            });
+        }
+        Ok(())
     }
 
     /// A heartbeat of the client was acknowledged.
@@ -370,9 +456,10 @@ impl Path {
         self.state.lock().up = true;
         let name = self.name();
         pr_info!(
-            "rtrs: path \"{}\" up: {} connections\n",
+            "rtrs: path \"{}\" up: {} connections, session {}\n",
             name.as_str(),
-            cons.len()
+            cons.len(),
+            Hex(&self.sess_uuid)
         );
         self.ops.link_ev(name.as_bytes(), true);
         Ok(())

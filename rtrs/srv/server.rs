@@ -9,9 +9,12 @@
 //! one per client CPU, one after another. Connection 0 makes the path;
 //! the others join it by its session UUID. Each is accepted with an
 //! `rtrs_msg_conn_rsp` giving the queue depth and the sizes (the same on
-//! every connection). A path whose connection fails or disconnects is
-//! closed whole, from a work item (never from the rdma_cm handler that
-//! reported it).
+//! every connection). A request that does not fit the path it names (the
+//! path up or closing, another connection count, a cid it has, another
+//! device) is refused alone with `ECONNRESET`, as the kernel's server
+//! refuses it: the path and its IO do not notice. A path whose connection
+//! fails or disconnects once made is closed whole, from a work item (never
+//! from the rdma_cm handler that reported it).
 //!
 //! A keeper on the server's work queue sends every path its heartbeats
 //! and closes the paths whose client went silent.
@@ -199,8 +202,8 @@ impl Inner {
                 .find(|p| p.sess_uuid() == req.sess_uuid)
                 .cloned()
         };
-        let path = match (path, req.cid) {
-            (Some(p), _) => p,
+        let (path, made) = match (path, req.cid) {
+            (Some(p), _) => (p, false),
             (None, 0) => match Path::new(
                 self.ops.clone(),
                 self.params,
@@ -213,7 +216,7 @@ impl Inner {
                     if self.paths.lock().push(p.clone(), GFP_KERNEL).is_err() {
                         return Self::refuse(id, -12);
                     }
-                    p
+                    (p, true)
                 }
                 Err(e) => return Self::refuse(id, e.to_errno() as i16),
             },
@@ -221,11 +224,25 @@ impl Inner {
             // failed, or it is from before a restart).
             (None, _) => return Self::refuse(id, -104),
         };
-        if let Err(e) = path.add_con(id, &req) {
+        // A request that does not fit is refused alone: the path it named
+        // (and its IO) does not notice, as with the kernel's server. Only
+        // a path this very request made goes with it.
+        if let Err(r) = path.add_con(id, &req) {
             if rdma::kshim::ratelimit::log_allowed() {
-                pr_warn!("rtrs: connection {} of a path refused ({:?})\n", req.cid, e);
+                pr_warn!(
+                    "rtrs: connection request refused: cid {} of {}: {} (errno {})\n",
+                    req.cid,
+                    req.cid_num,
+                    r.why,
+                    r.errno.to_errno()
+                );
             }
-            self.close_later(&path);
+            if let Some(id) = r.id {
+                Self::refuse(id, r.errno.to_errno() as i16);
+            }
+            if made {
+                self.close_later(&path);
+            }
         }
     }
 }

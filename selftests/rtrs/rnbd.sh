@@ -87,6 +87,10 @@ cm_state() {
 map() {
 	if echo "sessname=rdma_rs_rnbd path=ip:10.80.1.2 device_path=ours" > "$ctl/map_device" &&
 		[ -b /dev/rnbd0 ]; then
+		# The session's UUID and connection count, for the intruders.
+		dmesg | sed -n 's/^.*rtrs: path "rdma_rs_rnbd" up: \([0-9]*\) connections, session \([0-9a-f]*\)$/\2 \1/p' |
+			tail -n 1 > "$tmpd/victim"
+		[ -s "$tmpd/victim" ] || { echo "no session UUID logged"; return 1; }
 		return 0
 	fi
 	cm_state
@@ -236,11 +240,57 @@ server_reloaded() {
 # Lying clients (rtrs_liar_test.ko, from our rxe rtc in namespace rt_c to
 # the server's 10.80.2.2 on our rxe rtd), and a silent one: the server
 # closes each such path, and the kernel client's device is still served.
+# Intruders send connection requests for the kernel client's live session
+# (its UUID from our server's log) while IO runs on it: they are refused,
+# and the IO goes on, every byte right, without a reconnect.
 liars_setup() {
 	netns_add rt_c && netns_veth rt_c rtv2 rt_b rtv3 &&
 		netns_addr rt_c rtv2 10.80.2.1/24 && netns_addr rt_b rtv3 10.80.2.2/24 &&
 		rxe_bind rt_c rtv2 rtc && rxe_bind rt_b rtv3 rtd &&
 		ip netns exec rt_c ping -c 1 -W 5 10.80.2.2 > /dev/null
+}
+
+# Writes and reads back 256 KiB at 12 MiB of /dev/rnbd0 until $tmpd/stop
+# shows; counts the rounds in $tmpd/io_n, a mismatch or failure in
+# $tmpd/io_bad.
+io_loop() {
+	n=0
+	dd if=/dev/urandom of="$tmpd/iopat" bs=65536 count=4 2> /dev/null
+	while [ ! -e "$tmpd/stop" ]; do
+		if ! dd if="$tmpd/iopat" of=/dev/rnbd0 bs=65536 count=4 seek=192 oflag=direct 2> /dev/null ||
+			! dd if=/dev/rnbd0 of="$tmpd/ioback" bs=65536 count=4 skip=192 iflag=direct 2> /dev/null ||
+			! cmp -s "$tmpd/iopat" "$tmpd/ioback"; then
+			echo "round $n" > "$tmpd/io_bad"
+			break
+		fi
+		n=$((n + 1))
+		echo "$n" > "$tmpd/io_n"
+	done
+}
+
+# The kernel client's reconnects (successful and failed) on its path.
+reconnects() {
+	cat /sys/class/rtrs-client/rdma_rs_rnbd/paths/*/stats/reconnects
+}
+
+liars() {
+	read -r vuuid vcons < "$tmpd/victim" || { ktap_fail rtrs_liar_test "no victim"; return; }
+	rc0=$(reconnects)
+	rm -f "$tmpd/stop" "$tmpd/io_bad" "$tmpd/io_n"
+	io_loop &
+	iopid=$!
+	ktap_module rtrs_liar_test victim_uuid="$vuuid" victim_cid_num="$vcons"
+	touch "$tmpd/stop"
+	wait "$iopid"
+	rc1=$(reconnects)
+	if [ -e "$tmpd/io_bad" ] || [ ! -s "$tmpd/io_n" ] || [ "$rc0" != "$rc1" ]; then
+		echo "# io: $(cat "$tmpd/io_n" 2> /dev/null) rounds, bad: $(cat "$tmpd/io_bad" 2> /dev/null)"
+		echo "# reconnects: $rc0, then $rc1"
+		ktap_fail live_session_untouched
+	else
+		echo "# io: $(cat "$tmpd/io_n") rounds right; reconnects $rc1"
+		ktap_pass live_session_untouched
+	fi
 }
 
 still_served() {
@@ -272,7 +322,7 @@ ktap_check server_sysfs server_sysfs
 ktap_check heartbeat_acked heartbeat_acked
 ktap_check params_announced params_announced
 ktap_check liars_setup liars_setup
-ktap_module rtrs_liar_test
+liars
 ktap_check still_served still_served
 ktap_check server_reloaded server_reloaded
 ktap_check unmap unmap

@@ -35,13 +35,15 @@ arm_faults() {
 	echo "hit=rx_drop@nth=1 hit=rx_dup@nth=2 hit=rx_drop@nth=4" > "$cfs/rxb/fault"
 }
 
-# Every REQ was answered. rxb received eleven REQs and the resends of the
-# one accepted late: the unloaded ULP's, then the module's (the lost one
+# Every REQ was answered. rxb received 29 REQs and the resends of the one
+# accepted late: the unloaded ULP's, then the module's (the lost one
 # never arrived, its resend twice; one connected, one stale from that
-# connection's QP, one for a GID not its own, one accepted late, whose
+# connection's QP, one for a GID not its own, two accepted with and
+# without responder resources, sixteen whose listeners went as they
+# came, rejected, one accepted late, whose
 # resends (one, or two on a slow guest) each got an MRA; one rejected by
 # the consumer, one for a port nobody listens on, one whose listener went,
-# one whose client's device went), and rejected five. rxc took
+# one whose client's device went), and rejected 21. rxc took
 # one REQ from the kernel's rdma_cm and sent one to it (10.84.0.99 answers
 # nothing: its MAC is nobody's). Every fault armed on rxb fired.
 counters() {
@@ -52,15 +54,15 @@ counters() {
 		[ "$v" = "$2" ] || { echo "$1: $v, want $2"; return 1; }
 	}
 	grep -qx "hits_pending 0" "$cfs/rxb/fault" || { cat "$cfs/rxb/fault"; return 1; }
-	# Ten distinct REQs reach rxb, and duplicates: one the fault made, and
+	# 28 distinct REQs reach rxb, and duplicates: one the fault made, and
 	# the resends of the late accept (at least one). rxb answers those
 	# with MRAs, and may also send the delayed MRA on its own when the
 	# guest is slow, so MRAs are at least one and need not match resends.
 	_mra=$(cat "$b/cm_tx_msgs/mra") && _dup=$(cat "$b/cm_rx_duplicates/req") || return 1
 	[ "$_mra" -ge 1 ] || { echo "no MRA from rxb"; return 1; }
 	[ "$_dup" -ge 2 ] || { echo "$b/cm_rx_duplicates/req: $_dup, want at least 2"; return 1; }
-	want "$b/cm_rx_msgs/req" $((10 + _dup)) &&
-		want "$b/cm_tx_msgs/rej" 5 && want "$b/cm_tx_msgs/rep" 5 && want "$b/cm_rx_msgs/rtu" 5 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
+	want "$b/cm_rx_msgs/req" $((28 + _dup)) &&
+		want "$b/cm_tx_msgs/rej" 21 && want "$b/cm_tx_msgs/rep" 7 && want "$b/cm_rx_msgs/rtu" 7 && want "$c/cm_rx_msgs/req" 1 && want "$c/cm_tx_msgs/req" 1 &&
 		want "$c/cm_tx_msgs/rep" 1 && want "$c/cm_rx_msgs/rep" 1
 }
 

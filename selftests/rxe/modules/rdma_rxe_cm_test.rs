@@ -16,13 +16,17 @@
 
 #![deny(unsafe_code)]
 
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
-use rdma::cma::{CmId, CmIdCore, ConnParam, EventKind, IpAddr, SockAddr};
+use rdma::cma::{
+    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
+};
 use rdma::kshim::time;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
@@ -32,7 +36,7 @@ use rdma::spec::mad::{
     CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_MRA, CM_ATTR_REJ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU,
     MAD_SIZE,
 };
-use rdma::spec::opcodes::WcStatus;
+use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::verbs::ah::{AhAttr, GlobalRoute};
 use rdma::verbs::wr::{RecvWr, SendOp, SendWr};
 
@@ -302,6 +306,166 @@ fn ours_to_ours() -> Result {
     drop(id);
     drop(listener);
     Ok(())
+}
+
+/// The rights a connection's QP grants its peer are those of the C stack
+/// (ib_cm's INIT attributes, which rdma_cm applies before RTR):
+/// REMOTE_WRITE always, REMOTE_READ and REMOTE_ATOMIC only with responder
+/// resources. rxb accepts with none, then with one; rxa, whose responder
+/// resources are rxb's initiator depth (1), grants all three both times.
+/// rxa READs rxb's buffer: a remote access error without, the bytes with.
+fn read_needs_responder_resources() -> Result {
+    let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+    for rr in [0u8, 1] {
+        let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+        let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+        let listener = CmId::new(b.ns()?, rb.0.clone())?;
+        listener.bind_addr(v4([0; 4], 5010))?;
+        listener.listen()?;
+        let id = client(&a, &ra, v4([10, 84, 0, 2], 5010))?;
+        id.connect(&param(b"rr")?)?;
+        let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
+        let server = ev.new_id.take().ok_or(EINVAL)?;
+        b.make_qp(&server)?;
+        let mut p = param(&buffer_pdata(&b))?;
+        p.responder_resources = rr;
+        server.accept(&p)?;
+        ra.take(EventKind::Established, 20)?;
+        rb.take(EventKind::Established, 20)?;
+        let granted = server.qp().ok_or(EINVAL)?.query()?.qp_access_flags;
+        let theirs = id.qp().ok_or(EINVAL)?.query()?.qp_access_flags;
+        pr_info!(
+            "cm: responder resources {}: rxb grants {:?}, rxa {:?}\n",
+            rr,
+            granted,
+            theirs
+        );
+        let want = if rr > 0 { all } else { Access::REMOTE_WRITE };
+        check(granted == want, "rxb's QP grants what its resources allow")?;
+        check(theirs == all, "rxa's QP grants all three")?;
+        verify::fill_pattern(&b.buf, 8192, 512, 9)?;
+        let remote = (b.buf.addr(8192), b.mr.rkey());
+        a.rdma(&id, false, 0, 512, remote)?;
+        let wc = verify::poll(&a.cq, 1)?;
+        pr_info!(
+            "cm: READ with {} responder resources: {:?}\n",
+            rr,
+            wc[0].status
+        );
+        if rr > 0 {
+            check(wc[0].status == WcStatus::Success, "the READ completed")?;
+            check(
+                verify::same(&a.buf, 0, &b.buf, 8192, 512)?,
+                "the READ's bytes",
+            )?;
+        } else {
+            check(
+                wc[0].status == WcStatus::RemAccessErr,
+                "a READ without responder resources: remote access error",
+            )?;
+        }
+        id.disconnect()?;
+        ra.take(EventKind::Disconnected, 20)?;
+        rb.take(EventKind::Disconnected, 20)?;
+        drop(server);
+        drop(id);
+        drop(listener);
+    }
+    Ok(())
+}
+
+/// A listener's handler that takes its time over each connection request
+/// (refusing it), says while it is inside, and notes any request it is
+/// still in, or gets, after its listener's destroy returned.
+struct Slow {
+    inside: AtomicBool,
+    calls: AtomicU32,
+    gone: AtomicBool,
+    late: AtomicU32,
+}
+
+impl CmHandler for Slow {
+    fn event(&self, _id: &Arc<CmIdCore>, ev: CmEvent) -> Disposition {
+        if ev.kind != EventKind::ConnectRequest {
+            return Disposition::Keep;
+        }
+        if self.gone.load(Ordering::Acquire) {
+            self.late.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inside.store(true, Ordering::Release);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        time::msleep(20);
+        if self.gone.load(Ordering::Acquire) {
+            self.late.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inside.store(false, Ordering::Release);
+        // The new id goes with the event: the CM rejects the request.
+        Disposition::Destroy
+    }
+}
+
+/// Listeners destroyed as requests come, sixteen times: half while a
+/// request is in the handler (the destroy waits for it to return), half
+/// as the REQ is on its way (a request reported after the destroy is
+/// rejected, never handed over). No handler runs after its listener's
+/// destroy returned, and every client hears a REJ.
+fn listener_destroyed_under_requests() -> Result {
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+    let mut handed = 0;
+    for i in 0..16u32 {
+        let slow = Arc::new(
+            Slow {
+                inside: AtomicBool::new(false),
+                calls: AtomicU32::new(0),
+                gone: AtomicBool::new(false),
+                late: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let listener = CmId::new(b.ns()?, slow.clone())?;
+        listener.bind_addr(v4([0; 4], 5020))?;
+        listener.listen()?;
+        let ra = Recorder::make()?;
+        let id = client(&a, &ra, v4([10, 84, 0, 2], 5020))?;
+        id.connect(&param(b"late")?)?;
+        if i % 2 == 0 {
+            for _ in 0..500 {
+                if slow.inside.load(Ordering::Acquire) {
+                    break;
+                }
+                time::msleep(10);
+            }
+            check(
+                slow.inside.load(Ordering::Acquire),
+                "the request reached the handler",
+            )?;
+        } else {
+            time::msleep(i % 5);
+        }
+        drop(listener);
+        slow.gone.store(true, Ordering::Release);
+        time::msleep(60);
+        let late = slow.late.load(Ordering::Relaxed);
+        if late != 0 {
+            pr_err!(
+                "cm: round {}: {} handler calls after the destroy\n",
+                i,
+                late
+            );
+        }
+        check(
+            late == 0 && !slow.inside.load(Ordering::Acquire),
+            "no handler after its listener's destroy returned",
+        )?;
+        ra.take(EventKind::Rejected, 20)?;
+        handed += slow.calls.load(Ordering::Relaxed);
+        drop(id);
+    }
+    pr_info!(
+        "cm: 16 listeners destroyed under requests, {} handed over\n",
+        handed
+    );
+    check(handed >= 8, "the requests waited for reached the handler")
 }
 
 /// Loss and duplicates on the wire, by rxb's fault injection (cm.sh arms
@@ -698,6 +862,12 @@ impl kernel::workqueue::WorkItem for ConnectWork {
 const CASES: &[FnCase<()>] = &[
     case!("req_lost_duplicated_dreq_lost", |()| lost_and_duplicated()),
     case!("ours_to_ours", |()| ours_to_ours()),
+    case!("read_needs_responder_resources", |()| {
+        read_needs_responder_resources()
+    }),
+    case!("listener_destroyed_under_requests", |()| {
+        listener_destroyed_under_requests()
+    }),
     case!("slow_accept_mra", |()| slow_accept_mra()),
     case!("no_listener_rejected", |()| no_listener()),
     case!("consumer_reject_with_data", |()| consumer_reject()),
