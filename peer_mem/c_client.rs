@@ -49,7 +49,7 @@ impl PeerClient for CAdapter {
         }
     }
 
-    fn dma_map(&self, ctx: &CContext, pages: &(PeerSg, u64)) -> Result<KVec<SharedPage>> {
+    fn dma_map(&self, ctx: &CContext, pages: &(PeerSg, u64)) -> Result<KVVec<SharedPage>> {
         let nmap = self.0.dma_map(&pages.0, *ctx)?;
         let list = pages.0.collect(nmap, pages.1 as usize);
         if list.is_err() {

@@ -64,7 +64,7 @@ pub trait PeerClient: Send + Sync + 'static {
     /// The pages the device reaches, in order, from the page holding
     /// `addr` rounded down to [`PeerClient::page_size`] to the end of the
     /// range rounded up to it.
-    fn dma_map(&self, ctx: &Self::Context, pages: &Self::Pages) -> Result<KVec<SharedPage>>;
+    fn dma_map(&self, ctx: &Self::Context, pages: &Self::Pages) -> Result<KVVec<SharedPage>>;
 
     /// Undoes `dma_map`.
     fn dma_unmap(&self, _ctx: &Self::Context, _pages: &Self::Pages) {}
@@ -129,7 +129,7 @@ impl<C: PeerClient> ErasedClient for Erase<C> {
         Ok(a)
     }
 
-    fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVec<SharedPage>> {
+    fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVVec<SharedPage>> {
         match (ctx_of::<C::Context>(ctx), ctx_of::<C::Pages>(pages)) {
             (Some(c), Some(p)) => self.0.dma_map(c, p),
             _ => Err(EINVAL),

@@ -65,7 +65,7 @@ pub(crate) trait ErasedClient: Send + Sync {
         write: bool,
         core: u64,
     ) -> Result<Erased>;
-    fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVec<SharedPage>>;
+    fn dma_map(&self, ctx: &Erased, pages: &Erased) -> Result<KVVec<SharedPage>>;
     fn dma_unmap(&self, ctx: &Erased, pages: &Erased);
     fn put_pages(&self, ctx: &Erased, pages: &Erased);
     fn page_size(&self, ctx: &Erased) -> u64;
@@ -459,7 +459,7 @@ impl Registered {
         })?;
         let skip = ((first - start) / ps) as usize;
         let built = (|| {
-            let mut list = KVec::with_capacity(mapped.len().saturating_sub(skip), GFP_KERNEL)?;
+            let mut list = KVVec::with_capacity(mapped.len().saturating_sub(skip), GFP_KERNEL)?;
             for p in mapped.iter().skip(skip) {
                 list.push(p.clone(), GFP_KERNEL)?;
             }

@@ -248,6 +248,46 @@ pub trait DeviceOps: Send + Sync {
     fn mr_invalidated(&self, _lkey: u32) {}
 }
 
+/// The provider's operations of a device and how many [`OpsRef`]s are out.
+struct OpsSlot {
+    ops: Option<Arc<dyn DeviceOps>>,
+    calls: usize,
+}
+
+/// A call into the provider under way ([`Device::ops`]): while it lives,
+/// unregistration cannot let go of the provider, so its module cannot go
+/// away under the caller. Borrowed from the device, so it cannot be kept;
+/// dropped from any context.
+pub(crate) struct OpsRef<'a> {
+    dev: &'a Device,
+    ops: Option<Arc<dyn DeviceOps>>,
+}
+
+impl Deref for OpsRef<'_> {
+    type Target = dyn DeviceOps;
+
+    fn deref(&self) -> &(dyn DeviceOps + 'static) {
+        // Set from construction until drop.
+        match &self.ops {
+            Some(ops) => &**ops,
+            None => unreachable!(),
+        }
+    }
+}
+
+impl Drop for OpsRef<'_> {
+    fn drop(&mut self) {
+        // Our reference goes first, so the unregistering thread's is the
+        // last one and the provider's drop code runs there.
+        drop(self.ops.take());
+        let mut slot = self.dev.ops.lock();
+        slot.calls -= 1;
+        if slot.calls == 0 {
+            self.dev.usage_released.notify_all();
+        }
+    }
+}
+
 /// The usage count of a device and whether new usage is still allowed.
 struct Usage {
     /// References: the registration's own plus every [`DeviceRef`].
@@ -278,10 +318,12 @@ pub struct Device {
     /// GID and P_Key tables of every port; read from any context.
     #[pin]
     pub(crate) tables: SpinLockIrq<Tables>,
-    /// The provider's operations; taken away once unregistration is done,
-    /// so no provider code is reachable from a device that outlives it.
+    /// The provider's operations and the calls into them under way; taken
+    /// away once unregistration is done, and dropped when the last call
+    /// returns, so no provider code is reachable from a device that
+    /// outlives it.
     #[pin]
-    ops: SpinLockIrq<Option<Arc<dyn DeviceOps>>>,
+    ops: SpinLockIrq<OpsSlot>,
     #[pin]
     usage: SpinLockIrq<Usage>,
     #[pin]
@@ -352,7 +394,7 @@ impl Device {
                 res <- Resources::new(*attr),
                 cq_pool <- new_mutex!(KVec::new(), "Device::cq_pool"),
                 tables <- crate::new_spinlock_irq!(tables, "Device::tables"),
-                ops <- crate::new_spinlock_irq!(Some(ops), "Device::ops"),
+                ops <- crate::new_spinlock_irq!(OpsSlot { ops: Some(ops), calls: 0 }, "Device::ops"),
                 usage <- crate::new_spinlock_irq!(Usage { count: 1, closed: false }, "Device::usage"),
                 usage_released <- new_condvar!("Device::usage_released"),
                 clients <- new_mutex!(DevClients::new(), "Device::clients"),
@@ -446,9 +488,17 @@ impl Device {
         self.ops().ok()?.netdev(port)
     }
 
-    /// The provider's operations, or `ENODEV` once unregistration is done.
-    pub(crate) fn ops(&self) -> Result<Arc<dyn DeviceOps>> {
-        self.ops.lock().clone().ok_or(ENODEV)
+    /// The provider's operations for one call, or `ENODEV` once
+    /// unregistration has let go of them. Any context; unregistration
+    /// waits for the returned reference to be dropped.
+    pub(crate) fn ops(&self) -> Result<OpsRef<'_>> {
+        let mut slot = self.ops.lock();
+        let ops = slot.ops.clone().ok_or(ENODEV)?;
+        slot.calls += 1;
+        Ok(OpsRef {
+            dev: self,
+            ops: Some(ops),
+        })
     }
 
     /// Queries the device's attributes from its provider. May sleep.
@@ -492,9 +542,17 @@ impl Device {
         // tear down what ULPs left, while the provider is still here.
         drop(usage);
         self.res.teardown(&self.name);
+        // No new call can start; wait for those under way (a peer memory
+        // client's invalidation reaches the provider without a usage
+        // reference), so that ours is the provider's last reference.
+        let mut slot = self.ops.lock();
+        let ops = slot.ops.take();
+        while slot.calls > 0 {
+            self.usage_released.wait(&mut slot);
+        }
+        drop(slot);
         let usage = self.usage.lock();
         // Under `usage`, so `wait_gone` cannot miss the wake-up.
-        let ops = self.ops.lock().take();
         self.usage_released.notify_all();
         drop(usage);
         // The provider's drop code runs with no lock held.
@@ -504,7 +562,10 @@ impl Device {
     /// Waits until an unregistration that another thread started is done.
     pub(crate) fn wait_gone(&self) {
         let mut usage = self.usage.lock();
-        while usage.count > 0 || self.ops.lock().is_some() {
+        while usage.count > 0 || {
+            let slot = self.ops.lock();
+            slot.ops.is_some() || slot.calls > 0
+        } {
             self.usage_released.wait(&mut usage);
         }
     }

@@ -167,25 +167,10 @@ impl Drop for SharedPage {
 /// The pages of a region: `len` bytes from byte `first_offset` of the
 /// first page, every page but possibly the first and last wholly in it.
 pub struct PageList {
-    pages: Pages,
+    /// Sized by the region: `kvmalloc`ed, whoever filled it.
+    pages: KVVec<SharedPage>,
     first_offset: usize,
     len: usize,
-}
-
-/// The pages of a [`PageList`]: a client's list, or the `kvmalloc`ed list
-/// of pinned pages.
-enum Pages {
-    K(KVec<SharedPage>),
-    KV(KVVec<SharedPage>),
-}
-
-impl Pages {
-    fn as_slice(&self) -> &[SharedPage] {
-        match self {
-            Pages::K(v) => v,
-            Pages::KV(v) => v,
-        }
-    }
 }
 
 /// The most pages one region may have: its page array stays below what
@@ -195,17 +180,17 @@ const MAX_PAGES: usize = (i32::MAX as usize) / core::mem::size_of::<SharedPage>(
 impl PageList {
     /// A list over `pages`, the region starting `first_offset` bytes into
     /// the first and `len` long (`EINVAL` if the pages do not cover it).
-    pub fn new(pages: KVec<SharedPage>, first_offset: usize, len: usize) -> Result<PageList> {
-        Self::over(Pages::K(pages), first_offset, len)
+    pub fn new(pages: KVVec<SharedPage>, first_offset: usize, len: usize) -> Result<PageList> {
+        Self::over(pages, first_offset, len)
     }
 
-    fn over(pages: Pages, first_offset: usize, len: usize) -> Result<PageList> {
+    fn over(pages: KVVec<SharedPage>, first_offset: usize, len: usize) -> Result<PageList> {
         let ps = page_size();
         let need = first_offset
             .checked_add(len)
             .map(|end| end.div_ceil(ps))
             .ok_or(EINVAL)?;
-        if len == 0 || first_offset >= ps || pages.as_slice().len() < need {
+        if len == 0 || first_offset >= ps || pages.len() < need {
             return Err(EINVAL);
         }
         Ok(PageList {
@@ -227,7 +212,7 @@ impl PageList {
 
     /// The number of pages.
     pub fn pages(&self) -> usize {
-        self.pages.as_slice().len()
+        self.pages.len()
     }
 
     /// Calls `f(page, offset in page, offset in the range, length)` for
@@ -245,7 +230,7 @@ impl PageList {
         let mut at = self.first_offset + off;
         let mut done = 0;
         while done < len {
-            let page = self.pages.as_slice().get(at / ps).ok_or(EINVAL)?;
+            let page = self.pages.get(at / ps).ok_or(EINVAL)?;
             let in_page = at % ps;
             let n = core::cmp::min(ps - in_page, len - done);
             f(page, in_page, done, n)?;
@@ -352,7 +337,7 @@ impl PinnedPages {
             // SAFETY: the page is pinned by `pinned`, alive here.
             refs.push(unsafe { SharedPage::get(page) }, GFP_KERNEL)?;
         }
-        let list = PageList::over(Pages::KV(refs), (addr - first) as usize, len as usize)?;
+        let list = PageList::over(refs, (addr - first) as usize, len as usize)?;
         Ok((pinned, list))
     }
 }
@@ -407,7 +392,7 @@ impl PeerSg {
     /// (`EOPNOTSUPP` for an entry without a page, as a client that maps
     /// for DMA only leaves them; `EINVAL` for another shape, `E2BIG` past
     /// `max`).
-    pub fn collect(&self, nmap: u32, max: usize) -> Result<KVec<SharedPage>> {
+    pub fn collect(&self, nmap: u32, max: usize) -> Result<KVVec<SharedPage>> {
         if max > MAX_PAGES {
             return Err(ENOMEM);
         }
@@ -424,7 +409,7 @@ impl PeerSg {
             // shape) or -E2BIG (past `max`).
             return Err(Error::from_errno(n as i32));
         }
-        let mut pages = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+        let mut pages = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
         let mut err: Option<Error> = None;
         for p in raw.iter().take(n as usize) {
             match NonNull::new(*p) {

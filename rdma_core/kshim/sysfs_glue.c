@@ -121,14 +121,30 @@ static int add_kobj_attr(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, struct
 	return sysfs_create_file(dir, &a->kattr.attr);
 }
 
+/*
+ * Takes a directory out of sysfs (waiting for show() calls under way) and
+ * drops our reference. kobject_put() alone would leave the files in place
+ * while another reference lives (a layer's group directory inside the
+ * port's, a reference from rdma_rs_sysfs_port_dir()), and their attributes
+ * are freed right after.
+ */
+static void del_dir(struct kobject *kobj)
+{
+	if (!kobj)
+		return;
+	kobject_del(kobj);
+	kobject_put(kobj);
+}
+
 static void del_port(struct rdma_rs_port *p)
 {
-	kobject_put(p->gids);
-	kobject_put(p->types);
-	kobject_put(p->gid_attrs);
-	kobject_put(p->pkeys);
-	kobject_put(p->counters);
-	kobject_put(p->dir);
+	/* Children before parents; every file is gone before p->attrs. */
+	del_dir(p->counters);
+	del_dir(p->pkeys);
+	del_dir(p->types);
+	del_dir(p->gid_attrs);
+	del_dir(p->gids);
+	del_dir(p->dir);
 	kfree(p->attrs);
 }
 

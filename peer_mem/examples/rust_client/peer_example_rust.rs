@@ -48,7 +48,7 @@ const IOC_STATS: u32 = ioc(2, 4, 88);
 
 /// One mapping's memory.
 struct Mapping {
-    pages: KVec<SharedPage>,
+    pages: KVVec<SharedPage>,
     mm: usize,
     start: u64,
     end: u64,
@@ -69,11 +69,11 @@ impl Mapping {
 
     /// The pages from the one holding `addr` to the one holding the last
     /// byte of the range.
-    fn pages_of(&self, addr: u64, len: u64) -> Result<KVec<SharedPage>> {
+    fn pages_of(&self, addr: u64, len: u64) -> Result<KVVec<SharedPage>> {
         let ps = page_size() as u64;
         let first = ((addr - self.start) / ps) as usize;
         let last = ((addr + len - 1 - self.start) / ps) as usize;
-        let mut v = KVec::with_capacity(last - first + 1, GFP_KERNEL)?;
+        let mut v = KVVec::with_capacity(last - first + 1, GFP_KERNEL)?;
         for p in &self.pages[first..=last] {
             v.push(p.clone(), GFP_KERNEL)?;
         }
@@ -128,7 +128,7 @@ struct Client(Arc<Shared>);
 
 impl PeerClient for Client {
     type Context = Arc<Ctx>;
-    type Pages = KVec<SharedPage>;
+    type Pages = KVVec<SharedPage>;
 
     fn acquire(&self, addr: u64, len: u64) -> Option<Arc<Ctx>> {
         let s = &self.0;
@@ -171,7 +171,7 @@ impl PeerClient for Client {
         len: u64,
         _write: bool,
         core: CoreContext,
-    ) -> Result<KVec<SharedPage>> {
+    ) -> Result<KVVec<SharedPage>> {
         if self.0.mode.load(Ordering::Relaxed) as u32 & MODE_FAIL_GET_PAGES != 0 {
             return Err(ENOMEM);
         }
@@ -182,11 +182,11 @@ impl PeerClient for Client {
         Ok(pages)
     }
 
-    fn dma_map(&self, _ctx: &Arc<Ctx>, pages: &KVec<SharedPage>) -> Result<KVec<SharedPage>> {
+    fn dma_map(&self, _ctx: &Arc<Ctx>, pages: &KVVec<SharedPage>) -> Result<KVVec<SharedPage>> {
         if self.0.mode.load(Ordering::Relaxed) as u32 & MODE_FAIL_DMA_MAP != 0 {
             return Err(EIO);
         }
-        let mut v = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        let mut v = KVVec::with_capacity(pages.len(), GFP_KERNEL)?;
         for p in pages.iter() {
             v.push(p.clone(), GFP_KERNEL)?;
         }
@@ -194,11 +194,11 @@ impl PeerClient for Client {
         Ok(v)
     }
 
-    fn dma_unmap(&self, _ctx: &Arc<Ctx>, _pages: &KVec<SharedPage>) {
+    fn dma_unmap(&self, _ctx: &Arc<Ctx>, _pages: &KVVec<SharedPage>) {
         self.0.counts.dma_unmap.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn put_pages(&self, ctx: &Arc<Ctx>, _pages: &KVec<SharedPage>) {
+    fn put_pages(&self, ctx: &Arc<Ctx>, _pages: &KVVec<SharedPage>) {
         ctx.pinned.store(false, Ordering::Release);
         self.0.counts.put_pages.fetch_add(1, Ordering::Relaxed);
     }
@@ -338,7 +338,7 @@ impl CharDevOps for Dev {
             return Err(EINVAL);
         }
         let n = (len / ps) as usize;
-        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut pages = KVVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             pages.push(SharedPage::alloc()?, GFP_KERNEL)?;
         }
