@@ -85,8 +85,16 @@ struct ReadJob {
     len: u32,
     /// Response packets sent.
     sent: u32,
-    /// Not a READ: this answer.
+    /// Not a READ: this answer (`Reply::None`: a READ given up, see
+    /// [`RespState::recycle`]).
     reply: Option<Reply>,
+    /// Holds one of the QP's READ resources (`max_dest_rd_atomic`): from
+    /// when it is queued until its last response packet goes out, which
+    /// is when the requester may count the READ done and send another.
+    held: bool,
+    /// A duplicate READ executed again: its response went out in full
+    /// before, so the requester may have it and be done with the READ.
+    replay: bool,
 }
 
 /// The responder's state.
@@ -105,8 +113,8 @@ pub(crate) struct RespState {
     reads: KVec<ReadJob>,
     read_head: usize,
     read_count: usize,
-    /// How many of the queued jobs are READ or FLUSH requests (the rest are
-    /// answers), for the `max_dest_rd_atomic` limit.
+    /// How many of the queued jobs hold a READ resource (`ReadJob::held`),
+    /// for the `max_dest_rd_atomic` limit.
     reads_queued: usize,
     /// (PSN, original value, valid) of the last atomics executed.
     replays: KVec<(u32, u64, bool)>,
@@ -150,17 +158,25 @@ impl RespState {
         (cur, spare)
     }
 
-    /// READ and FLUSH requests queued (not yet fully answered).
+    /// READ and FLUSH requests holding a resource (not yet answered in
+    /// full).
     fn reads_pending(&self) -> usize {
         self.reads_queued
     }
 
-    /// Queues a READ or FLUSH (within the QP's `limit`) or an answer.
-    fn push_read(&mut self, job: ReadJob, limit: usize) -> bool {
+    /// Queues a READ or FLUSH (holding a resource, within the QP's
+    /// `limit`) or an answer.
+    fn push_read(&mut self, mut job: ReadJob, limit: usize) -> bool {
         let is_read = job.reply.is_none();
-        if self.read_count >= QUEUE || (is_read && self.reads_queued >= limit) {
+        if self.read_count >= QUEUE {
             return false;
         }
+        // A replay finds room or is dropped (the requester asks again); a
+        // new READ may take a replay's resource.
+        if is_read && self.reads_queued >= limit && (job.replay || !self.recycle()) {
+            return false;
+        }
+        job.held = is_read;
         let at = (self.read_head + self.read_count) % QUEUE;
         self.reads[at] = job;
         self.read_count += 1;
@@ -168,10 +184,52 @@ impl RespState {
         true
     }
 
+    /// A new READ found every resource held: gives up the oldest replay
+    /// (by PSN) that holds one, if any. The requester counts a READ until
+    /// its response is in, and completes READs in order, so the READs it
+    /// has outstanding are its latest ones; with every resource held and
+    /// one more READ sent within its limit, a resource is held for a READ
+    /// it has done with, and only a replay can be one (a READ answered in
+    /// full once and asked for again by a retry that crossed that answer),
+    /// the oldest replay first. The resources are recycled, oldest first,
+    /// as the C rxe recycles its own.
+    fn recycle(&mut self) -> bool {
+        let mut oldest: Option<usize> = None;
+        for i in 0..self.read_count {
+            let at = (self.read_head + i) % QUEUE;
+            let job = &self.reads[at];
+            if job.held
+                && job.replay
+                && oldest.map_or(true, |o| psn_diff(job.psn, self.reads[o].psn) < 0)
+            {
+                oldest = Some(at);
+            }
+        }
+        let Some(at) = oldest else {
+            return false;
+        };
+        // Left in the queue as an answer that sends nothing: the work
+        // takes it off when it reaches it (it may be sending from it).
+        self.reads[at].held = false;
+        self.reads[at].reply = Some(Reply::None);
+        self.reads_queued -= 1;
+        true
+    }
+
+    /// The front job's last response packet is about to go: its READ
+    /// resource is free from now on, since the requester may complete the
+    /// READ, and send another, before the send returns.
+    fn release_front(&mut self) {
+        if self.read_count > 0 && self.reads[self.read_head].held {
+            self.reads[self.read_head].held = false;
+            self.reads_queued -= 1;
+        }
+    }
+
     /// Takes the front job off the queue (answered in full).
     fn pop_front(&mut self) {
         if let Some(front) = self.front_read() {
-            self.reads_queued -= usize::from(front.reply.is_none());
+            self.reads_queued -= usize::from(front.held);
             self.read_head = (self.read_head + 1) % QUEUE;
             self.read_count -= 1;
         }
@@ -554,7 +612,7 @@ impl RcQp {
             Operation::Send => self.recv_send(st, qp, conn, pkt),
             Operation::RdmaWrite => self.recv_write(st, qp, conn, pkt),
             Operation::RdmaReadRequest | Operation::Flush => {
-                let out = self.recv_read(st, qp, conn, pkt);
+                let out = self.recv_read(st, qp, conn, pkt, false);
                 if out.taken && !out.error {
                     let n = if info.operation == Operation::Flush {
                         1
@@ -816,13 +874,15 @@ impl RcQp {
         Outcome::taken(self.ack(st, pkt))
     }
 
-    /// Checks a READ or FLUSH request and queues its response.
+    /// Checks a READ or FLUSH request and queues its response (`replay`:
+    /// a duplicate, answered in full before).
     fn recv_read(
         &self,
         st: &mut RespState,
         qp: &ProviderQp,
         conn: &Conn,
         pkt: &Packet<'_>,
+        replay: bool,
     ) -> Outcome {
         let psn = pkt.psn();
         let Some(reth) = pkt.headers.ext.reth else {
@@ -853,6 +913,7 @@ impl RcQp {
             core::sync::atomic::fence(Ordering::SeqCst);
             ReadJob {
                 psn,
+                replay,
                 ..ReadJob::default()
             }
         } else {
@@ -864,14 +925,17 @@ impl RcQp {
                 va: reth.va,
                 rkey: reth.rkey,
                 len: reth.len,
-                sent: 0,
-                reply: None,
+                replay,
+                ..ReadJob::default()
             }
         };
         // More READs at once than the QP's responder resources: the
-        // requester broke the negotiated limit (C9-147).
+        // requester broke the negotiated limit (C9-147). (A replay that
+        // finds no room is dropped by the caller, and not counted.)
         if !st.push_read(job, conn.max_dest_rd_atomic as usize) {
-            self.rd.counters.inc(Counter::RdAtomicExceeded);
+            if !replay {
+                self.rd.counters.inc(Counter::RdAtomicExceeded);
+            }
             return self.fatal(st, NakCode::InvalidRdRequest, psn);
         }
         Outcome {
@@ -987,7 +1051,7 @@ impl RcQp {
                 if st.reads_pending() >= conn.max_dest_rd_atomic as usize {
                     return Outcome::DROP;
                 }
-                let out = self.recv_read(st, qp, conn, pkt);
+                let out = self.recv_read(st, qp, conn, pkt, true);
                 if out.error {
                     // A duplicate that fails the check now is dropped: the
                     // first one was answered.
@@ -1012,14 +1076,17 @@ impl RcQp {
         for _ in 0..BUDGET {
             let conn = self.conn();
             let (job, msn) = {
-                let st = self.resp.lock();
+                let mut st = self.resp.lock();
                 if !st.active {
                     return;
                 }
-                match st.front_read() {
-                    Some(j) => (j, st.msn),
-                    None => return,
+                let Some(j) = st.front_read() else {
+                    return;
+                };
+                if j.reply.is_none() && j.sent + 1 >= segment::packet_count(j.len, conn.mtu) {
+                    st.release_front();
                 }
+                (j, st.msn)
             };
             if let Some(reply) = job.reply {
                 self.answer(qp, &conn, reply);
