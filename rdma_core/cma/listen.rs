@@ -120,8 +120,7 @@ impl ListenUser for CmIdCore {
             st.conn = Some(conn.clone());
             st.parent = parent;
         }
-        let ids = IDS.get().ok_or(ENODEV)?;
-        ids.list.lock().push(child.clone(), GFP_KERNEL)?;
+        IDS.get().ok_or(ENODEV)?.add(&child)?;
         let mut ev = CmEvent::new(EventKind::ConnectRequest, 0);
         ev.private_data
             .extend_from_slice(&req.private_data.as_ref()[CMA_HDR_LEN..], GFP_KERNEL)?;
