@@ -136,13 +136,18 @@ impl_has_work! {
 
 /// How many due connections the timer's work takes at a time.
 const DUE_BATCH: usize = 64;
+/// How many batches one run of the work takes at most.
+const DUE_RUNS: usize = 64;
 
 impl WorkItem for Tables {
     type Pointer = Arc<Tables>;
 
     fn run(this: Arc<Tables>) {
         this.inner.lock().armed_at = None;
-        loop {
+        // Batches until none is due; bounded, so that a deadline that
+        // stays in the past cannot keep the work running (the timer comes
+        // back for what is left).
+        for _ in 0..DUE_RUNS {
             let now = now_ms();
             // Room first: a deadline taken is the connection's last.
             let Ok(mut due) = KVec::<Arc<CmConn>>::with_capacity(DUE_BATCH, GFP_KERNEL) else {
