@@ -36,8 +36,8 @@
 //!
 //! # Lock order
 //!
-//! `IDS` (the list of ids) before `CmIdCore::st`; `CmIdCore::st` before
-//! the IB CM's table before a connection's lock; the event queue's
+//! `IDS` (the live ids) before `CmIdCore::st`; `CmIdCore::st` before a
+//! connection's lock before the IB CM's table; the event queue's
 //! spinlock is a leaf (the waits for a handler sleep on `CmIdCore::idle`,
 //! which releases it).
 //!
@@ -61,6 +61,6 @@ pub mod listen;
 pub use addr::{IpAddr, SockAddr};
 pub use conn::ConnParam;
 pub use event::{CmEvent, CmHandler, Disposition, EventKind};
-pub use id::{CmId, CmIdCore};
+pub use id::{live_ids, CmId, CmIdCore};
 
 pub(crate) use client::{exit, init};

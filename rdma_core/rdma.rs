@@ -98,6 +98,8 @@ pub mod spec {
     pub mod cm_msg;
     #[path = "src/cm_state.rs"]
     pub mod cm_state;
+    #[path = "src/cm_table.rs"]
+    pub mod cm_table;
     #[path = "src/mad.rs"]
     pub mod mad;
     #[path = "src/mad_send.rs"]

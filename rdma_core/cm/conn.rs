@@ -12,7 +12,9 @@
 //! user, with no CM lock held. The connections live in the CM's table
 //! ([`super::table`]) from their first message until they are idle again
 //! (after a REJ, a timeout or timewait); their user holds them as long as
-//! it likes.
+//! it likes. After each change of its state a connection gives the table
+//! its keys (peer, peer QP, deadline, half-open: [`CmConn::sync`]) under
+//! its own lock, which comes before the table's.
 
 use kernel::error::code::{EBUSY, EINVAL};
 use kernel::prelude::*;
@@ -28,6 +30,7 @@ use crate::spec::cm_msg::{
     REJ_PRIVATE_DATA_LEN,
 };
 use crate::spec::cm_state::{AcceptParams, Action, Actions, ConnectParams, Event, State};
+use crate::spec::cm_table::Keys;
 use crate::spec::mad::MAD_SIZE;
 
 /// What the user of a connection is told.
@@ -145,24 +148,28 @@ impl CmConn {
         &self.port
     }
 
-    /// When the state machine's timer fires, if it runs.
-    pub(crate) fn deadline(&self) -> Option<u64> {
-        self.st.lock().conn.deadline()
-    }
-
-    /// Whether this is the end of `(comm_id, guid)` of the peer.
-    pub(crate) fn is_peer(&self, comm_id: u32, guid: u64) -> bool {
+    /// Gives the table this connection's keys as its state has them now
+    /// (an idle connection leaves it). Its lock is held meanwhile, so the
+    /// table never gets an older state after a newer one.
+    pub(crate) fn sync(self: &Arc<Self>) {
         let st = self.st.lock();
-        st.conn.remote_comm_id() == Some(comm_id) && st.remote_guid == guid
-    }
-
-    /// Whether this connection (not idle) has the peer's QP `qpn` of the
-    /// node `guid`: a new REQ from that QP is for a stale connection.
-    pub(crate) fn holds_remote_qp(&self, qpn: u32, guid: u64) -> bool {
-        let st = self.st.lock();
-        st.conn.state() != State::Idle
-            && st.conn.remote_qpn() == Some(qpn)
-            && st.remote_guid == guid
+        let state = st.conn.state();
+        let guid = st.remote_guid;
+        let keys = Keys {
+            peer: st.conn.remote_comm_id().map(|c| (c, guid)),
+            remote_qp: st
+                .conn
+                .remote_qpn()
+                .filter(|_| state != State::Idle)
+                .map(|q| (q, guid)),
+            deadline: st.conn.deadline(),
+            half_open: !st.conn.is_active()
+                && matches!(
+                    state,
+                    State::ReqRcvd | State::MraReqSent | State::RepSent | State::MraRepRcvd
+                ),
+        };
+        table::sync(self, st.conn.local_comm_id(), state == State::Idle, &keys);
     }
 
     /// Sets the user.
@@ -189,12 +196,15 @@ impl CmConn {
             .conn
             .connect(now_ms(), ConnectParams::from_req(&req, packet_life_time));
         drop(st);
-        table::insert(self.clone())?;
+        // In the table before the REQ goes: its answer may come first.
+        table::insert(self)?;
+        self.sync();
         self.run(acts)
     }
 
     /// Passive: a REQ arrived for a new connection (the table saw no
-    /// duplicate): the state machine takes it.
+    /// duplicate and admitted it as half-open): the state machine takes
+    /// it.
     pub(crate) fn on_new_req(self: &Arc<Self>, req: &Req, tid: u64) -> Result {
         let acts = {
             let mut st = self.st.lock();
@@ -203,7 +213,7 @@ impl CmConn {
             st.their_tid = tid;
             st.conn.on_req(req, now_ms())
         };
-        table::insert(self.clone())?;
+        self.sync();
         self.run(acts)
     }
 
@@ -304,9 +314,7 @@ impl CmConn {
             State::Established => self.disconnect(),
             _ => Ok(()),
         };
-        if self.state() == State::Idle {
-            table::remove(self);
-        }
+        self.sync();
     }
 
     /// A CM message for this connection arrived (the table found it).
@@ -392,9 +400,15 @@ impl CmConn {
         let acts = {
             let mut st = self.st.lock();
             match st.conn.deadline() {
-                Some(d) if d <= now => st.conn.on_timeout(now),
-                _ => return,
+                Some(d) if d <= now => Some(st.conn.on_timeout(now)),
+                _ => None,
             }
+        };
+        let Some(acts) = acts else {
+            // Not due (it changed since the timer took it): the table
+            // gets its deadline back.
+            self.sync();
+            return;
         };
         let _ = self.run(acts);
     }
@@ -406,14 +420,20 @@ impl CmConn {
     /// Carries out `acts`: messages, timer, events (a Rejected event gets
     /// the private data of `rej`).
     fn run_with(self: &Arc<Self>, acts: Actions, rej: Option<&Rej>) -> Result {
-        let mut todo = self.plan(&acts)?;
+        let mut todo = match self.plan(&acts) {
+            Ok(t) => t,
+            Err(e) => {
+                self.sync();
+                return Err(e);
+            }
+        };
         for (msg, tid) in todo.msgs.iter() {
             self.send(msg, *tid, false);
         }
         for (mad, retry) in todo.resend.iter() {
             self.send_raw(mad, *retry);
         }
-        table::rearm();
+        self.sync();
         if let Some(u) = todo.user.take() {
             for ev in todo.events.iter_mut() {
                 if let (ConnEvent::Rejected { private_data, .. }, Some(r)) = (&mut *ev, rej) {
@@ -421,9 +441,6 @@ impl CmConn {
                 }
                 u.event(self, *ev);
             }
-        }
-        if self.state() == State::Idle {
-            table::remove(self);
         }
         Ok(())
     }

@@ -5,6 +5,12 @@
 //! cm_tx_retries, cm_rx_duplicates}/<msg>`, and their port groups in our
 //! sysfs (`/sys/class/rdma_rs/<dev>/ports/<N>/cm_tx_msgs/req` and so on),
 //! which the CM registers at init ([`register_sysfs`]).
+//!
+//! And, ours only, the bound on half-open connections (REQ received, not
+//! yet established) in `/sys/class/rdma_rs/<dev>/ports/<N>/cm_half_open/`:
+//! `current` (half-open now), `refused` (REQs answered with a REJ
+//! NO_RESOURCES for the bound), `max_per_port` and `max_per_source`
+//! ([`crate::cm::table::LIMITS`]).
 
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -44,9 +50,17 @@ pub const GROUP_NAMES: [&CStr; 4] = [
     c_str!("cm_rx_duplicates"),
 ];
 
+/// The files of the half-open group.
+pub const HALF_OPEN_NAMES: [&CStr; 4] = [
+    c_str!("current"),
+    c_str!("refused"),
+    c_str!("max_per_port"),
+    c_str!("max_per_source"),
+];
+
 /// The groups as port groups of sysfs, in [`Group`] order, each with a
-/// file per message type.
-static PORT_GROUPS: [PortGroup; 4] = [
+/// file per message type; then the half-open group.
+static PORT_GROUPS: [PortGroup; 5] = [
     PortGroup {
         name: GROUP_NAMES[0],
         files: &MSG_NAMES,
@@ -62,6 +76,10 @@ static PORT_GROUPS: [PortGroup; 4] = [
     PortGroup {
         name: GROUP_NAMES[3],
         files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: c_str!("cm_half_open"),
+        files: &HALF_OPEN_NAMES,
     },
 ];
 
@@ -81,12 +99,15 @@ pub enum Group {
 /// One port's counters.
 pub struct CmCounters {
     c: [[AtomicU64; 11]; 4],
+    /// REQs refused for the bound on half-open connections.
+    no_resources: AtomicU64,
 }
 
 impl Default for CmCounters {
     fn default() -> Self {
         CmCounters {
             c: [const { [const { AtomicU64::new(0) }; 11] }; 4],
+            no_resources: AtomicU64::new(0),
         }
     }
 }
@@ -112,6 +133,16 @@ impl CmCounters {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Counts a REQ refused for the bound on half-open connections.
+    pub fn count_no_resources(&self) {
+        self.no_resources.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The REQs refused for the bound on half-open connections.
+    pub fn no_resources(&self) -> u64 {
+        self.no_resources.load(Ordering::Relaxed)
+    }
+
     /// The count at `(group, index)` of [`GROUP_NAMES`] and [`MSG_NAMES`].
     pub fn get_at(&self, group: usize, index: usize) -> u64 {
         self.c
@@ -132,7 +163,18 @@ impl PortGroupShow for CounterFiles {
     }
 
     fn show(&self, dev: &Device, port: u32, group: usize, file: usize, out: &mut Page) -> Result {
-        let v = crate::cm::port::counters(dev, port).map_or(0, |c| c.get_at(group, file));
+        let v = if group == GROUP_NAMES.len() {
+            let limits = crate::cm::table::LIMITS;
+            match file {
+                0 => crate::cm::port::shared(dev, port)
+                    .map_or(0, |p| u64::from(crate::cm::table::half_open(&p))),
+                1 => crate::cm::port::counters(dev, port).map_or(0, |c| c.no_resources()),
+                2 => u64::from(limits.per_port),
+                _ => u64::from(limits.per_source),
+            }
+        } else {
+            crate::cm::port::counters(dev, port).map_or(0, |c| c.get_at(group, file))
+        };
         writeln!(out, "{}", v).map_err(|_| EINVAL)
     }
 }

@@ -161,6 +161,24 @@ impl CmAgent {
         let Ok(conn) = CmConn::new(self.shared.clone(), mad.addr) else {
             return;
         };
+        // Half-open connections are bounded per port and per source: one
+        // beyond is refused with NO_RESOURCES, counted.
+        match table::admit(&conn, &mad.addr) {
+            Ok(()) => {}
+            Err(table::Refused::Bound) => {
+                self.shared.counters.count_no_resources();
+                self.reject(
+                    agent,
+                    mad,
+                    req.local_comm_id,
+                    0,
+                    MsgResponse::Req,
+                    RejReason::NoResources,
+                );
+                return;
+            }
+            Err(table::Refused::NoMem) => return,
+        }
         if conn.on_new_req(req, mad.hdr.tid).is_err() {
             return;
         }
@@ -321,6 +339,12 @@ pub(crate) fn shared(dev: &Device, port: u32) -> Option<Arc<CmPortShared>> {
 /// The CM counters of `dev`'s port `port`, if the CM runs there.
 pub fn counters(dev: &Device, port: u32) -> Option<Arc<CmCounters>> {
     Some(shared(dev, port)?.counters.clone())
+}
+
+/// The half-open connections (REQ received, not yet established) on
+/// `dev`'s port `port` (0 where the CM does not run).
+pub fn half_open(dev: &Device, port: u32) -> u32 {
+    shared(dev, port).map_or(0, |p| table::half_open(&p))
 }
 
 /// Registers the CM client and the counters' sysfs files (module init,

@@ -1,17 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The CM's tables: connections by our communication ID and by the
-//! peer's (communication ID, node GUID), listeners by service ID; and the
-//! one timer that runs every connection's deadline.
+//! The CM's tables: connections by our communication ID, by the peer's
+//! (communication ID, CA GUID), by the peer's (QPN, CA GUID) and by
+//! deadline, with the count of half-open connections per port and per
+//! source ([`crate::spec::cm_table`], host-tested, over the kernel's
+//! red-black tree); listeners by service ID; and the one timer that runs
+//! the connections whose deadline passed.
 //!
-//! The tables are short lists under one mutex: a CM has tens of
-//! connections, not millions. The timer fires at the earliest deadline of
-//! all connections and its work (process context) calls their
-//! [`CmConn::on_timer`] with no table lock held.
+//! Every lookup is O(log n) and locks no connection: a connection hands
+//! its keys to the table ([`sync`]) after each change of its state, under
+//! its own lock, so the table's copy is never stale for long and never
+//! out of order. The timer fires at the earliest deadline; its work
+//! (process context) takes the due connections from the deadline index
+//! and calls their [`CmConn::on_timer`] with no table lock held.
+//!
+//! # Lock order
+//!
+//! A connection's lock before the table's; the table's before the timer's
+//! (a leaf). Nothing locks a connection under the table's lock, and
+//! connections and listeners it drops go after it is released.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use kernel::error::code::ENOMEM;
 use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
@@ -20,9 +33,15 @@ use crate::cm::port::CmPortShared;
 use crate::kshim::global::Global;
 use crate::kshim::time::now_ms;
 use crate::kshim::timer::{Timer, TimerItem};
-use crate::kshim::vec::retain;
 use crate::mad::MadAddr;
 use crate::spec::cm_msg::Req;
+use crate::spec::cm_table::{AdmitError, Keys, Maps, OrdMap, Source, Table, DEFAULT_LIMITS};
+
+pub use crate::spec::cm_table::Limits;
+
+/// The bounds on half-open connections ([`DEFAULT_LIMITS`]: 4096 a port,
+/// 1024 of them from one source).
+pub const LIMITS: Limits = DEFAULT_LIMITS;
 
 /// A listener's owner (the rdma_cm id that listens).
 pub trait ListenUser: Send + Sync {
@@ -43,17 +62,60 @@ pub trait ListenUser: Send + Sync {
 
 /// A listen registration: removed from the table when dropped.
 pub struct Listener {
-    entry: Arc<ListenEntry>,
+    key: (u64, u64),
 }
 
-struct ListenEntry {
-    service_id: u64,
-    user: Arc<dyn ListenUser>,
+impl<K: Ord + Copy, V> OrdMap<K, V> for RBTree<K, V> {
+    type Error = Error;
+
+    fn get(&self, k: &K) -> Option<&V> {
+        RBTree::get(self, k)
+    }
+
+    fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        RBTree::get_mut(self, k)
+    }
+
+    fn insert(&mut self, k: K, v: V) -> Result {
+        let node = RBTreeNode::new(k, v, GFP_KERNEL)?;
+        drop(RBTree::insert(self, node));
+        Ok(())
+    }
+
+    fn remove(&mut self, k: &K) -> Option<V> {
+        RBTree::remove(self, k)
+    }
+
+    fn lower_bound(&mut self, k: &K) -> Option<K> {
+        self.cursor_lower_bound(k).map(|c| *c.current().0)
+    }
+
+    fn first(&mut self) -> Option<K> {
+        self.cursor_front().map(|c| *c.current().0)
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        for (k, v) in self.iter() {
+            f(k, v);
+        }
+    }
+}
+
+/// The kernel's red-black tree as the table's maps.
+struct Trees;
+
+impl Maps for Trees {
+    type Error = Error;
+    type Map<K: Ord + Copy, V> = RBTree<K, V>;
 }
 
 struct Inner {
-    conns: KVec<Arc<CmConn>>,
-    listeners: KVec<Arc<ListenEntry>>,
+    conns: Table<Trees, Arc<CmConn>>,
+    /// By (service ID, registration number).
+    listeners: RBTree<(u64, u64), Arc<dyn ListenUser>>,
+    next_listener: u64,
+    /// When the timer is armed to fire, if it is.
+    armed_at: Option<u64>,
 }
 
 /// The tables.
@@ -72,25 +134,42 @@ impl_has_work! {
     impl HasWork<Self> for Tables { self.work }
 }
 
+/// How many due connections the timer's work takes at a time.
+const DUE_BATCH: usize = 64;
+/// How many batches one run of the work takes at most.
+const DUE_RUNS: usize = 64;
+
 impl WorkItem for Tables {
     type Pointer = Arc<Tables>;
 
     fn run(this: Arc<Tables>) {
-        let now = now_ms();
-        let due: KVec<Arc<CmConn>> = {
-            let inner = this.inner.lock();
-            let mut v = KVec::new();
-            for c in inner.conns.iter() {
-                if c.deadline().is_some_and(|d| d <= now) {
-                    let _ = v.push(c.clone(), GFP_KERNEL);
-                }
+        this.inner.lock().armed_at = None;
+        // Batches until none is due; bounded, so that a deadline that
+        // stays in the past cannot keep the work running (the timer comes
+        // back for what is left).
+        for _ in 0..DUE_RUNS {
+            let now = now_ms();
+            // Room first: a deadline taken is the connection's last.
+            let Ok(mut due) = KVec::<Arc<CmConn>>::with_capacity(DUE_BATCH, GFP_KERNEL) else {
+                // Try again shortly.
+                let mut inner = this.inner.lock();
+                inner.armed_at = Some(now + 10);
+                Timer::arm_us(&this, 10_000);
+                return;
+            };
+            let n = this.inner.lock().conns.take_due(now, DUE_BATCH, |_, c| {
+                let _ = due.push(c.clone(), GFP_KERNEL);
+            });
+            for c in due.iter() {
+                c.on_timer(now);
             }
-            v
-        };
-        for c in due.iter() {
-            c.on_timer(now);
+            drop(due);
+            if n < DUE_BATCH {
+                break;
+            }
         }
-        rearm();
+        let mut inner = this.inner.lock();
+        rearm_locked(&this, &mut inner);
     }
 }
 
@@ -112,8 +191,10 @@ pub(crate) fn init() -> Result {
         pin_init!(Tables {
             inner <- new_mutex!(
                 Inner {
-                    conns: KVec::new(),
-                    listeners: KVec::new(),
+                    conns: Table::new(),
+                    listeners: RBTree::new(),
+                    next_listener: 0,
+                    armed_at: None,
                 },
                 "cm::Tables::inner"
             ),
@@ -135,49 +216,138 @@ pub(crate) fn exit() {
     }
 }
 
-/// A communication ID not 0.
+/// A communication ID not 0 and not in use.
 pub(crate) fn new_comm_id() -> u32 {
     let Some(t) = TABLES.get() else { return 1 };
     loop {
         let id = t.next_id.fetch_add(1, Ordering::Relaxed);
-        if id != 0 {
+        if id != 0 && !t.inner.lock().conns.contains(id) {
             return id;
         }
     }
 }
 
-/// Adds a connection (once).
-pub(crate) fn insert(conn: Arc<CmConn>) -> Result {
-    let Some(t) = TABLES.get() else { return Ok(()) };
-    let mut inner = t.inner.lock();
-    if !inner.conns.iter().any(|c| Arc::ptr_eq(c, &conn)) {
-        inner.conns.push(conn, GFP_KERNEL)?;
-    }
-    Ok(())
+/// The port's key in the table.
+fn port_key(port: &CmPortShared) -> u64 {
+    core::ptr::from_ref(port) as usize as u64
 }
 
-/// Removes a connection.
-pub(crate) fn remove(conn: &Arc<CmConn>) {
-    if let Some(t) = TABLES.get() {
-        let mut inner = t.inner.lock();
-        retain(&mut inner.conns, |c| !Arc::ptr_eq(c, conn));
+/// Arms the timer for the earliest deadline, unless it fires before.
+fn rearm_locked(t: &Arc<Tables>, inner: &mut Inner) {
+    let Some(at) = inner.conns.next_deadline() else {
+        return;
+    };
+    if inner.armed_at.is_some_and(|a| a <= at) {
+        return;
     }
+    inner.armed_at = Some(at);
+    let us = at
+        .saturating_sub(now_ms())
+        .saturating_mul(1000)
+        .min(u64::from(u32::MAX));
+    Timer::arm_us(t, us.max(1) as u32);
+}
+
+/// Why [`admit`] refused a REQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The port or the source has its bound of half-open connections.
+    Bound,
+    /// No memory (or no table).
+    NoMem,
+}
+
+/// Adds `conn` (passive, its REQ just came from `from`) as half-open,
+/// unless its port or its source has [`LIMITS`]' bound.
+pub(crate) fn admit(conn: &Arc<CmConn>, from: &MadAddr) -> core::result::Result<(), Refused> {
+    let t = TABLES.get().ok_or(Refused::NoMem)?;
+    let id = conn.local_comm_id();
+    let source = Source {
+        port: port_key(conn.port()),
+        addr: from.ah.grh.dgid.0,
+    };
+    let r = t
+        .inner
+        .lock()
+        .conns
+        .admit(id, conn.clone(), source, &LIMITS);
+    match r {
+        Ok(()) => Ok(()),
+        Err(AdmitError::PortFull | AdmitError::SourceFull) => Err(Refused::Bound),
+        Err(AdmitError::Exists | AdmitError::Map(_)) => Err(Refused::NoMem),
+    }
+}
+
+/// The half-open connections on `port`.
+pub fn half_open(port: &CmPortShared) -> u32 {
+    TABLES
+        .get()
+        .map_or(0, |t| t.inner.lock().conns.half_open(port_key(port)))
+}
+
+/// How many connections the CM has (all ports).
+pub fn conn_count() -> usize {
+    TABLES.get().map_or(0, |t| t.inner.lock().conns.len())
+}
+
+/// Adds `conn` (active, its REQ about to go), with no keys yet.
+pub(crate) fn insert(conn: &Arc<CmConn>) -> Result {
+    let Some(t) = TABLES.get() else { return Ok(()) };
+    let id = conn.local_comm_id();
+    let r = t.inner.lock().conns.insert(id, conn.clone());
+    match r {
+        Ok(()) | Err(AdmitError::Exists) => Ok(()),
+        Err(_) => Err(ENOMEM),
+    }
+}
+
+/// Brings the table's keys of `conn` (our communication ID `id`) up to
+/// `keys`, if it is in the table: an `idle` connection leaves it. Called
+/// under the connection's lock, after each change.
+pub(crate) fn sync(conn: &Arc<CmConn>, id: u32, idle: bool, keys: &Keys) {
+    let Some(t) = TABLES.get() else { return };
+    let gone;
+    {
+        let mut inner = t.inner.lock();
+        if !inner.conns.get(id).is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            return;
+        }
+        if idle {
+            gone = inner.conns.remove(id);
+        } else {
+            gone = None;
+            if inner.conns.update(id, keys).is_err() && crate::kshim::ratelimit::log_allowed() {
+                pr_warn!("rdma cm: no memory to index connection {:#x}\n", id);
+            }
+            rearm_locked(&t, &mut inner);
+        }
+    }
+    drop(gone);
 }
 
 /// Removes every connection on `port` (the device goes).
 pub(crate) fn remove_port(port: &CmPortShared) {
-    if let Some(t) = TABLES.get() {
-        let gone: KVec<Arc<CmConn>> = {
+    let Some(t) = TABLES.get() else { return };
+    let key = port_key(port);
+    loop {
+        let mut gone: KVec<Arc<CmConn>> = KVec::new();
+        {
             let mut inner = t.inner.lock();
-            let mut out = KVec::new();
-            for c in inner.conns.iter() {
-                if core::ptr::eq(&**c.port(), port) {
-                    let _ = out.push(c.clone(), GFP_KERNEL);
+            let mut ids: KVec<u32> = KVec::new();
+            inner.conns.for_each(|id, c| {
+                if port_key(c.port()) == key {
+                    let _ = ids.push(id, GFP_KERNEL);
+                }
+            });
+            if ids.is_empty() {
+                return;
+            }
+            for id in ids.iter() {
+                if let Some(c) = inner.conns.remove(*id) {
+                    let _ = gone.push(c, GFP_KERNEL);
                 }
             }
-            retain(&mut inner.conns, |c| !core::ptr::eq(&**c.port(), port));
-            out
-        };
+        }
         drop(gone);
     }
 }
@@ -188,81 +358,63 @@ pub(crate) fn find_local(port: &CmPortShared, id: u32) -> Option<Arc<CmConn>> {
     let inner = t.inner.lock();
     inner
         .conns
-        .iter()
-        .find(|c| core::ptr::eq(&**c.port(), port) && c.local_comm_id() == id)
+        .get(id)
+        .filter(|c| core::ptr::eq(&**c.port(), port))
         .cloned()
 }
 
 /// The connection that is the peer's `(comm_id, guid)`.
 pub(crate) fn find_peer(comm_id: u32, guid: u64) -> Option<Arc<CmConn>> {
     let t = TABLES.get()?;
-    let inner = t.inner.lock();
-    inner
-        .conns
-        .iter()
-        .find(|c| c.is_peer(comm_id, guid))
-        .cloned()
+    let mut inner = t.inner.lock();
+    inner.conns.find_peer(comm_id, guid).cloned()
 }
 
 /// A connection that still holds the peer's QP `qpn` of node `guid`
 /// (`cm_insert_remote_qpn` of the C finds it), timewait included.
 pub(crate) fn find_remote_qp(qpn: u32, guid: u64) -> Option<Arc<CmConn>> {
     let t = TABLES.get()?;
-    let inner = t.inner.lock();
-    inner
-        .conns
-        .iter()
-        .find(|c| c.holds_remote_qp(qpn, guid))
-        .cloned()
+    let mut inner = t.inner.lock();
+    inner.conns.find_remote_qp(qpn, guid).cloned()
 }
 
 /// The listener of `req`'s service ID that takes it.
 pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
     let t = TABLES.get()?;
     let users: KVec<Arc<dyn ListenUser>> = {
-        let inner = t.inner.lock();
+        let mut inner = t.inner.lock();
         let mut v = KVec::new();
-        for l in inner.listeners.iter() {
-            if l.service_id == req.service_id {
-                let _ = v.push(l.user.clone(), GFP_KERNEL);
+        let mut cur = inner.listeners.cursor_lower_bound(&(req.service_id, 0));
+        while let Some(c) = cur {
+            let (k, u) = c.current();
+            if k.0 != req.service_id {
+                break;
             }
+            let _ = v.push(u.clone(), GFP_KERNEL);
+            cur = c.move_next();
         }
         v
     };
     users.iter().find(|u| u.takes(port, req)).cloned()
 }
 
-/// Arms the timer for the earliest deadline.
-pub(crate) fn rearm() {
-    let Some(t) = TABLES.get() else { return };
-    let next = {
-        let inner = t.inner.lock();
-        inner.conns.iter().filter_map(|c| c.deadline()).min()
-    };
-    if let Some(at) = next {
-        let us = at
-            .saturating_sub(now_ms())
-            .saturating_mul(1000)
-            .min(u64::from(u32::MAX));
-        Timer::arm_us(&t, us.max(1) as u32);
-    }
-}
-
 impl Listener {
     /// Listens for REQs of `service_id`; `user` decides which it takes.
     pub fn new(service_id: u64, user: Arc<dyn ListenUser>) -> Result<Listener> {
         let t = TABLES.get().ok_or(kernel::error::code::ENODEV)?;
-        let entry = Arc::new(ListenEntry { service_id, user }, GFP_KERNEL)?;
-        t.inner.lock().listeners.push(entry.clone(), GFP_KERNEL)?;
-        Ok(Listener { entry })
+        let mut inner = t.inner.lock();
+        inner.next_listener += 1;
+        let key = (service_id, inner.next_listener);
+        OrdMap::insert(&mut inner.listeners, key, user)?;
+        Ok(Listener { key })
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Some(t) = TABLES.get() {
-            let mut inner = t.inner.lock();
-            retain(&mut inner.listeners, |l| !Arc::ptr_eq(l, &self.entry));
+            let gone = t.inner.lock().listeners.remove(&self.key);
+            drop(gone);
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::rbtree::RBTree;
 use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc};
 
@@ -71,7 +72,7 @@ impl Client for CmaClient {
         let on_dev: KVec<Arc<CmIdCore>> = {
             let list = ids.list.lock();
             let mut v = KVec::new();
-            for i in list.iter() {
+            for (_, i) in list.iter() {
                 if i.on_device(dev) {
                     let _ = v.push(i.clone(), GFP_KERNEL);
                 }
@@ -101,7 +102,7 @@ static CMA: Global<Registration> = Global::new();
 pub(crate) fn init() -> Result {
     IDS.replace(Some(Arc::pin_init(
         pin_init!(Ids {
-            list <- new_mutex!(KVec::new(), "cma::IDS"),
+            list <- new_mutex!(RBTree::new(), "cma::IDS"),
         }),
         GFP_KERNEL,
     )?));

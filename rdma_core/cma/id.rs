@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The id itself: [`CmIdCore`] and its state, [`CmId`] (the ULP's owning
-//! handle), the list of live ids, creation and destruction, what an id is
-//! bound to and its QP.
+//! handle), the live ids (keyed by address, so that an id finds its own
+//! `Arc` in O(log n)), creation and destruction, what an id is bound to
+//! and its QP.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work};
 
@@ -19,7 +21,6 @@ use crate::device::Device;
 use crate::kshim::global::Global;
 use crate::kshim::route::NetNs;
 use crate::kshim::sync::SpinLockIrq;
-use crate::kshim::vec::retain;
 use crate::spec::cm_msg::Req;
 use crate::spec::opcodes::Access;
 use crate::spec::qp_state::{AttrMask, QpState, QpType};
@@ -101,21 +102,41 @@ impl Drop for CmId {
     }
 }
 
-/// Every live id (for device removal).
+/// Every live id, by its address (for [`CmIdCore::me`] and device
+/// removal).
 #[pin_data]
 pub(super) struct Ids {
     #[pin]
-    pub(super) list: Mutex<KVec<Arc<CmIdCore>>>,
+    pub(super) list: Mutex<RBTree<usize, Arc<CmIdCore>>>,
 }
 
 pub(super) static IDS: Global<Ids> = Global::new();
+
+impl Ids {
+    /// Adds a live id.
+    pub(super) fn add(&self, id: &Arc<CmIdCore>) -> Result {
+        let node = RBTreeNode::new(id.key(), id.clone(), GFP_KERNEL)?;
+        drop(self.list.lock().insert(node));
+        Ok(())
+    }
+
+    /// How many ids are live.
+    fn count(&self) -> usize {
+        self.list.lock().iter().count()
+    }
+}
+
+/// How many ids are live (created and not destroyed), all namespaces: for
+/// tests that check that none is left behind.
+pub fn live_ids() -> usize {
+    IDS.get().map_or(0, |i| i.count())
+}
 
 impl CmId {
     /// A new id in namespace `ns` (`rdma_create_id`, RC, port space TCP).
     pub fn new(ns: NetNs, handler: Arc<dyn CmHandler>) -> Result<CmId> {
         let core = CmIdCore::new(ns, handler)?;
-        let ids = IDS.get().ok_or(ENODEV)?;
-        ids.list.lock().push(core.clone(), GFP_KERNEL)?;
+        IDS.get().ok_or(ENODEV)?.add(&core)?;
         Ok(CmId(core))
     }
 }
@@ -261,14 +282,20 @@ impl CmIdCore {
         self.wait_handover_elsewhere();
         self.st.lock().bound = None;
         if let Some(ids) = IDS.get() {
-            retain(&mut ids.list.lock(), |i| !Arc::ptr_eq(i, self));
+            let gone = ids.list.lock().remove(&self.key());
+            drop(gone);
         }
     }
 
-    /// An `Arc` of this id, from the list of live ids.
+    /// The id's key among the live ids: its address.
+    fn key(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+
+    /// An `Arc` of this id, from the live ids.
     pub(super) fn me(&self) -> Option<Arc<CmIdCore>> {
         let ids = IDS.get()?;
         let list = ids.list.lock();
-        list.iter().find(|i| core::ptr::eq(&***i, self)).cloned()
+        list.get(&self.key()).cloned()
     }
 }

@@ -96,9 +96,11 @@ impl ListenUser for CmIdCore {
         let (_, index) = dev
             .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
             .ok_or_else(eaddrnotavail)?;
+        // Before the child's lock: the live ids come first. A listener no
+        // longer among them was destroyed (completely, after `takes`):
+        // the request is refused, never handed to its handler.
+        let parent = self.me().ok_or(ENODEV)?;
         let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone())?;
-        // Before the child's lock: the list of ids comes first.
-        let parent = self.me();
         {
             let mut st = child.st.lock();
             st.phase = Phase::ReqRcvd;
@@ -118,10 +120,9 @@ impl ListenUser for CmIdCore {
             });
             st.req = Some(*req);
             st.conn = Some(conn.clone());
-            st.parent = parent;
+            st.parent = Some(parent);
         }
-        let ids = IDS.get().ok_or(ENODEV)?;
-        ids.list.lock().push(child.clone(), GFP_KERNEL)?;
+        IDS.get().ok_or(ENODEV)?.add(&child)?;
         let mut ev = CmEvent::new(EventKind::ConnectRequest, 0);
         ev.private_data
             .extend_from_slice(&req.private_data.as_ref()[CMA_HDR_LEN..], GFP_KERNEL)?;

@@ -23,6 +23,9 @@
 //!   retries, response matching by transaction ID, transaction IDs.
 //! - [`cm_state`]: the connection manager's per-connection state machine
 //!   (REQ/REP/RTU, MRA, REJ, DREQ/DREP, retries, timewait), sans-IO.
+//! - [`cm_table`]: the connection manager's tables: connections keyed by
+//!   communication ID, peer, peer QP and deadline, and the bound on
+//!   half-open connections per port and per source, sans-IO.
 //! - [`peer_region`]: the life of a memory region on a peer memory
 //!   client's memory (Peer-Direct): invalidation, release, which client
 //!   callbacks each step calls, sans-IO.
@@ -32,6 +35,7 @@
 pub mod attr;
 pub mod cm_msg;
 pub mod cm_state;
+pub mod cm_table;
 pub mod mad;
 pub mod mad_send;
 pub mod opcodes;
