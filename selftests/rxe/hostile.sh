@@ -9,6 +9,8 @@
 # and addresses nobody gave out, at PSNs far from the connection's) are
 # dropped or answered without harm, each counted by its reason; the
 # traffic under attack completes with every byte checked; nothing splats.
+# Then QP1 (qp1 below): forced out of RTS and brought back, and
+# connections made and torn down through it.
 . ../lib/rxe_pair.sh
 
 malformed="bad-icrc truncated short unknown-opcode bad-pad too-long"
@@ -152,7 +154,38 @@ reth_len() {
 		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
+# QP1 (rdma_rxe_qp1_test): forced out of RTS on rxb, then on rxa, and
+# brought back by the MAD layer, counted once each (in sysfs too), a
+# connection made after each; then connections made and torn down for a
+# while, every one of them succeeding.
+qp1() {
+	mb=/sys/class/rdma_rs/rxb/ports/1/mad ma=/sys/class/rdma_rs/rxa/ports/1/mad
+	b0=$(cat "$mb/qp1_recoveries") && a0=$(cat "$ma/qp1_recoveries") || return 1
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_qp1_test > "$tmpd/qp1.err" 2>&1 &
+	mod=$!
+	looping=
+	for _ in $(seq 1800); do
+		dmesg | grep -q "qp1 test: looping" && { looping=1; break; }
+		kill -0 "$mod" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$looping" ] || { wait "$mod"; cat "$tmpd/qp1.err"; dmesg | tail -30; return 1; }
+	_ok=1
+	wait "$mod" || _ok=0
+	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_qp1_test: qp1 test: /# /p'
+	[ "$_ok" = 1 ] || { cat "$tmpd/qp1.err"; dmesg | tail -30; return 1; }
+	rmmod rdma_rxe_qp1_test
+	if [ "$(cat "$mb/qp1_recoveries")" != $((b0 + 1)) ] || [ "$(cat "$ma/qp1_recoveries")" != $((a0 + 1)) ]; then
+		grep . "$mb"/* "$ma"/*
+		return 1
+	fi
+	dmesg | grep -q "rxb port 1: QP1 had left RTS; brought back" ||
+		{ echo "no log of the recovery"; return 1; }
+}
+
 teardown() {
+	rmmod rdma_rxe_qp1_test 2>/dev/null
 	rmmod rdma_rxe_soak_test 2>/dev/null
 	rmmod rdma_rxe_resources_test 2>/dev/null
 	rxe_pair_teardown hoa hob
@@ -167,5 +200,6 @@ ktap_check "idle_malformed" idle_malformed
 ktap_check "under_traffic" under_traffic
 ktap_check "read_limit" read_limit
 ktap_check "reth_len" reth_len
+ktap_check "qp1" qp1
 ktap_check "teardown" teardown
 ktap_finish
