@@ -4,7 +4,9 @@
 //! under `/sys/class/infiniband_cm/<dev>/<port>/{cm_tx_msgs, cm_rx_msgs,
 //! cm_tx_retries, cm_rx_duplicates}/<msg>`, and their port groups in our
 //! sysfs (`/sys/class/rdma_rs/<dev>/ports/<N>/cm_tx_msgs/req` and so on),
-//! which the CM registers at init ([`register_sysfs`]).
+//! which the CM registers at init ([`register_sysfs`]); and the messages
+//! it received and dropped, by reason, which the C stack does not count
+//! (`ports/<N>/cm_rx_drops/<reason>`, [`DROP_NAMES`]).
 
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +21,30 @@ use crate::device::sysfs::{PortGroup, PortGroupShow, PortGroupsRegistration};
 use crate::device::Device;
 use crate::kshim::sysfs::Page;
 use crate::spec::mad::{CM_ATTR_APR, CM_ATTR_REQ};
+
+/// Why a received CM MAD was dropped, in [`DROP_NAMES`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// A message of a known attribute that does not parse.
+    Malformed = 0,
+    /// An attribute ID that no CM message has.
+    UnknownAttr = 1,
+    /// A message the IBTA defines that this CM does not handle (SIDR REQ
+    /// and REP, LAP, APR).
+    Unsupported = 2,
+    /// A message other than a REQ for no connection of the port (a REP is
+    /// answered with a REJ and a DREQ with a DREP, as the C CM does; the
+    /// rest is dropped).
+    UnknownCommId = 3,
+}
+
+/// The names of the drop counters, by [`DropReason`].
+pub const DROP_NAMES: [&CStr; 4] = [
+    c_str!("malformed"),
+    c_str!("unknown_attr"),
+    c_str!("unsupported"),
+    c_str!("unknown_comm_id"),
+];
 
 /// The message types, in attribute ID order from REQ (0x10) to APR
 /// (0x1a), by the names of the C stack's sysfs files.
@@ -45,8 +71,8 @@ pub const GROUP_NAMES: [&CStr; 4] = [
 ];
 
 /// The groups as port groups of sysfs, in [`Group`] order, each with a
-/// file per message type.
-static PORT_GROUPS: [PortGroup; 4] = [
+/// file per message type; then the drops, a file per reason.
+static PORT_GROUPS: [PortGroup; 5] = [
     PortGroup {
         name: GROUP_NAMES[0],
         files: &MSG_NAMES,
@@ -62,6 +88,10 @@ static PORT_GROUPS: [PortGroup; 4] = [
     PortGroup {
         name: GROUP_NAMES[3],
         files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: c_str!("cm_rx_drops"),
+        files: &DROP_NAMES,
     },
 ];
 
@@ -81,12 +111,14 @@ pub enum Group {
 /// One port's counters.
 pub struct CmCounters {
     c: [[AtomicU64; 11]; 4],
+    drops: [AtomicU64; 4],
 }
 
 impl Default for CmCounters {
     fn default() -> Self {
         CmCounters {
             c: [const { [const { AtomicU64::new(0) }; 11] }; 4],
+            drops: [const { AtomicU64::new(0) }; 4],
         }
     }
 }
@@ -112,12 +144,29 @@ impl CmCounters {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
-    /// The count at `(group, index)` of [`GROUP_NAMES`] and [`MSG_NAMES`].
-    pub fn get_at(&self, group: usize, index: usize) -> u64 {
-        self.c
-            .get(group)
-            .and_then(|g| g.get(index))
+    /// Counts a message dropped for `reason`.
+    pub fn count_drop(&self, reason: DropReason) {
+        if let Some(c) = self.drops.get(reason as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The messages dropped for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops
+            .get(reason as usize)
             .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// The count at `(group, index)` of [`GROUP_NAMES`] and [`MSG_NAMES`]
+    /// (group 4: the drops, by [`DROP_NAMES`]).
+    pub fn get_at(&self, group: usize, index: usize) -> u64 {
+        let c = if group == GROUP_NAMES.len() {
+            self.drops.get(index)
+        } else {
+            self.c.get(group).and_then(|g| g.get(index))
+        };
+        c.map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
 

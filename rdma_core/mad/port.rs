@@ -590,8 +590,9 @@ impl MadPort {
             }
             return;
         }
-        match self.find_agent(|a| a.class == hdr.mgmt_class && a.class_version == hdr.class_version)
-        {
+        match self.find_agent(|a| {
+            a.class == hdr.mgmt_class && a.class_version == hdr.class_version && a.takes(hdr.method)
+        }) {
             Some(a) => {
                 MadCounters::bump(&self.counters.rx);
                 a.deliver(&mad);

@@ -2,7 +2,8 @@
 
 //! QP1 under stress (hostile.sh): rdma_cm connections from rxa
 //! (10.78.3.1) to a listener on rxb (10.78.3.2), made and torn down while
-//! QP1 of either side is forced out of RTS, and while hostile.sh injects.
+//! QP1 of either side is forced out of RTS, and while hostile MADs and CM
+//! messages arrive at rxb's QP1.
 //!
 //! - `recovers_rxb`, `recovers_rxa`: QP1 of the port moved to the error
 //!   state through `modify_qp`; the MAD layer brings it back to RTS, counts
