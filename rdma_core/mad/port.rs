@@ -27,6 +27,10 @@
 //! QP1 (every completion before its marker handled, so no receive slot is
 //! still owned by the queue or by a completion in flight), moves it to
 //! RESET, INIT, RTR and RTS again and posts every receive buffer again.
+//! A receive the provider took before QP1 left RTS may still complete
+//! after the drain: receives carry a generation in their work request ID,
+//! which the recovery changes once QP1 is in RESET, and a completion of
+//! an older generation is ignored, so no slot is ever posted twice.
 //! The agents stay registered; what they sent meanwhile completed with an
 //! error (a request waiting for its response is sent again at its
 //! deadline). Each recovery is counted (`qp1_recoveries`) and logged,
@@ -78,8 +82,11 @@ pub const SEND_SLOTS: usize = 128;
 pub const GRH_LEN: usize = 40;
 /// One receive slot.
 const RECV_LEN: usize = GRH_LEN + MAD_SIZE;
-/// Work request IDs of sends have this bit; receives are their slot.
+/// Work request IDs of sends have this bit; receives are their slot, and
+/// the receive generation at [`GEN_SHIFT`].
 const SEND_BIT: u64 = 1 << 32;
+/// Where a receive's work request ID has the generation it was posted in.
+const GEN_SHIFT: u32 = 16;
 
 /// What a port's MAD layer counted (`/sys/class/rdma_rs/<dev>/ports/<N>/
 /// hw_counters` has the provider's; these are the core's).
@@ -180,6 +187,14 @@ pub struct MadPort {
     #[pin]
     slots: SpinLockIrq<KVec<Option<SendSlot>>>,
     next_agent: AtomicU32,
+    /// The receive generation (16 bits): a recovery starts a new one once
+    /// QP1 is in RESET, and a receive completion of an older one (taken
+    /// by the provider before QP1 left RTS, completed after its flush) is
+    /// ignored and its slot not posted again (the recovery posted it). A
+    /// slot is posted again under this lock, only if its completion is of
+    /// the generation still current.
+    #[pin]
+    recv_gen: SpinLockIrq<u32>,
     closed: AtomicBool,
     /// The recovery work is queued or running.
     recovering: AtomicBool,
@@ -286,6 +301,7 @@ impl MadPort {
                 slots <- crate::new_spinlock_irq!(slots, "MadPort::slots"),
                 next_agent: AtomicU32::new(crate::kshim::random::u32() & 0xffff),
                 closed: AtomicBool::new(false),
+                recv_gen <- crate::new_spinlock_irq!(0, "MadPort::recv_gen"),
                 recovering: AtomicBool::new(false),
                 counters: MadCounters::default(),
                 timer <- Timer::new(),
@@ -323,10 +339,21 @@ impl MadPort {
 
     /// Posts every receive buffer (QP1 just made ready, nothing posted).
     fn post_all_recvs(&self) -> Result {
+        let gen = *self.recv_gen.lock();
         for slot in 0..RECV_SLOTS {
-            self.post_recv(slot)?;
+            self.post_recv(slot, gen)?;
         }
         Ok(())
+    }
+
+    /// Posts `slot` again after its completion of generation `gen`,
+    /// unless a recovery started another generation since.
+    fn repost(&self, slot: usize, gen: u32) -> Result {
+        let g = self.recv_gen.lock();
+        if *g != gen {
+            return Ok(());
+        }
+        self.post_recv(slot, gen)
     }
 
     /// A work request completed in error: if QP1 left RTS, queue its
@@ -362,6 +389,11 @@ impl MadPort {
                     ..QpAttr::default()
                 };
                 self.qp.modify(&attr, AttrMask::STATE)?;
+                // Nothing of the old generation is posted any more.
+                {
+                    let mut g = self.recv_gen.lock();
+                    *g = g.wrapping_add(1) & 0xffff;
+                }
                 if self.closed.load(Ordering::Acquire) {
                     return Ok(());
                 }
@@ -439,11 +471,11 @@ impl MadPort {
         Some(me)
     }
 
-    fn post_recv(&self, slot: usize) -> Result {
+    fn post_recv(&self, slot: usize, gen: u32) -> Result {
         let sg = [self.buf.sge(slot * RECV_LEN, RECV_LEN as u32, self.lkey)?];
         self.qp
             .post_recv(&[RecvWr {
-                wr_id: slot as u64,
+                wr_id: slot as u64 | u64::from(gen & 0xffff) << GEN_SHIFT,
                 cqe: Some(self.me().ok_or(ENXIO)?),
                 sg: &sg,
             }])
@@ -529,17 +561,17 @@ impl MadPort {
     }
 
     /// A receive completed.
-    fn received(&self, slot: usize, wc: &Wc) {
+    fn received(&self, slot: usize, gen: u32, wc: &Wc) {
         if wc.status != WcStatus::Success {
             if wc.status != WcStatus::WrFlushErr && !self.closed.load(Ordering::Acquire) {
                 MadCounters::bump(&self.counters.rx_bad);
-                let _ = self.post_recv(slot);
+                let _ = self.repost(slot, gen);
             }
             return;
         }
         let mut raw = [0u8; RECV_LEN];
         let read = self.buf.read(slot * RECV_LEN, &mut raw);
-        if !self.closed.load(Ordering::Acquire) && self.post_recv(slot).is_err() {
+        if !self.closed.load(Ordering::Acquire) && self.repost(slot, gen).is_err() {
             if crate::kshim::ratelimit::log_allowed() {
                 pr_warn!(
                     "rdma mad: {} port {}: a receive buffer was lost\n",
@@ -677,7 +709,10 @@ impl CqeDone for MadPort {
         if wc.wr_id & SEND_BIT != 0 || wc.opcode == WcOpcode::Send {
             self.send_completed((wc.wr_id & !SEND_BIT) as usize, wc);
         } else {
-            self.received(wc.wr_id as usize, wc);
+            let gen = (wc.wr_id >> GEN_SHIFT) as u32 & 0xffff;
+            if gen == *self.recv_gen.lock() {
+                self.received((wc.wr_id & 0xffff) as usize, gen, wc);
+            }
         }
         if wc.status != WcStatus::Success {
             self.check_qp1();
