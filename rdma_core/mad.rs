@@ -35,7 +35,9 @@
 //! Handlers run in process context, from the port's CQ work (receives, send
 //! completions) or its timer work (timeouts); never under a lock of this
 //! layer. Lock order: `MadPort::agents` (mutex) before `AgentCore::state`
-//! (mutex) before `MadPort::slots` (IRQ-safe spinlock). Dropping an
+//! (mutex) before `MadPort::slots` (IRQ-safe spinlock). `MadPort::recv_gen`
+//! (IRQ-safe spinlock) is taken with none of these, around the posting of a
+//! receive (the QP's queue lock inside it). Dropping an
 //! [`Agent`] waits until none of its handler calls runs: do not drop an
 //! agent from its own handler.
 

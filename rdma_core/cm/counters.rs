@@ -4,7 +4,9 @@
 //! under `/sys/class/infiniband_cm/<dev>/<port>/{cm_tx_msgs, cm_rx_msgs,
 //! cm_tx_retries, cm_rx_duplicates}/<msg>`, and their port groups in our
 //! sysfs (`/sys/class/rdma_rs/<dev>/ports/<N>/cm_tx_msgs/req` and so on),
-//! which the CM registers at init ([`register_sysfs`]).
+//! which the CM registers at init ([`register_sysfs`]); and the messages
+//! it received and dropped, by reason, which the C stack does not count
+//! (`ports/<N>/cm_rx_drops/<reason>`, [`DROP_NAMES`]).
 //!
 //! And, ours only, the bound on half-open connections (REQ received, not
 //! yet established) in `/sys/class/rdma_rs/<dev>/ports/<N>/cm_half_open/`:
@@ -25,6 +27,30 @@ use crate::device::sysfs::{PortGroup, PortGroupShow, PortGroupsRegistration};
 use crate::device::Device;
 use crate::kshim::sysfs::Page;
 use crate::spec::mad::{CM_ATTR_APR, CM_ATTR_REQ};
+
+/// Why a received CM MAD was dropped, in [`DROP_NAMES`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// A message of a known attribute that does not parse.
+    Malformed = 0,
+    /// An attribute ID that no CM message has.
+    UnknownAttr = 1,
+    /// A message the IBTA defines that this CM does not handle (SIDR REQ
+    /// and REP, LAP, APR).
+    Unsupported = 2,
+    /// A message other than a REQ for no connection of the port (a REP is
+    /// answered with a REJ and a DREQ with a DREP, as the C CM does; the
+    /// rest is dropped).
+    UnknownCommId = 3,
+}
+
+/// The names of the drop counters, by [`DropReason`].
+pub const DROP_NAMES: [&CStr; 4] = [
+    c_str!("malformed"),
+    c_str!("unknown_attr"),
+    c_str!("unsupported"),
+    c_str!("unknown_comm_id"),
+];
 
 /// The message types, in attribute ID order from REQ (0x10) to APR
 /// (0x1a), by the names of the C stack's sysfs files.
@@ -58,9 +84,14 @@ pub const HALF_OPEN_NAMES: [&CStr; 4] = [
     c_str!("max_per_source"),
 ];
 
+/// Index of the drops group among the port groups.
+const DROPS_GROUP: usize = GROUP_NAMES.len();
+/// Index of the half-open group among the port groups.
+const HALF_OPEN_GROUP: usize = GROUP_NAMES.len() + 1;
+
 /// The groups as port groups of sysfs, in [`Group`] order, each with a
-/// file per message type; then the half-open group.
-static PORT_GROUPS: [PortGroup; 5] = [
+/// file per message type; then the drops, a file per reason.
+static PORT_GROUPS: [PortGroup; 6] = [
     PortGroup {
         name: GROUP_NAMES[0],
         files: &MSG_NAMES,
@@ -76,6 +107,10 @@ static PORT_GROUPS: [PortGroup; 5] = [
     PortGroup {
         name: GROUP_NAMES[3],
         files: &MSG_NAMES,
+    },
+    PortGroup {
+        name: c_str!("cm_rx_drops"),
+        files: &DROP_NAMES,
     },
     PortGroup {
         name: c_str!("cm_half_open"),
@@ -99,6 +134,7 @@ pub enum Group {
 /// One port's counters.
 pub struct CmCounters {
     c: [[AtomicU64; 11]; 4],
+    drops: [AtomicU64; 4],
     /// REQs refused for the bound on half-open connections.
     no_resources: AtomicU64,
 }
@@ -107,6 +143,7 @@ impl Default for CmCounters {
     fn default() -> Self {
         CmCounters {
             c: [const { [const { AtomicU64::new(0) }; 11] }; 4],
+            drops: [const { AtomicU64::new(0) }; 4],
             no_resources: AtomicU64::new(0),
         }
     }
@@ -133,6 +170,20 @@ impl CmCounters {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Counts a message dropped for `reason`.
+    pub fn count_drop(&self, reason: DropReason) {
+        if let Some(c) = self.drops.get(reason as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The messages dropped for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops
+            .get(reason as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
     /// Counts a REQ refused for the bound on half-open connections.
     pub fn count_no_resources(&self) {
         self.no_resources.fetch_add(1, Ordering::Relaxed);
@@ -143,12 +194,15 @@ impl CmCounters {
         self.no_resources.load(Ordering::Relaxed)
     }
 
-    /// The count at `(group, index)` of [`GROUP_NAMES`] and [`MSG_NAMES`].
+    /// The count at `(group, index)` of [`GROUP_NAMES`] and [`MSG_NAMES`]
+    /// (group 4: the drops, by [`DROP_NAMES`]).
     pub fn get_at(&self, group: usize, index: usize) -> u64 {
-        self.c
-            .get(group)
-            .and_then(|g| g.get(index))
-            .map_or(0, |c| c.load(Ordering::Relaxed))
+        let c = if group == DROPS_GROUP {
+            self.drops.get(index)
+        } else {
+            self.c.get(group).and_then(|g| g.get(index))
+        };
+        c.map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -163,7 +217,7 @@ impl PortGroupShow for CounterFiles {
     }
 
     fn show(&self, dev: &Device, port: u32, group: usize, file: usize, out: &mut Page) -> Result {
-        let v = if group == GROUP_NAMES.len() {
+        let v = if group == HALF_OPEN_GROUP {
             let limits = crate::cm::table::LIMITS;
             match file {
                 0 => crate::cm::port::shared(dev, port)

@@ -12,7 +12,7 @@ use kernel::sync::Arc;
 use kernel::error::code::ENODEV;
 
 use crate::cm::conn::CmConn;
-use crate::cm::counters::{CmCounters, Group};
+use crate::cm::counters::{CmCounters, DropReason, Group};
 use crate::cm::table;
 use crate::device::client::{Client, ClientRegistration};
 use crate::device::sysfs::PortGroupsRegistration;
@@ -21,8 +21,11 @@ use crate::kshim::global::Global;
 use crate::kshim::sync::SpinLockIrq;
 use crate::mad::agent::AgentCore;
 use crate::mad::{Agent, MadHandler, RecvMad, SendOpts, SendStatus};
-use crate::spec::cm_msg::{Bytes, CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
-use crate::spec::mad::{CLASS_CM, CM_CLASS_VERSION, MAD_SIZE};
+use crate::spec::cm_msg::{Bytes, CmError, CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
+use crate::spec::mad::{
+    CLASS_CM, CM_ATTR_APR, CM_ATTR_LAP, CM_ATTR_SIDR_REP, CM_ATTR_SIDR_REQ, CM_CLASS_VERSION,
+    MAD_SIZE, METHOD_SEND,
+};
 
 /// What the CM of one port shares with its connections.
 #[pin_data]
@@ -196,6 +199,14 @@ impl MadHandler for CmAgent {
         let msg = match CmMessage::parse_mad(&mad.data) {
             Ok((_, msg)) => msg,
             Err(e) => {
+                let reason = match e {
+                    CmError::UnknownAttribute(
+                        CM_ATTR_SIDR_REQ | CM_ATTR_SIDR_REP | CM_ATTR_LAP | CM_ATTR_APR,
+                    ) => DropReason::Unsupported,
+                    CmError::UnknownAttribute(_) => DropReason::UnknownAttr,
+                    _ => DropReason::Malformed,
+                };
+                self.shared.counters.count_drop(reason);
                 if crate::kshim::ratelimit::log_allowed() {
                     pr_info!(
                         "rdma cm: {} port {}: a CM MAD (attribute {:#x}) dropped: {}\n",
@@ -222,6 +233,7 @@ impl MadHandler for CmAgent {
             conn.on_msg(&msg, mad.hdr.tid);
             return;
         }
+        self.shared.counters.count_drop(DropReason::UnknownCommId);
         match msg {
             CmMessage::Rep(rep) => self.reject(
                 agent,
@@ -293,6 +305,9 @@ impl Client for CmClient {
                 Agent::register(dev, port, CLASS_CM, CM_CLASS_VERSION, handler)
                     .ok()
                     .map(|agent| {
+                        // SENDs only, as the C CM registers: a GET or SET
+                        // of the CM class is answered by the MAD layer.
+                        agent.take_only(&[METHOD_SEND]);
                         *shared.agent.lock() = Some(agent.shared());
                         CmPort {
                             _agent: agent,

@@ -4,13 +4,17 @@
 //! `ib_cancel_mad`): a ULP's endpoint on a port's QP1.
 //!
 //! An agent takes the requests of one management class and class version
-//! that arrive on its port, and the responses to its own requests. Every
+//! that arrive on its port (of every method, or of those it names with
+//! [`AgentCore::take_only`]: the others are unmatched, and a GET or SET
+//! is answered as unsupported, as the C layer's method table does), and the responses to its own requests. Every
 //! send ends with exactly one [`MadHandler::send_done`]: when it has gone
 //! out (no response expected), when its response arrived (after the
 //! response's [`MadHandler::recv`]), after its last retry, or when it
 //! could not be sent. Dropping the [`Agent`] ends the agent: no handler
 //! runs after the drop returns, and requests still waiting are forgotten
 //! without a `send_done`.
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::error::code::{EBUSY, EEXIST, EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -110,6 +114,8 @@ pub struct AgentCore {
     pub(crate) id: u32,
     pub(crate) class: u8,
     pub(crate) class_version: u8,
+    /// The request methods taken, a bit each (0 to 127).
+    methods: [AtomicU64; 2],
     port: Arc<MadPort>,
     handler: Arc<dyn MadHandler>,
     #[pin]
@@ -156,6 +162,7 @@ impl Agent {
                 id,
                 class,
                 class_version,
+                methods: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
                 port: port_ref,
                 handler,
                 state <- new_mutex!(
@@ -209,6 +216,24 @@ impl AgentCore {
     /// The port number.
     pub fn port_num(&self) -> u32 {
         self.port.port_num()
+    }
+
+    /// Takes only requests of these methods from now on (the CM takes
+    /// SENDs only); responses to its own requests still come.
+    pub fn take_only(&self, methods: &[u8]) {
+        let mut m = [0u64; 2];
+        for &x in methods {
+            let x = x & 0x7f;
+            m[usize::from(x >> 6)] |= 1 << (x & 63);
+        }
+        self.methods[0].store(m[0], Ordering::Relaxed);
+        self.methods[1].store(m[1], Ordering::Relaxed);
+    }
+
+    /// Whether the agent takes requests of `method`.
+    pub(crate) fn takes(&self, method: u8) -> bool {
+        let x = method & 0x7f;
+        self.methods[usize::from(x >> 6)].load(Ordering::Relaxed) & (1 << (x & 63)) != 0
     }
 
     /// A fresh transaction ID: the agent's number in the high half, so

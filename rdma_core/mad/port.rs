@@ -15,8 +15,33 @@
 //! MAD) followed by [`SEND_SLOTS`] send slots of 256 bytes. A receive slot
 //! is copied out and posted again before its MAD is dispatched. A send
 //! slot holds its MAD and its address handle until the send completes.
+//!
+//! # QP1 brought back
+//!
+//! QP1 must stay in RTS: without it no MAD goes or comes on the port, and
+//! no connection can be made there. If it ever leaves RTS (a fatal error
+//! of the provider, a receive that failed, anybody's `modify_qp`), its
+//! work requests complete in error (the receives flushed): the first
+//! completion in error that finds QP1 out of RTS queues the port's
+//! recovery work ([`MadPort::recover`], process context), which drains
+//! QP1 (every completion before its marker handled, so no receive slot is
+//! still owned by the queue or by a completion in flight), moves it to
+//! RESET, INIT, RTR and RTS again and posts every receive buffer again.
+//! A receive the provider took before QP1 left RTS may still complete
+//! after the drain: receives carry a generation in their work request ID,
+//! which the recovery changes once QP1 is in RESET, and a completion of
+//! an older generation is ignored, so no slot is ever posted twice.
+//! The agents stay registered; what they sent meanwhile completed with an
+//! error (a request waiting for its response is sent again at its
+//! deadline). Each recovery is counted (`qp1_recoveries`) and logged,
+//! rate-limited.
+//!
+//! The counters are in sysfs, one file each, under
+//! `/sys/class/rdma_rs/<dev>/ports/<N>/mad/`.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use core::fmt::Write;
 
 use kernel::c_str;
 use kernel::error::code::{EINVAL, ENOMEM, ENXIO};
@@ -26,10 +51,12 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use crate::device::client::{Client, ClientRegistration};
+use crate::device::sysfs::{PortGroup, PortGroupShow, PortGroupsRegistration};
 use crate::device::Device;
 use crate::kshim::global::Global;
 use crate::kshim::mem::Buffer;
 use crate::kshim::sync::{SpinLockIrq, TakeOnce};
+use crate::kshim::sysfs::Page;
 use crate::kshim::time::now_ms;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::mad::agent::{AgentCore, MadAddr, RecvMad, SendStatus};
@@ -55,8 +82,11 @@ pub const SEND_SLOTS: usize = 128;
 pub const GRH_LEN: usize = 40;
 /// One receive slot.
 const RECV_LEN: usize = GRH_LEN + MAD_SIZE;
-/// Work request IDs of sends have this bit; receives are their slot.
+/// Work request IDs of sends have this bit; receives are their slot, and
+/// the receive generation at [`GEN_SHIFT`].
 const SEND_BIT: u64 = 1 << 32;
+/// Where a receive's work request ID has the generation it was posted in.
+const GEN_SHIFT: u32 = 16;
 
 /// What a port's MAD layer counted (`/sys/class/rdma_rs/<dev>/ports/<N>/
 /// hw_counters` has the provider's; these are the core's).
@@ -77,7 +107,25 @@ pub struct MadCounters {
     pub rx_unmatched: AtomicU64,
     /// Datagrams that are no MAD (short, bad base version, no GRH).
     pub rx_bad: AtomicU64,
+    /// Times QP1 was found out of RTS and brought back.
+    pub qp1_recoveries: AtomicU64,
 }
+
+/// The number of [`MadCounters`].
+pub const COUNTERS: usize = 8;
+
+/// The names of the counters, in [`MadCounters::snapshot`] order: the
+/// files of `ports/<N>/mad/` in sysfs.
+pub const COUNTER_NAMES: [&CStr; COUNTERS] = [
+    c_str!("tx"),
+    c_str!("tx_errors"),
+    c_str!("retries"),
+    c_str!("timeouts"),
+    c_str!("rx"),
+    c_str!("rx_unmatched"),
+    c_str!("rx_bad"),
+    c_str!("qp1_recoveries"),
+];
 
 impl MadCounters {
     fn bump(c: &AtomicU64) {
@@ -85,7 +133,7 @@ impl MadCounters {
     }
 
     /// `(name, value)` of every counter, for logs and tests.
-    pub fn snapshot(&self) -> [(&'static str, u64); 7] {
+    pub fn snapshot(&self) -> [(&'static str, u64); COUNTERS] {
         let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
         [
             ("tx", v(&self.tx)),
@@ -95,6 +143,7 @@ impl MadCounters {
             ("rx", v(&self.rx)),
             ("rx_unmatched", v(&self.rx_unmatched)),
             ("rx_bad", v(&self.rx_bad)),
+            ("qp1_recoveries", v(&self.qp1_recoveries)),
         ]
     }
 }
@@ -138,7 +187,17 @@ pub struct MadPort {
     #[pin]
     slots: SpinLockIrq<KVec<Option<SendSlot>>>,
     next_agent: AtomicU32,
+    /// The receive generation (16 bits): a recovery starts a new one once
+    /// QP1 is in RESET, and a receive completion of an older one (taken
+    /// by the provider before QP1 left RTS, completed after its flush) is
+    /// ignored and its slot not posted again (the recovery posted it). A
+    /// slot is posted again under this lock, only if its completion is of
+    /// the generation still current.
+    #[pin]
+    recv_gen: SpinLockIrq<u32>,
     closed: AtomicBool,
+    /// The recovery work is queued or running.
+    recovering: AtomicBool,
     /// Counters.
     pub counters: MadCounters,
     /// Fires at the earliest deadline of the agents' requests.
@@ -147,10 +206,22 @@ pub struct MadPort {
     /// Runs the deadlines (process context).
     #[pin]
     work: Work<MadPort>,
+    /// Brings QP1 back to RTS (process context).
+    #[pin]
+    recover_work: Work<MadPort, 1>,
 }
 
 impl_has_work! {
     impl HasWork<Self> for MadPort { self.work }
+    impl HasWork<Self, 1> for MadPort { self.recover_work }
+}
+
+impl WorkItem<1> for MadPort {
+    type Pointer = Arc<MadPort>;
+
+    fn run(this: Arc<MadPort>) {
+        this.recover();
+    }
 }
 
 impl WorkItem for MadPort {
@@ -167,7 +238,7 @@ impl TimerItem for MadPort {
     }
 
     fn fired(this: Arc<Self>) {
-        let _ = workqueue::system().enqueue(this);
+        let _ = workqueue::system().enqueue::<Arc<MadPort>, 0>(this);
     }
 }
 
@@ -202,20 +273,7 @@ impl MadPort {
         let len = RECV_SLOTS * RECV_LEN + SEND_SLOTS * MAD_SIZE;
         let buf = Buffer::new(len)?;
         let mr = Mr::reg_buffer(pd.core(), &buf, 0, len, Access::LOCAL_WRITE)?;
-        let mut cur = QpState::Reset;
-        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            let mask = required_attrs(cur, next, QpType::Gsi).ok_or(EINVAL)? | AttrMask::STATE;
-            let attr = QpAttr {
-                qp_state: next,
-                qkey: QP1_QKEY,
-                pkey_index: 0,
-                port_num: port,
-                sq_psn: 0,
-                ..QpAttr::default()
-            };
-            qp.modify(&attr, mask)?;
-            cur = next;
-        }
+        Self::bring_up(&qp, port)?;
         let mut slots = KVec::with_capacity(SEND_SLOTS, GFP_KERNEL)?;
         for _ in 0..SEND_SLOTS {
             slots.push(None, GFP_KERNEL)?;
@@ -243,32 +301,147 @@ impl MadPort {
                 slots <- crate::new_spinlock_irq!(slots, "MadPort::slots"),
                 next_agent: AtomicU32::new(crate::kshim::random::u32() & 0xffff),
                 closed: AtomicBool::new(false),
+                recv_gen <- crate::new_spinlock_irq!(0, "MadPort::recv_gen"),
+                recovering: AtomicBool::new(false),
                 counters: MadCounters::default(),
                 timer <- Timer::new(),
                 work <- new_work!("MadPort::work"),
+                recover_work <- new_work!("MadPort::recover_work"),
             }),
             GFP_KERNEL,
         )?;
         *this.me.lock() = Some(this.clone());
-        for slot in 0..RECV_SLOTS {
-            if let Err(e) = this.post_recv(slot) {
-                this.close();
-                return Err(e);
-            }
+        if let Err(e) = this.post_all_recvs() {
+            this.close();
+            return Err(e);
         }
         Ok(this)
+    }
+
+    /// Moves QP1 from RESET to INIT, RTR and RTS.
+    fn bring_up(qp: &Arc<QpCore>, port: u32) -> Result {
+        let mut cur = QpState::Reset;
+        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let mask = required_attrs(cur, next, QpType::Gsi).ok_or(EINVAL)? | AttrMask::STATE;
+            let attr = QpAttr {
+                qp_state: next,
+                qkey: QP1_QKEY,
+                pkey_index: 0,
+                port_num: port,
+                sq_psn: 0,
+                ..QpAttr::default()
+            };
+            qp.modify(&attr, mask)?;
+            cur = next;
+        }
+        Ok(())
+    }
+
+    /// Posts every receive buffer (QP1 just made ready, nothing posted).
+    fn post_all_recvs(&self) -> Result {
+        let gen = *self.recv_gen.lock();
+        for slot in 0..RECV_SLOTS {
+            self.post_recv(slot, gen)?;
+        }
+        Ok(())
+    }
+
+    /// Posts `slot` again after its completion of generation `gen`,
+    /// unless a recovery started another generation since.
+    fn repost(&self, slot: usize, gen: u32) -> Result {
+        let g = self.recv_gen.lock();
+        if *g != gen {
+            return Ok(());
+        }
+        self.post_recv(slot, gen)
+    }
+
+    /// A work request completed in error: if QP1 left RTS, queue its
+    /// recovery (once). Any context.
+    fn check_qp1(&self) {
+        if self.closed.load(Ordering::Acquire) || self.qp.state() == QpState::Rts {
+            return;
+        }
+        if self.recovering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(me) = self.me.lock().clone() else {
+            self.recovering.store(false, Ordering::Release);
+            return;
+        };
+        if workqueue::system().enqueue::<Arc<MadPort>, 1>(me).is_err() {
+            self.recovering.store(false, Ordering::Release);
+        }
+    }
+
+    /// Brings QP1 back to RTS (the recovery work; process context): drain
+    /// (the completions of everything posted so far handled: the flushed
+    /// receives are not posted again by [`MadPort::received`]), RESET,
+    /// INIT, RTR, RTS, every receive buffer posted again.
+    fn recover(self: &Arc<Self>) {
+        let done = if self.closed.load(Ordering::Acquire) || self.qp.state() == QpState::Rts {
+            None
+        } else {
+            Some((|| -> Result {
+                self.qp.drain()?;
+                let attr = QpAttr {
+                    qp_state: QpState::Reset,
+                    ..QpAttr::default()
+                };
+                self.qp.modify(&attr, AttrMask::STATE)?;
+                // Nothing of the old generation is posted any more.
+                {
+                    let mut g = self.recv_gen.lock();
+                    *g = g.wrapping_add(1) & 0xffff;
+                }
+                if self.closed.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                Self::bring_up(&self.qp, self.port)?;
+                self.post_all_recvs()
+            })())
+        };
+        self.recovering.store(false, Ordering::Release);
+        match done {
+            None => {}
+            Some(Ok(())) => {
+                MadCounters::bump(&self.counters.qp1_recoveries);
+                if crate::kshim::ratelimit::log_allowed() {
+                    pr_warn!(
+                        "rdma mad: {} port {}: QP1 had left RTS; brought back\n",
+                        self.dev.name(),
+                        self.port
+                    );
+                }
+            }
+            Some(Err(e)) => {
+                if crate::kshim::ratelimit::log_allowed() {
+                    pr_err!(
+                        "rdma mad: {} port {}: QP1 left RTS and could not be brought back ({:?})\n",
+                        self.dev.name(),
+                        self.port,
+                        e
+                    );
+                }
+            }
+        }
     }
 
     /// Closes the port: no completion, timeout or dispatch after this
     /// returns. Process context.
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        // The QP first: its work requests (each holding the port) are
+        // A recovery in progress first, while QP1 and its CQ still work
+        // (its drain waits for a completion); one queued later finds the
+        // port closed.
+        crate::kshim::work::flush(&self.recover_work);
+        // The QP next: its work requests (each holding the port) are
         // discarded and the provider stops; the CQ next, which waits for a
         // running completion handler.
         drop(self.verbs.take());
         self.timer.shutdown();
         crate::kshim::work::flush(&self.work);
+        crate::kshim::work::flush(&self.recover_work);
         self.me.lock().take();
         let slots: KVec<Option<SendSlot>> = {
             let mut s = self.slots.lock();
@@ -298,11 +471,11 @@ impl MadPort {
         Some(me)
     }
 
-    fn post_recv(&self, slot: usize) -> Result {
+    fn post_recv(&self, slot: usize, gen: u32) -> Result {
         let sg = [self.buf.sge(slot * RECV_LEN, RECV_LEN as u32, self.lkey)?];
         self.qp
             .post_recv(&[RecvWr {
-                wr_id: slot as u64,
+                wr_id: slot as u64 | u64::from(gen & 0xffff) << GEN_SHIFT,
                 cqe: Some(self.me().ok_or(ENXIO)?),
                 sg: &sg,
             }])
@@ -388,17 +561,17 @@ impl MadPort {
     }
 
     /// A receive completed.
-    fn received(&self, slot: usize, wc: &Wc) {
+    fn received(&self, slot: usize, gen: u32, wc: &Wc) {
         if wc.status != WcStatus::Success {
             if wc.status != WcStatus::WrFlushErr && !self.closed.load(Ordering::Acquire) {
                 MadCounters::bump(&self.counters.rx_bad);
-                let _ = self.post_recv(slot);
+                let _ = self.repost(slot, gen);
             }
             return;
         }
         let mut raw = [0u8; RECV_LEN];
         let read = self.buf.read(slot * RECV_LEN, &mut raw);
-        if !self.closed.load(Ordering::Acquire) && self.post_recv(slot).is_err() {
+        if !self.closed.load(Ordering::Acquire) && self.repost(slot, gen).is_err() {
             if crate::kshim::ratelimit::log_allowed() {
                 pr_warn!(
                     "rdma mad: {} port {}: a receive buffer was lost\n",
@@ -449,8 +622,9 @@ impl MadPort {
             }
             return;
         }
-        match self.find_agent(|a| a.class == hdr.mgmt_class && a.class_version == hdr.class_version)
-        {
+        match self.find_agent(|a| {
+            a.class == hdr.mgmt_class && a.class_version == hdr.class_version && a.takes(hdr.method)
+        }) {
             Some(a) => {
                 MadCounters::bump(&self.counters.rx);
                 a.deliver(&mad);
@@ -535,7 +709,13 @@ impl CqeDone for MadPort {
         if wc.wr_id & SEND_BIT != 0 || wc.opcode == WcOpcode::Send {
             self.send_completed((wc.wr_id & !SEND_BIT) as usize, wc);
         } else {
-            self.received(wc.wr_id as usize, wc);
+            let gen = (wc.wr_id >> GEN_SHIFT) as u32 & 0xffff;
+            if gen == *self.recv_gen.lock() {
+                self.received((wc.wr_id & 0xffff) as usize, gen, wc);
+            }
+        }
+        if wc.status != WcStatus::Success {
+            self.check_qp1();
         }
     }
 }
@@ -597,18 +777,71 @@ pub(crate) fn port_of(dev: &Device, port: u32) -> Option<Arc<MadPort>> {
 }
 
 /// The counters of `dev`'s port `port`, if it has a MAD layer.
-pub fn counters(dev: &Device, port: u32) -> Option<[(&'static str, u64); 7]> {
+pub fn counters(dev: &Device, port: u32) -> Option<[(&'static str, u64); COUNTERS]> {
     Some(port_of(dev, port)?.counters.snapshot())
 }
 
-/// Registers the MAD client (module init, before any ULP).
+/// QP1 of `dev`'s port `port`, if it has a MAD layer: to look at its
+/// state, or (a test) to move it out of RTS through `modify_qp` and watch
+/// the MAD layer bring it back.
+pub fn qp1(dev: &Device, port: u32) -> Option<Arc<QpCore>> {
+    Some(port_of(dev, port)?.qp.clone())
+}
+
+/// The counters' directory in sysfs.
+static PORT_GROUPS: [PortGroup; 1] = [PortGroup {
+    name: c_str!("mad"),
+    files: &COUNTER_NAMES,
+}];
+
+/// What the counter files show: the count, or zero where the MAD layer
+/// does not run (yet, or any more) on the port.
+struct CounterFiles;
+
+impl PortGroupShow for CounterFiles {
+    fn wants(&self, dev: &Device, port: u32) -> bool {
+        dev.has_mad(port)
+    }
+
+    fn show(&self, dev: &Device, port: u32, _group: usize, file: usize, out: &mut Page) -> Result {
+        let v = counters(dev, port)
+            .and_then(|c| c.get(file).map(|x| x.1))
+            .unwrap_or(0);
+        writeln!(out, "{}", v).map_err(|_| EINVAL)
+    }
+}
+
+/// The counters' files while the MAD layer is loaded; apart from [`MAD`]
+/// and dropped before it, so that no `show` holds the last reference to
+/// the client's registration.
+static COUNTERS_SYSFS: Global<PortGroupsRegistration> = Global::new();
+
+/// Registers the MAD client (module init, before any ULP) and its
+/// counters' files.
 pub(crate) fn init() -> Result {
     let reg = ClientRegistration::new(MadClient)?;
     MAD.replace(Some(Arc::new(Registration(reg), GFP_KERNEL)?));
-    Ok(())
+    let files = (|| -> Result<Arc<PortGroupsRegistration>> {
+        let f = crate::device::sysfs::register_port_groups(
+            &PORT_GROUPS,
+            Arc::new(CounterFiles, GFP_KERNEL)?,
+        )?;
+        Ok(Arc::new(f, GFP_KERNEL)?)
+    })();
+    match files {
+        Ok(f) => {
+            drop(COUNTERS_SYSFS.replace(Some(f)));
+            Ok(())
+        }
+        Err(e) => {
+            exit();
+            Err(e)
+        }
+    }
 }
 
-/// Unregisters it (module exit).
+/// Unregisters them (module exit): the files first.
 pub(crate) fn exit() {
+    drop(COUNTERS_SYSFS.replace(None));
     drop(MAD.replace(None));
 }

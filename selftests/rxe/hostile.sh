@@ -9,6 +9,9 @@
 # and addresses nobody gave out, at PSNs far from the connection's) are
 # dropped or answered without harm, each counted by its reason; the
 # traffic under attack completes with every byte checked; nothing splats.
+# Then QP1 (qp1 below): forced out of RTS and brought back, and hostile
+# MADs and CM messages at rxb's QP1 while connections are made and torn
+# down through it.
 . ../lib/rxe_pair.sh
 
 malformed="bad-icrc truncated short unknown-opcode bad-pad too-long"
@@ -152,7 +155,94 @@ reth_len() {
 		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
+# QP1 (rdma_rxe_qp1_test): forced out of RTS on rxb, then on rxa, and
+# brought back by the MAD layer, counted once each (in sysfs too), a
+# connection made after each; then connections made and torn down for a
+# while, every one of them succeeding, while pktinject sends rxb's QP1
+# MADs and CM messages, malformed and well-formed but wrong
+# (tools/pktinject, the QP1 kinds). What happens to each, counted by
+# reason on rxb:
+#
+#   mad-short (every length below 256)   MAD rx_bad
+#   mad-bad-version                      MAD rx_bad
+#   mad-long (257 to 1024 bytes)         rxe length_err (the receive kept)
+#   mad-unknown-class (GET, SET)         MAD rx_unmatched, answered with
+#                                        status "unsupported method/attribute"
+#                                        (rxa: rx_unmatched, a response to
+#                                        nobody)
+#   cm-unknown-attr                      CM cm_rx_drops/unknown_attr
+#   cm-msg, 11 messages in turn, random comm IDs, private data of every
+#   length: a REQ rejected (REJ); a REP rejected (REJ) and a DREQ
+#   answered (DREP) as the C CM does, counted with MRA, REJ, RTU and DREP
+#   in cm_rx_drops/unknown_comm_id; SIDR REQ, SIDR REP, LAP and APR in
+#   cm_rx_drops/unsupported
+#   cm-msg with a bad P_Key / Q_Key      rxe rx_drop_pkey / rx_drop_qkey
+qp1() {
+	mb=/sys/class/rdma_rs/rxb/ports/1/mad ma=/sys/class/rdma_rs/rxa/ports/1/mad
+	cb=/sys/class/rdma_rs/rxb/ports/1
+	b0=$(cat "$mb/qp1_recoveries") && a0=$(cat "$ma/qp1_recoveries") || return 1
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_qp1_test > "$tmpd/qp1.err" 2>&1 &
+	mod=$!
+	looping=
+	for _ in $(seq 1800); do
+		dmesg | grep -q "qp1 test: looping" && { looping=1; break; }
+		kill -0 "$mod" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$looping" ] || { wait "$mod"; cat "$tmpd/qp1.err"; dmesg | tail -30; return 1; }
+	bad0=$(cat "$mb/rx_bad") unm0=$(cat "$mb/rx_unmatched") aunm0=$(cat "$ma/rx_unmatched")
+	len0=$(rxe_counter rxb length_err) pk0=$(rxe_counter rxb rx_drop_pkey) qk0=$(rxe_counter rxb rx_drop_qkey)
+	ua0=$(cat "$cb/cm_rx_drops/unknown_attr") us0=$(cat "$cb/cm_rx_drops/unsupported")
+	uc0=$(cat "$cb/cm_rx_drops/unknown_comm_id") mf0=$(cat "$cb/cm_rx_drops/malformed")
+	rej0=$(cat "$cb/cm_tx_msgs/rej") dup0=$(cat "$cb/cm_rx_duplicates/dreq")
+	rounds=100
+	if ! { inject 10.78.3.1 10.78.3.2 mad-short 256 &&
+		inject 10.78.3.1 10.78.3.2 mad-bad-version 50 &&
+		inject 10.78.3.1 10.78.3.2 mad-long 50 &&
+		inject 10.78.3.1 10.78.3.2 mad-unknown-class 90 &&
+		inject 10.78.3.1 10.78.3.2 cm-unknown-attr 80 &&
+		inject 10.78.3.1 10.78.3.2 cm-msg $((11 * rounds)) &&
+		inject fd00:7b::1 fd00:7b::2 cm-msg 110 --seed 2 &&
+		inject 10.78.3.1 10.78.3.2 cm-msg 50 --pkey 0x1234 &&
+		inject 10.78.3.1 10.78.3.2 cm-msg 50 --qkey 0x600d; }; then
+		wait "$mod"
+		return 1
+	fi
+	rounds=$((rounds + 10))
+	_ok=1
+	wait "$mod" || _ok=0
+	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_qp1_test: qp1 test: /# /p'
+	[ "$_ok" = 1 ] || { cat "$tmpd/qp1.err"; dmesg | tail -30; return 1; }
+	rmmod rdma_rxe_qp1_test
+	if [ "$(cat "$mb/qp1_recoveries")" != $((b0 + 1)) ] || [ "$(cat "$ma/qp1_recoveries")" != $((a0 + 1)) ]; then
+		grep . "$mb"/* "$ma"/*
+		return 1
+	fi
+	dmesg | grep -q "rxb port 1: QP1 had left RTS; brought back" ||
+		{ echo "no log of the recovery"; return 1; }
+	sleep 1
+	got() { # NAME VALUE WANT
+		[ "$2" = "$3" ] || { echo "$1: $2, want $3"; _bad=1; }
+	}
+	_bad=0
+	got "mad rx_bad" $(($(cat "$mb/rx_bad") - bad0)) $((256 + 50))
+	got "mad rx_unmatched" $(($(cat "$mb/rx_unmatched") - unm0)) 90
+	got "rxa mad rx_unmatched (the answers)" $(($(cat "$ma/rx_unmatched") - aunm0)) 90
+	got "rxe length_err" $(($(rxe_counter rxb length_err) - len0)) 50
+	got "rxe rx_drop_pkey" $(($(rxe_counter rxb rx_drop_pkey) - pk0)) 50
+	got "rxe rx_drop_qkey" $(($(rxe_counter rxb rx_drop_qkey) - qk0)) 50
+	got "cm unknown_attr" $(($(cat "$cb/cm_rx_drops/unknown_attr") - ua0)) 80
+	got "cm unsupported" $(($(cat "$cb/cm_rx_drops/unsupported") - us0)) $((4 * rounds))
+	got "cm unknown_comm_id" $(($(cat "$cb/cm_rx_drops/unknown_comm_id") - uc0)) $((6 * rounds))
+	got "cm malformed" $(($(cat "$cb/cm_rx_drops/malformed") - mf0)) 0
+	got "cm rx_duplicates dreq" $(($(cat "$cb/cm_rx_duplicates/dreq") - dup0)) "$rounds"
+	got "cm tx rej" $(($(cat "$cb/cm_tx_msgs/rej") - rej0)) $((2 * rounds))
+	[ "$_bad" = 0 ] || { grep . "$mb"/* "$cb"/cm_rx_drops/*; tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
+}
+
 teardown() {
+	rmmod rdma_rxe_qp1_test 2>/dev/null
 	rmmod rdma_rxe_soak_test 2>/dev/null
 	rmmod rdma_rxe_resources_test 2>/dev/null
 	rxe_pair_teardown hoa hob
@@ -167,5 +257,6 @@ ktap_check "idle_malformed" idle_malformed
 ktap_check "under_traffic" under_traffic
 ktap_check "read_limit" read_limit
 ktap_check "reth_len" reth_len
+ktap_check "qp1" qp1
 ktap_check "teardown" teardown
 ktap_finish

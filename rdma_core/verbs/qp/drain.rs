@@ -12,18 +12,18 @@ use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::SendFlags;
 use crate::spec::qp_state::{AttrMask, QpState, QpType};
 use crate::verbs::cq::{CqCore, PollCtx};
-use crate::verbs::qp::{Qp, QpAttr};
+use crate::verbs::qp::{QpAttr, QpCore};
 use crate::verbs::wc::{CqeDone, Wc};
 use crate::verbs::wr::{RecvWr, SendOp, SendWr};
 
-impl Qp {
+impl QpCore {
     /// Drains the QP (`ib_drain_qp`): moves it to the error state and
     /// returns once the completions of every request posted before have
     /// been handled. Needs CQs made with `Cq::alloc`; Direct CQs are polled
     /// here. With an SRQ only the send queue is drained. May sleep.
-    pub fn drain(&self) -> Result {
+    pub fn drain(self: &Arc<Self>) -> Result {
         crate::kshim::verb::might_sleep();
-        let core = self.core();
+        let core = self;
         let usable = |cq: &CqCore| cq.poll_ctx().is_some();
         if !usable(&core.send_cq) || !usable(&core.recv_cq) {
             return Err(EINVAL);

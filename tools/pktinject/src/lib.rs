@@ -25,12 +25,17 @@
 //!
 //! [`Kind`] lists what can be sent, [`Injector`] makes one packet after
 //! another into one reused buffer, and [`parse_args`] reads the command
-//! line.
+//! line. The QP1 kinds (`mad-*`, `cm-*`) carry MADs to QP1 in UD SEND
+//! ONLY packets with a good ICRC; their payloads are made in [`qp1`].
 
 #![forbid(unsafe_code)]
 
 use std::fmt;
 use std::net::IpAddr;
+
+pub mod qp1;
+
+use rdma_spec::mad::MAD_SIZE;
 
 use rxe_wire::headers::{
     Aeth, AtomicAckEth, AtomicEth, Bth, Deth, ExtHeaders, Feth, Ieth, ImmDt, Rdeth, Reth,
@@ -95,11 +100,25 @@ pub enum Kind {
     /// On the command line: a pseudo-random mix of every other kind and of
     /// random bytes. As the kind of one crafted packet: random bytes.
     Random,
+    /// QP1: a MAD shorter than 256 bytes (a DREQ cut short).
+    MadShort,
+    /// QP1: a datagram longer than a MAD (a DREQ and more bytes).
+    MadLong,
+    /// QP1: a MAD whose base version is not 1.
+    MadBadVersion,
+    /// QP1: a GET or SET of a management class (or class version) that
+    /// no agent takes.
+    MadUnknownClass,
+    /// QP1: a CM SEND with an attribute ID no CM message has.
+    CmUnknownAttr,
+    /// QP1: CM messages (REQ to APR, SIDR included) with unknown comm IDs
+    /// and private data of every length.
+    CmMsg,
 }
 
 impl Kind {
     /// Every kind, in the order of the usage text.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 19] = [
         Kind::BadIcrc,
         Kind::Truncated,
         Kind::Short,
@@ -113,7 +132,27 @@ impl Kind {
         Kind::OobWrite,
         Kind::BadRead,
         Kind::Random,
+        Kind::MadShort,
+        Kind::MadLong,
+        Kind::MadBadVersion,
+        Kind::MadUnknownClass,
+        Kind::CmUnknownAttr,
+        Kind::CmMsg,
     ];
+
+    /// The kinds that go to QP1 (default `--qpn` 1 and `--qkey`
+    /// [`qp1::QP1_QKEY`]).
+    pub const fn is_qp1(self) -> bool {
+        matches!(
+            self,
+            Kind::MadShort
+                | Kind::MadLong
+                | Kind::MadBadVersion
+                | Kind::MadUnknownClass
+                | Kind::CmUnknownAttr
+                | Kind::CmMsg
+        )
+    }
 
     /// What `random` picks from, uniformly: every shape once (`oob-write`
     /// is `bad-rkey-write`'s shape) and `Random` for random bytes.
@@ -148,6 +187,12 @@ impl Kind {
             Kind::OobWrite => "oob-write",
             Kind::BadRead => "bad-read",
             Kind::Random => "random",
+            Kind::MadShort => "mad-short",
+            Kind::MadLong => "mad-long",
+            Kind::MadBadVersion => "mad-bad-version",
+            Kind::MadUnknownClass => "mad-unknown-class",
+            Kind::CmUnknownAttr => "cm-unknown-attr",
+            Kind::CmMsg => "cm-msg",
         }
     }
 
@@ -705,6 +750,57 @@ fn craft(
             good(b, &ext[..n], &[], frame)
         }
         Kind::Random => random_bytes(flow, p, variant, frame),
+        Kind::MadShort
+        | Kind::MadLong
+        | Kind::MadBadVersion
+        | Kind::MadUnknownClass
+        | Kind::CmUnknownAttr
+        | Kind::CmMsg => {
+            let mut mad = [0u8; MAD_SIZE];
+            let len = match kind {
+                Kind::MadShort => {
+                    qp1::base_mad(variant, &mut mad);
+                    qp1::short_len(variant)
+                }
+                Kind::MadLong => {
+                    qp1::base_mad(variant, &mut mad);
+                    qp1::long_len(variant)
+                }
+                Kind::MadBadVersion => {
+                    qp1::bad_version_mad(variant, &mut mad);
+                    MAD_SIZE
+                }
+                Kind::MadUnknownClass => {
+                    qp1::unknown_class_mad(variant, &mut mad);
+                    MAD_SIZE
+                }
+                Kind::CmUnknownAttr => {
+                    qp1::unknown_attr_mad(variant, &mut mad);
+                    MAD_SIZE
+                }
+                _ => {
+                    qp1::cm_msg_mad(variant, &mut mad);
+                    MAD_SIZE
+                }
+            };
+            // The MAD, then (mad-long) the pattern after it.
+            let mut payload = [0u8; qp1::MAD_LONG_MAX];
+            for (i, x) in payload.iter_mut().enumerate() {
+                *x = mad.get(i).copied().unwrap_or_else(|| pattern_byte(i));
+            }
+            // The DETH's source QP is the GSI, where answers go.
+            let e = ExtHeaders {
+                deth: Some(Deth {
+                    qkey: p.qkey,
+                    resv8: 0,
+                    src_qpn: qp1::QP1_SRC_QPN,
+                }),
+                ..ExtHeaders::default()
+            };
+            let n = e.write(&mut ext).map_err(|_| CraftError::Buffer)?;
+            let b = bth(Opcode::UdSendOnly, p, false);
+            good(b, &ext[..n], &payload[..len], frame)
+        }
     }
 }
 
@@ -883,6 +979,19 @@ kinds:
   bad-read        RC RDMA READ REQUEST, RETH --va --rkey --len
   random          a --seed-determined mix of all of them and random bytes,
                   to --qpn with random PSNs
+
+QP1 kinds: a UD SEND ONLY to --qpn (default 1) with DETH Q_Key --qkey
+(default 0x80010000, QP1's) and source QP 1, P_Key --pkey, carrying:
+  mad-short          a CM DREQ MAD cut to 0..255 bytes (every length in 256)
+  mad-long           a CM DREQ MAD and more: 257 to 1024 bytes
+  mad-bad-version    a CM DREQ MAD with base version 0, 2, 3, 0x80, 0xff
+  mad-unknown-class  a GET (even) or SET (odd) of a class or class version
+                     nobody takes (SA, PMA, device management, reserved,
+                     vendor, CM version 1 and 3)
+  cm-unknown-attr    a CM SEND with an attribute ID no CM message has
+  cm-msg             REQ, MRA, REJ, REP, RTU, DREQ, DREP, SIDR REQ, SIDR REP,
+                     LAP, APR in turn, random comm IDs (a REQ for a service
+                     nobody listens on), private data of every length
 ";
 
 /// What the command line asks for.
@@ -944,6 +1053,8 @@ where
     let mut dst = None;
     let mut kind = None;
     let mut pkey = None;
+    let mut qkey = None;
+    let mut qpn = None;
     let mut p = Params::default();
     let mut count = 1;
     let mut seed = 1;
@@ -977,10 +1088,10 @@ where
             "--src" => src = Some(addr(v)?),
             "--dst" => dst = Some(addr(v)?),
             "--kind" => kind = Some(Kind::from_name(v).ok_or_else(|| format!("unknown kind {v}"))?),
-            "--qpn" => p.qpn = number(opt, v, MASK24.into())? as u32,
+            "--qpn" => qpn = Some(number(opt, v, MASK24.into())? as u32),
             "--psn" => p.psn = number(opt, v, MASK24.into())? as u32,
             "--pkey" => pkey = Some(number(opt, v, 0xffff)? as u16),
-            "--qkey" => p.qkey = number(opt, v, u32::MAX.into())? as u32,
+            "--qkey" => qkey = Some(number(opt, v, u32::MAX.into())? as u32),
             "--rkey" => p.rkey = number(opt, v, u32::MAX.into())? as u32,
             "--va" => p.va = number(opt, v, u64::MAX)?,
             "--len" => p.len = number(opt, v, 0xffff)? as usize,
@@ -995,6 +1106,9 @@ where
     let src = src.ok_or("--src is required")?;
     let dst = dst.ok_or("--dst is required")?;
     let kind = kind.ok_or("--kind is required")?;
+    let qp1 = kind.is_qp1();
+    p.qpn = qpn.unwrap_or(if qp1 { 1 } else { p.qpn });
+    p.qkey = qkey.unwrap_or(if qp1 { qp1::QP1_QKEY } else { p.qkey });
     p.pkey = pkey.unwrap_or(if kind == Kind::BadPkey {
         BAD_PKEY
     } else {
@@ -1125,6 +1239,189 @@ mod tests {
         let mut out = vec![0u8; frame.len()];
         let n = build(&pkt.headers, pkt.payload, &crc32_le, &mut out).unwrap();
         assert_eq!(&out[..n], frame);
+    }
+
+    /// The UD payload of QP1 packet `variant` of `kind`, checked to be a
+    /// UD SEND ONLY to QP1 with QP1's Q_Key, from the GSI, good ICRC.
+    fn qp1_payload(flow: Flow, kind: Kind, variant: u64) -> Vec<u8> {
+        let p = match parse_args([
+            "--src",
+            "10.0.0.1",
+            "--dst",
+            "10.0.0.2",
+            "--kind",
+            kind.name(),
+        ])
+        .unwrap()
+        {
+            Command::Run(o) => o.params,
+            Command::Help => panic!(),
+        };
+        let f = one(flow, kind, p, variant);
+        assert_good_icrc(&f);
+        let pkt = parse4096(&f).unwrap();
+        assert_eq!(pkt.opcode, Opcode::UdSendOnly);
+        assert_eq!(pkt.headers.bth.dest_qpn, 1);
+        assert_eq!(pkt.headers.bth.pkey, DEFAULT_PKEY);
+        let deth = pkt.headers.ext.deth.unwrap();
+        assert_eq!((deth.qkey, deth.src_qpn), (qp1::QP1_QKEY, 1));
+        pkt.payload.to_vec()
+    }
+
+    #[test]
+    fn qp1_kinds_go_to_qp1_with_its_qkey_unless_told() {
+        for k in Kind::ALL {
+            assert_eq!(
+                k.is_qp1(),
+                k.name().starts_with("mad-") || k.name().starts_with("cm-")
+            );
+        }
+        let o = match parse_args([
+            "--src", "::1", "--dst", "::1", "--kind", "cm-msg", "--qkey", "0x600d", "--qpn", "7",
+            "--pkey", "0x1234",
+        ])
+        .unwrap()
+        {
+            Command::Run(o) => o,
+            Command::Help => panic!(),
+        };
+        assert_eq!(
+            (o.params.qkey, o.params.qpn, o.params.pkey),
+            (0x600d, 7, 0x1234)
+        );
+        let f = one(flows()[1], Kind::CmMsg, o.params, 3);
+        let pkt = parse4096(&f).unwrap();
+        assert_eq!(pkt.headers.ext.deth.unwrap().qkey, 0x600d);
+        assert_eq!(
+            (pkt.headers.bth.dest_qpn, pkt.headers.bth.pkey),
+            (7, 0x1234)
+        );
+    }
+
+    #[test]
+    fn mad_short_and_long_have_every_length_around_a_mad() {
+        use rdma_spec::mad::MadHeader;
+        let [v4, v6] = flows();
+        let mut seen = [false; MAD_SIZE];
+        for i in 0..MAD_SIZE as u64 {
+            let pl = qp1_payload(if i % 2 == 0 { v4 } else { v6 }, Kind::MadShort, i);
+            assert!(pl.len() < MAD_SIZE);
+            assert_eq!(pl.len(), qp1::short_len(i));
+            seen[pl.len()] = true;
+            // What there is of it is a good DREQ's beginning.
+            let mut base = [0u8; MAD_SIZE];
+            qp1::base_mad(i, &mut base);
+            assert_eq!(pl[..], base[..pl.len()]);
+        }
+        assert!(seen.iter().all(|&s| s), "every length below 256");
+        for i in 0..100 {
+            let pl = qp1_payload(v4, Kind::MadLong, i);
+            assert!(pl.len() > MAD_SIZE && pl.len() <= qp1::MAD_LONG_MAX);
+            let h = MadHeader::parse(&pl).unwrap();
+            assert_eq!((h.mgmt_class, h.attr_id), (0x07, 0x15));
+        }
+    }
+
+    #[test]
+    fn mad_bad_version_is_only_wrong_in_its_base_version() {
+        use rdma_spec::cm_msg::CmMessage;
+        use rdma_spec::mad::{MadError, MadHeader};
+        for i in 0..10 {
+            let mut pl = qp1_payload(flows()[0], Kind::MadBadVersion, i);
+            assert_eq!(pl.len(), MAD_SIZE);
+            let v = pl[0];
+            assert_eq!(MadHeader::parse(&pl), Err(MadError::BadBaseVersion(v)));
+            assert_eq!(v, qp1::BAD_BASE_VERSIONS[i as usize % 5]);
+            pl[0] = 1;
+            assert!(matches!(
+                CmMessage::parse_mad(&pl),
+                Ok((_, CmMessage::Dreq(_)))
+            ));
+        }
+    }
+
+    #[test]
+    fn mad_unknown_class_gets_and_sets_classes_nobody_takes() {
+        use rdma_spec::mad::{MadHeader, METHOD_GET, METHOD_SET};
+        let mut classes = std::collections::HashSet::new();
+        for i in 0..32 {
+            let pl = qp1_payload(flows()[0], Kind::MadUnknownClass, i);
+            let h = MadHeader::parse(&pl).unwrap();
+            assert_eq!(h.method, if i % 2 == 0 { METHOD_GET } else { METHOD_SET });
+            assert!(qp1::UNKNOWN_CLASSES.contains(&(h.mgmt_class, h.class_version)));
+            classes.insert((h.mgmt_class, h.class_version));
+        }
+        assert_eq!(classes.len(), qp1::UNKNOWN_CLASSES.len());
+    }
+
+    #[test]
+    fn cm_unknown_attr_is_a_cm_mad_no_codec_knows() {
+        use rdma_spec::cm_msg::{CmError, CmMessage};
+        use rdma_spec::mad::MadHeader;
+        for i in 0..16 {
+            let pl = qp1_payload(flows()[0], Kind::CmUnknownAttr, i);
+            let h = MadHeader::parse(&pl).unwrap();
+            assert_eq!((h.mgmt_class, h.class_version, h.method), (0x07, 2, 0x03));
+            assert_eq!(h.attr_id, qp1::UNKNOWN_CM_ATTRS[i as usize % 8]);
+            assert_eq!(
+                CmMessage::parse_mad(&pl).err(),
+                Some(CmError::UnknownAttribute(h.attr_id))
+            );
+        }
+    }
+
+    #[test]
+    fn cm_msg_sends_every_message_with_every_private_data_length() {
+        use rdma_spec::cm_msg::{CmError, CmMessage, RDMA_IB_IP_PS_MASK};
+        use rdma_spec::mad::MadHeader;
+        let n = qp1::CM_MSGS.len() as u64;
+        let mut lens: std::collections::HashMap<u16, std::collections::HashSet<usize>> =
+            Default::default();
+        let mut ids = std::collections::HashSet::new();
+        for i in 0..n * 230 {
+            let pl = qp1_payload(flows()[(i % 2) as usize], Kind::CmMsg, i);
+            let h = MadHeader::parse(&pl).unwrap();
+            let attr = qp1::CM_MSGS[(i % n) as usize];
+            assert_eq!(h.attr_id, attr);
+            let len = qp1::cm_pdata_len(attr, i / n);
+            lens.entry(attr).or_default().insert(len);
+            if qp1::cm_unsupported(attr) {
+                assert_eq!(
+                    CmMessage::parse_mad(&pl).err(),
+                    Some(CmError::UnknownAttribute(attr))
+                );
+                continue;
+            }
+            let (_, msg) = CmMessage::parse_mad(&pl).unwrap();
+            let (local, pd): (u32, &[u8]) = match &msg {
+                CmMessage::Req(m) => {
+                    assert_ne!(
+                        m.service_id & RDMA_IB_IP_PS_MASK,
+                        0x0000_0000_0106_0000,
+                        "no rdma_cm TCP service"
+                    );
+                    (m.local_comm_id, &m.private_data.0)
+                }
+                CmMessage::Mra(m) => (m.local_comm_id, &m.private_data.0),
+                CmMessage::Rej(m) => (m.local_comm_id, &m.private_data.0),
+                CmMessage::Rep(m) => (m.local_comm_id, &m.private_data.0),
+                CmMessage::Rtu(m) => (m.local_comm_id, &m.private_data.0),
+                CmMessage::Dreq(m) => (m.local_comm_id, &m.private_data.0),
+                CmMessage::Drep(m) => (m.local_comm_id, &m.private_data.0),
+            };
+            assert!(pd[..len].iter().all(|&b| b != 0), "{len} bytes of data");
+            assert!(pd[len..].iter().all(|&b| b == 0), "then zeros");
+            ids.insert(local);
+        }
+        for attr in qp1::CM_MSGS {
+            let want: std::collections::HashSet<usize> =
+                (0..=qp1::cm_pdata_max(attr).min(229)).collect();
+            assert_eq!(lens[&attr], want, "{attr:#x}: every length from 0");
+        }
+        assert!(
+            ids.len() > 1000,
+            "comm IDs differ from one message to the next"
+        );
     }
 
     #[test]
@@ -1459,8 +1756,8 @@ mod tests {
                     Kind::BadQkey | Kind::WrongQpn | Kind::BadRkeyWrite | Kind::BadRead => {
                         assert!(parsed.is_ok(), "{kind}")
                     }
-                    Kind::OobWrite => panic!("not in the mix"),
                     Kind::Random => {}
+                    _ => panic!("{kind} is not in the mix"),
                 }
             }
             assert!(psns.len() > 1000, "random PSNs");
