@@ -86,7 +86,7 @@ scripts/initramfs.sh .build/initramfs.cpio || { failed=$((failed + 1)); summary;
 
 # The suites take about 25 minutes of guest time; the limit leaves room
 # for a slower host.
-guest_run check --timeout 2700 --tests "${GUEST_SUITES:-foundation,core,rxe,peer_mem,rtrs}"
+guest_run check --timeout 3600 --tests "${GUEST_SUITES:-foundation,core,rxe,peer_mem,rtrs}"
 guest_run multihost --tests multihost --guests 2
 
 echo "=== check: harness self-test (a guest that WARNs must be judged failed)"
