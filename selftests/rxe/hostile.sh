@@ -68,13 +68,15 @@ under_traffic() {
 	p0=$(rxe_counter rxb rx_drop_pkey) q0=$(rxe_counter rxb rx_drop_no_qp)
 	m0=$(rxe_counter rxb rx_drop_malformed) r0=$(rxe_counter rxb rx_drop_qp)
 	# What needs the soak's QPs alive goes first (each injection takes a
-	# while under TCG); malformed packets need no QP and come after.
-	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
-	p=$(($(rxe_counter rxb rx_drop_pkey) - p0))
+	# while under TCG, and the soak runs 8 s): the bad Q_Keys, counted only
+	# while their QPs exist, then the bad P_Keys (dropped before any QP is
+	# looked up); malformed packets need no QP and come last.
 	for qpn in "$first" "$last"; do
 		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$qpn" --qkey 0x600d || return 1
 	done
 	r=$(($(rxe_counter rxb rx_drop_qp) - r0))
+	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
+	p=$(($(rxe_counter rxb rx_drop_pkey) - p0))
 	for qpn in "$first" "$last"; do
 		inject 10.78.3.1 10.78.3.2 bad-rkey-write 20 --qpn "$qpn" --psn 0x400000 &&
 			inject 10.78.3.1 10.78.3.2 oob-write 20 --qpn "$qpn" --psn 0x400000 \

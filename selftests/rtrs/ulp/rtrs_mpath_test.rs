@@ -14,7 +14,7 @@
 //! (the client fails the path on heartbeats alone) and one that answers.
 //!
 //! Then it leaves a load running until it is unloaded: rounds of 32 writes
-//! of 4 KiB in flight, read back and compared; every 10th round it logs
+//! of 4 KiB in flight, read back and compared; every second round it logs
 //! `rtrs mpath: R rounds, E IO errors, M mismatches, F failovers, up U`.
 //! `mpath.sh` takes a link down and up under it, reloads the server,
 //! removes a device, and unloads this module (closing the session under
@@ -472,7 +472,7 @@ impl Load {
                 }
             }
             let r = self.rounds.fetch_add(1, Ordering::Relaxed) + 1;
-            if r % 10 == 0 {
+            if r % 2 == 0 {
                 self.report();
             }
         }
