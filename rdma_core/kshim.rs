@@ -33,6 +33,7 @@ pub mod net;
 pub mod pages;
 pub mod param;
 pub mod peer_abi;
+pub mod poll;
 pub mod random;
 pub mod ratelimit;
 pub mod route;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Misc character devices (`/dev/<name>`, mode 0600) for test modules and
-//! example drivers: `open`, `ioctl`, `mmap` and `release` in safe Rust.
+//! example drivers: `open`, `read`, `write`, `poll`, `ioctl`, `mmap` and
+//! `release` in safe Rust.
 //!
 //! C header: [`include/linux/miscdevice.h`](srctree/include/linux/miscdevice.h)
 //!
@@ -12,6 +13,13 @@
 //! are still open, and those keep working. Every open file also pins the
 //! module that registered the device, so the driver's code stays loaded
 //! until the last file is closed.
+//!
+//! `read` and `write` get the caller's buffer (a [`UserSliceWriter`] or
+//! [`UserSliceReader`]) and
+//! whether the file was opened non-blocking; the file position is not
+//! used. `poll` gets a [`PollTable`] to register on the file's
+//! [`PollQueue`](crate::kshim::poll::PollQueue)s (see `poll.rs` for why
+//! those must be owned by the file or the device).
 //!
 //! An `mmap` handler gets a [`Vma`]: it may map pages ([`Vma::map_pages`],
 //! a `VM_PFNMAP` mapping that `pin_user_pages` refuses) and ask to be told
@@ -32,10 +40,12 @@ use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
+use kernel::uaccess::{UserSlice, UserSliceReader, UserSliceWriter};
 use kernel::ThisModule;
 
 use crate::kshim::bindings;
 use crate::kshim::pages::{page_size, SharedPage};
+use crate::kshim::poll::PollTable;
 
 /// An identity of the current process's address space (its `mm` address,
 /// 0 for a kernel thread), to compare a mapping's process with the one
@@ -59,6 +69,33 @@ pub trait CharDevOps: Send + Sync + 'static {
     /// user memory it points at. The
     /// value is what the system call returns (an error, `-errno`).
     fn ioctl(&self, file: &Self::File, cmd: u32, arg: usize) -> Result<isize>;
+
+    /// A `read(2)` of up to `out.len()` bytes, written through `out`;
+    /// `nonblock` if the file is `O_NONBLOCK`. The value is the number of
+    /// bytes read (what the system call returns). The default refuses with
+    /// `EINVAL`, as a file without a read operation does.
+    fn read(&self, _file: &Self::File, _out: UserSliceWriter, _nonblock: bool) -> Result<usize> {
+        Err(EINVAL)
+    }
+
+    /// A `write(2)` of `data.len()` bytes, read through `data`; `nonblock`
+    /// if the file is `O_NONBLOCK`. The value is the number of bytes taken.
+    /// The default refuses with `EINVAL`.
+    fn write(&self, _file: &Self::File, _data: UserSliceReader, _nonblock: bool) -> Result<usize> {
+        Err(EINVAL)
+    }
+
+    /// A `poll(2)`, `select(2)` or `epoll` of `file`: register on the
+    /// queues whose wake-ups matter through `table`, then return the
+    /// events ready now (`kshim::poll::POLLIN` and the rest). The default
+    /// waits on nothing and says the file is readable and writable, as a
+    /// file without a poll operation is.
+    fn poll<'a>(&'a self, _file: &'a Self::File, _table: &PollTable<'a>) -> u32 {
+        crate::kshim::poll::POLLIN
+            | crate::kshim::poll::POLLOUT
+            | crate::kshim::poll::POLLRDNORM
+            | crate::kshim::poll::POLLWRNORM
+    }
 
     /// An `mmap(2)` of `file`: set the mapping up through `vma`. On error
     /// nothing of what was done through `vma` stays (no pages, no
@@ -301,6 +338,13 @@ struct FileVTable {
     ioctl: unsafe fn(*const c_void, u32, usize) -> Result<isize>,
     /// # Safety: as for `ioctl`, in an mmap call.
     mmap: unsafe fn(*const c_void, &mut Vma) -> Result,
+    /// # Safety: as for `ioctl`; the slice is the caller's buffer.
+    read: unsafe fn(*const c_void, UserSlice, bool) -> Result<usize>,
+    /// # Safety: as for `ioctl`; the slice is the caller's buffer.
+    write: unsafe fn(*const c_void, UserSlice, bool) -> Result<usize>,
+    /// # Safety: as for `ioctl`, in a poll call whose file and table are
+    /// the last two arguments.
+    poll: unsafe fn(*const c_void, *mut bindings::file, *mut bindings::poll_table_struct) -> u32,
     /// # Safety: the pointer came from `KBox::into_raw` of an
     /// `OpenFile<T>` of this vtable's `T`, and is not used again.
     release: unsafe fn(*mut c_void),
@@ -322,8 +366,51 @@ impl<T: CharDevOps> OpenFile<T> {
     const VTABLE: FileVTable = FileVTable {
         ioctl: Self::ioctl,
         mmap: Self::mmap,
+        read: Self::read,
+        write: Self::write,
+        poll: Self::poll,
         release: Self::release,
     };
+
+    /// # Safety
+    ///
+    /// `this` must point at a live `OpenFile<T>`.
+    unsafe fn read(this: *const c_void, buf: UserSlice, nonblock: bool) -> Result<usize> {
+        // SAFETY: as in `ioctl`.
+        let this = unsafe { &*this.cast::<Self>() };
+        this.ops.read(&this.file, buf.writer(), nonblock)
+    }
+
+    /// # Safety
+    ///
+    /// `this` must point at a live `OpenFile<T>`.
+    unsafe fn write(this: *const c_void, buf: UserSlice, nonblock: bool) -> Result<usize> {
+        // SAFETY: as in `ioctl`.
+        let this = unsafe { &*this.cast::<Self>() };
+        this.ops.write(&this.file, buf.reader(), nonblock)
+    }
+
+    /// # Safety
+    ///
+    /// `this` must point at a live `OpenFile<T>`, and `file` and `table` be
+    /// the arguments of the poll call in progress on it.
+    unsafe fn poll(
+        this: *const c_void,
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table_struct,
+    ) -> u32 {
+        // SAFETY: as in `ioctl`.
+        let this = unsafe { &*this.cast::<Self>() };
+        // SAFETY: `file` and `table` are the poll call's (the function's
+        // contract). The table's `'a` is the borrow of `this` made here:
+        // `this` (the open file, and the `Arc` of the operations it holds)
+        // lives until the file's release, which comes after every poller
+        // has taken its entries off the queues (`poll`/`select` before they
+        // return, `epoll` when the file is released, before the release
+        // operation runs).
+        let table = unsafe { PollTable::new(file, table) };
+        this.ops.poll(&this.file, &table)
+    }
 
     /// # Safety
     ///
@@ -589,6 +676,70 @@ pub(crate) unsafe extern "C" fn rdma_rs_chardev_ioctl(
         Ok(v) => v,
         Err(e) => e.to_errno() as isize,
     }
+}
+
+/// `read` of an open file, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file` as for [`rdma_rs_chardev_ioctl`], in a read call whose buffer is
+/// `buf`, `count` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_read(
+    file: *mut c_void,
+    buf: *mut u8,
+    count: usize,
+    nonblock: bool,
+) -> isize {
+    // The VFS has checked the range against the address-space limit;
+    // every access through the slice checks it again.
+    let buf = UserSlice::new(buf as usize, count);
+    // SAFETY: `file` is a live `OpenFile` (the function's contract), and
+    // its vtable's `read` is that of its type.
+    match unsafe { (vtable_of(file).read)(file, buf, nonblock) } {
+        Ok(n) => n.min(count) as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `write` of an open file, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file` as for [`rdma_rs_chardev_ioctl`], in a write call whose buffer is
+/// `buf`, `count` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_write(
+    file: *mut c_void,
+    buf: *const u8,
+    count: usize,
+    nonblock: bool,
+) -> isize {
+    let buf = UserSlice::new(buf as usize, count);
+    // SAFETY: `file` is a live `OpenFile` (the function's contract), and
+    // its vtable's `write` is that of its type.
+    match unsafe { (vtable_of(file).write)(file, buf, nonblock) } {
+        Ok(n) => n.min(count) as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `poll` of an open file, from `chardev_glue.c`.
+///
+/// # Safety
+///
+/// `file_ctx` as for [`rdma_rs_chardev_ioctl`]; `file` and `table` the
+/// arguments of the poll call in progress on it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_rs_chardev_poll(
+    file_ctx: *mut c_void,
+    file: *mut bindings::file,
+    table: *mut bindings::poll_table_struct,
+) -> u32 {
+    // SAFETY: `file_ctx` is a live `OpenFile` (the function's contract),
+    // its vtable's `poll` is that of its type, and `file` and `table` are
+    // the poll call's.
+    unsafe { (vtable_of(file_ctx).poll)(file_ctx, file, table) }
 }
 
 /// `mmap` of an open file, from `chardev_glue.c`.

@@ -16,6 +16,11 @@
  * is valid during open. After open a file reaches Rust only through its
  * own object (file->private_data), which holds its own references.
  *
+ * Reads, writes and poll. read() and write() hand Rust the caller's buffer
+ * and whether the file is non-blocking; the file position is not used
+ * (these devices are streams of records). poll() hands Rust the poll
+ * table, whose wait queues must live as long as the file (poll.rs).
+ *
  * Mappings. An mmap handler may map pages (VM_PFNMAP: the mapping holds no
  * page references; Rust's state does) and ask for a callback when the
  * mapping goes. Both live in one Rust object in vm_private_data, counted by
@@ -26,6 +31,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -35,6 +41,10 @@
 int rdma_rs_chardev_open(const void *dev_ctx, void **file_ctx);
 long rdma_rs_chardev_ioctl(void *file_ctx, unsigned int cmd, unsigned long arg);
 int rdma_rs_chardev_mmap(void *file_ctx, struct vm_area_struct *vma);
+ssize_t rdma_rs_chardev_read(void *file_ctx, char __user *buf, size_t count, bool nonblock);
+ssize_t rdma_rs_chardev_write(void *file_ctx, const char __user *buf, size_t count,
+			      bool nonblock);
+unsigned int rdma_rs_chardev_poll(void *file_ctx, struct file *file, struct poll_table_struct *pt);
 void rdma_rs_chardev_release(void *file_ctx);
 void rdma_rs_chardev_vma_open(void *map_ctx);
 void rdma_rs_chardev_vma_close(void *map_ctx);
@@ -68,6 +78,28 @@ static int chardev_mmap(struct file *file, struct vm_area_struct *vma)
 	return rdma_rs_chardev_mmap(f->ctx, vma);
 }
 
+static ssize_t chardev_read(struct file *file, char __user *buf, size_t count, loff_t *pos)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+
+	return rdma_rs_chardev_read(f->ctx, buf, count, file->f_flags & O_NONBLOCK);
+}
+
+static ssize_t chardev_write(struct file *file, const char __user *buf, size_t count,
+			     loff_t *pos)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+
+	return rdma_rs_chardev_write(f->ctx, buf, count, file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t chardev_poll(struct file *file, struct poll_table_struct *pt)
+{
+	struct rdma_rs_chardev_file *f = file->private_data;
+
+	return (__force __poll_t)rdma_rs_chardev_poll(f->ctx, file, pt);
+}
+
 static int chardev_release(struct inode *inode, struct file *file)
 {
 	struct rdma_rs_chardev_file *f = file->private_data;
@@ -84,6 +116,9 @@ static int chardev_release(struct inode *inode, struct file *file)
 static const struct file_operations chardev_file_fops = {
 	.owner = THIS_MODULE,
 	.llseek = noop_llseek,
+	.read = chardev_read,
+	.write = chardev_write,
+	.poll = chardev_poll,
 	.unlocked_ioctl = chardev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = chardev_mmap,
@@ -251,4 +286,21 @@ void rdma_rs_vma_install(struct vm_area_struct *vma, void *state)
 	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTCOPY);
 	vma->vm_private_data = state;
 	vma->vm_ops = &chardev_vm_ops;
+}
+
+/* Poll queues (poll.rs): one lock class for all of them. */
+void rdma_rs_pollq_init(struct wait_queue_head *wq)
+{
+	init_waitqueue_head(wq);
+}
+
+void rdma_rs_pollq_wake(struct wait_queue_head *wq, unsigned int mask)
+{
+	wake_up_interruptible_poll(wq, (__force __poll_t)mask);
+}
+
+void rdma_rs_poll_wait(struct file *file, struct wait_queue_head *wq,
+		       struct poll_table_struct *pt)
+{
+	poll_wait(file, wq, pt);
 }

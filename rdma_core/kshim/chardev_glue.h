@@ -10,8 +10,11 @@
 
 #include <linux/types.h>
 
+struct file;
 struct module;
 struct page;
+struct poll_table_struct;
+struct wait_queue_head;
 struct vm_area_struct;
 struct rdma_rs_chardev;
 
@@ -26,5 +29,10 @@ bool rdma_rs_vma_is_shared(const struct vm_area_struct *vma);
 int rdma_rs_vma_map_pages(struct vm_area_struct *vma, struct page **pages, unsigned long n);
 void rdma_rs_vma_zap(struct vm_area_struct *vma);
 void rdma_rs_vma_install(struct vm_area_struct *vma, void *state);
+
+void rdma_rs_pollq_init(struct wait_queue_head *wq);
+void rdma_rs_pollq_wake(struct wait_queue_head *wq, unsigned int mask);
+void rdma_rs_poll_wait(struct file *file, struct wait_queue_head *wq,
+		       struct poll_table_struct *pt);
 
 #endif
