@@ -143,6 +143,11 @@ pub fn parse(buf: &[u8]) -> Result<Request<'_>, AbiError> {
     }
 }
 
+/// `b` cut at `at`, if `at` is within it.
+fn split(b: &[u8], at: usize) -> Option<(&[u8], &[u8])> {
+    Some((b.get(..at)?, b.get(at..)?))
+}
+
 /// The legacy framing: 4-byte words, header included.
 fn parse_legacy<'a>(
     hdr: CmdHdr,
@@ -171,13 +176,12 @@ fn parse_legacy<'a>(
         });
     }
     let (core_in, driver_in) = if spec.has_udata {
-        body.split_at_checked(spec.req_size)
-            .ok_or(AbiError::RequestTooSmall {
-                needed: spec.req_size,
-                got: body.len(),
-            })?
+        split(body, spec.req_size).ok_or(AbiError::RequestTooSmall {
+            needed: spec.req_size,
+            got: body.len(),
+        })?
     } else {
-        (body, &body[body.len()..])
+        (body, &[][..])
     };
     let (core_out, driver_out) = if spec.has_resp {
         // The table gives every command with a response a request that
@@ -272,12 +276,10 @@ fn parse_ex<'a>(
         }
         (None, None)
     };
-    let (core_in, driver_in) = rest
-        .split_at_checked(in_len)
-        .ok_or(AbiError::LengthMismatch {
-            declared,
-            got: count,
-        })?;
+    let (core_in, driver_in) = split(rest, in_len).ok_or(AbiError::LengthMismatch {
+        declared,
+        got: count,
+    })?;
     Ok(Request {
         spec,
         core_in,
