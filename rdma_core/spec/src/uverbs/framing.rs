@@ -262,12 +262,15 @@ fn parse_ex<'a>(
                 got: out_len,
             });
         }
-        UserOut::new(ex.response, out_len + driver_out_len)?;
         let core = UserOut::new(ex.response, out_len)?;
         let driver = if driver_out_len == 0 {
             None
         } else {
-            Some(UserOut::new(ex.response + out_len as u64, driver_out_len)?)
+            let at = ex
+                .response
+                .checked_add(out_len as u64)
+                .ok_or(AbiError::AddressOverflow)?;
+            Some(UserOut::new(at, driver_out_len)?)
         };
         (Some(core), driver)
     } else {
