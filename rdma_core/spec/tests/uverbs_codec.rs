@@ -150,16 +150,20 @@ fn fields_land_at_their_c_offsets() {
     assert_eq!(&b[8..12], &0x2180u32.to_le_bytes());
     assert_eq!(&b[16..20], &9u32.to_le_bytes());
 
-    let mut q = QueryPortResp::default();
-    q.link_layer = 2;
-    q.gid_tbl_len = 1024;
+    let q = QueryPortResp {
+        link_layer: 2,
+        gid_tbl_len: 1024,
+        ..Default::default()
+    };
     let mut b = [0u8; 40];
     q.encode(&mut b).unwrap();
     assert_eq!(&b[16..20], &1024u32.to_le_bytes());
     assert_eq!(b[37], 2);
     // The GUID bytes go out as given (big-endian in C).
-    let mut d = QueryDeviceResp::default();
-    d.node_guid = [0x02, 0, 0, 0, 0, 0, 0, 0x01];
+    let d = QueryDeviceResp {
+        node_guid: [0x02, 0, 0, 0, 0, 0, 0, 0x01],
+        ..Default::default()
+    };
     let mut b = [0u8; 176];
     d.encode(&mut b).unwrap();
     assert_eq!(&b[8..16], &[0x02, 0, 0, 0, 0, 0, 0, 0x01]);
@@ -676,7 +680,7 @@ fn check_accepted(buf: &[u8], r: &Request<'_>) {
 
 #[test]
 fn fuzz_framing() {
-    let mut rng = Rng(0x5eed_0f_0bad_cafe);
+    let mut rng = Rng(0x5eed_f00d_0bad_cafe);
     // Seeds: one well-formed buffer per command.
     let mut seeds = Vec::new();
     for s in cmd::WRITE_CMDS {

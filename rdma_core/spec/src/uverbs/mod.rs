@@ -23,7 +23,7 @@
 //! Every structure is a plain C structure of
 //! `include/uapi/rdma/ib_user_verbs.h` or `rdma_user_rxe.h`, without
 //! implicit padding. Each is declared here once, field by field in C order
-//! and with the C field names, by the [`wire_struct!`] macro, which derives
+//! and with the C field names, by the `wire_struct!` macro of this module, which derives
 //! its size, its field table ([`WireStruct::FIELDS`], checked against the C
 //! headers by a host test that compiles them) and its decoder and encoder.
 //! Nothing is transmuted: fields are read and written one by one, in the
