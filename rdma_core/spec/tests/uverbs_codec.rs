@@ -783,3 +783,70 @@ fn fuzz_framing() {
     assert!(accepted > 10_000, "accepted {accepted}");
     assert!(rejected.iter().all(|n| *n > 0), "rejected {rejected:?}");
 }
+
+#[test]
+fn request_extension_rules() {
+    // Bytes beyond the structure must be zero (a legacy command without
+    // udata takes everything after the header as its core request).
+    let mut core = bytes_of(&DestroyCq {
+        response: 0x1000,
+        cq_handle: 4,
+        reserved: 0,
+    });
+    core.extend_from_slice(&[0; 8]);
+    let buf = legacy(cmd::DESTROY_CQ, &core, &[], 2);
+    assert_eq!(
+        parse(&buf).unwrap().core::<DestroyCq>().unwrap().cq_handle,
+        4
+    );
+    let last = core.len() - 1;
+    core[last] = 1;
+    let buf = legacy(cmd::DESTROY_CQ, &core, &[], 2);
+    let r = parse(&buf).unwrap();
+    assert_eq!(r.core::<DestroyCq>(), Err(AbiError::NonZeroTail));
+    assert_eq!(AbiError::NonZeroTail.errno(), Errno::OpNotSupp);
+    // POST_SEND's work requests follow its header: core_head reads it.
+    let mut core = bytes_of(&PostSend {
+        response: 0x1000,
+        qp_handle: 2,
+        wr_count: 1,
+        sge_count: 0,
+        wqe_size: 48,
+    });
+    core.extend_from_slice(&[0xee; 48]);
+    let buf = legacy(cmd::POST_SEND, &core, &[], 1);
+    let r = parse(&buf).unwrap();
+    assert_eq!(r.core_head::<PostSend>().unwrap().wr_count, 1);
+    assert_eq!(&r.core_in[PostSend::SIZE..], &[0xee; 48]);
+}
+
+#[test]
+fn responses_fit_any_area() {
+    let resp = ExCreateCqResp {
+        base: CreateCqResp {
+            cq_handle: 0x0102_0304,
+            cqe: 0x0506_0708,
+        },
+        comp_mask: 0,
+        response_length: 16,
+    };
+    let full = bytes_of(&resp);
+    // A shorter area gets the first bytes, a longer one zeros after.
+    for len in [0usize, 3, 8, 16, 24, 40] {
+        let mut area = vec![0xaau8; len];
+        let n = resp.encode_response(&mut area);
+        assert_eq!(n, len.min(16));
+        assert_eq!(&area[..n], &full[..n]);
+        assert!(area[n..].iter().all(|b| *b == 0), "len {len}");
+    }
+    // The extended QUERY_DEVICE response into the least area libibverbs
+    // may give: up to response_length.
+    let mut q = ExQueryDeviceResp::default();
+    q.base.max_qp = 7;
+    q.response_length = EX_QUERY_DEVICE_RESP_MIN as u32;
+    q.max_dm_size = u64::MAX;
+    let mut area = vec![0xaau8; EX_QUERY_DEVICE_RESP_MIN];
+    assert_eq!(q.encode_response(&mut area), EX_QUERY_DEVICE_RESP_MIN);
+    assert_eq!(ExQueryDeviceResp::read_from(&area).base.max_qp, 7);
+    assert_eq!(ExQueryDeviceResp::read_from(&area).max_dm_size, 0);
+}

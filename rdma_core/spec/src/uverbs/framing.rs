@@ -107,8 +107,22 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    /// Decodes the core request as `T`.
+    /// Decodes the core request as `T` the way the C uverbs reads a
+    /// request: a shorter core request is read as if zero-extended; bytes
+    /// beyond `T` must be zero ([`AbiError::NonZeroTail`], `EOPNOTSUPP`).
+    /// Not for `POST_SEND`, whose work requests follow its header: see
+    /// [`Request::core_head`].
     pub fn core<T: WireStruct>(&self) -> Result<T, AbiError> {
+        if let Some(tail) = self.core_in.get(T::SIZE..) {
+            if tail.iter().any(|b| *b != 0) {
+                return Err(AbiError::NonZeroTail);
+            }
+        }
+        Ok(T::read_from(self.core_in))
+    }
+
+    /// Decodes the start of the core request as `T`, whatever follows it.
+    pub fn core_head<T: WireStruct>(&self) -> Result<T, AbiError> {
         T::decode(self.core_in)
     }
 }

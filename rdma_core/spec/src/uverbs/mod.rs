@@ -113,6 +113,10 @@ pub enum AbiError {
     WordsWithoutResponse,
     /// A response address range wraps around the address space.
     AddressOverflow,
+    /// The core request is longer than the structure this side knows and
+    /// the bytes beyond it are not all zero: a newer user space asks for
+    /// something not implemented.
+    NonZeroTail,
 }
 
 impl AbiError {
@@ -128,7 +132,7 @@ impl AbiError {
             | AbiError::ResponseWithoutWords
             | AbiError::WordsWithoutResponse => Errno::Inval,
             AbiError::RequestTooSmall { .. } | AbiError::ResponseTooSmall { .. } => Errno::NoSpc,
-            AbiError::UnknownCommand { .. } => Errno::OpNotSupp,
+            AbiError::UnknownCommand { .. } | AbiError::NonZeroTail => Errno::OpNotSupp,
             AbiError::AddressOverflow => Errno::Fault,
         }
     }
@@ -161,6 +165,7 @@ impl fmt::Display for AbiError {
             AbiError::ResponseWithoutWords => write!(f, "uverbs response address without words"),
             AbiError::WordsWithoutResponse => write!(f, "uverbs response words without address"),
             AbiError::AddressOverflow => write!(f, "uverbs response address range wraps"),
+            AbiError::NonZeroTail => write!(f, "uverbs request has unknown non-zero fields"),
         }
     }
 }
@@ -270,6 +275,17 @@ pub trait WireStruct: Wire {
         }
         self.write_to(out);
         Ok(Self::SIZE)
+    }
+
+    /// Fills a response area of any length the way the C uverbs answers:
+    /// as much of the structure as fits (an older user space's area may
+    /// be shorter), then zeros (a newer one's may be longer). Returns the
+    /// bytes of the structure written, the value of an extended
+    /// response's `response_length`.
+    fn encode_response(&self, area: &mut [u8]) -> usize {
+        area.fill(0);
+        self.write_to(area);
+        Self::SIZE.min(area.len())
     }
 }
 
