@@ -110,6 +110,8 @@ pub mod spec {
     pub mod peer_region;
     #[path = "src/qp_state.rs"]
     pub mod qp_state;
+    #[path = "src/uverbs/mod.rs"]
+    pub mod uverbs;
 }
 
 module! {

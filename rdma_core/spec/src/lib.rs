@@ -29,6 +29,10 @@
 //! - [`peer_region`]: the life of a memory region on a peer memory
 //!   client's memory (Peer-Direct): invalidation, release, which client
 //!   callbacks each step calls, sans-IO.
+//! - [`uverbs`]: the legacy `write()` ABI of the uverbs character device
+//!   (framing, command table, request and response structures, the rxe
+//!   driver data, event records), as libibverbs uses it. A directory
+//!   module: its files are siblings under `uverbs/`.
 
 #![no_std]
 
@@ -41,3 +45,4 @@ pub mod mad_send;
 pub mod opcodes;
 pub mod peer_region;
 pub mod qp_state;
+pub mod uverbs;

@@ -19,9 +19,18 @@
 //! QP1 datagram's payload is a MAD), also go through the MAD and CM
 //! message codecs of `rdma-spec`: no panic, and a CM message that parses
 //! writes back to a MAD that parses to the same message.
+//!
+//! They also go through the framing of the uverbs `write()` ABI
+//! (`rdma_spec::uverbs`), as they are and steered into a known command
+//! with consistent word counts, so that mutations reach the checks behind
+//! the header: no panic, and every split it accepts is consistent with the
+//! buffer (the structured fuzz loop of that codec is the `fuzz_framing`
+//! test of `rdma-spec`).
 
 use rdma_spec::cm_msg::{CmMessage, CmaHeader};
 use rdma_spec::mad::{Mad, MadHeader};
+use rdma_spec::uverbs::cmd::{FLAG_EXTENDED, WRITE_CMDS, WRITE_EX_CMDS};
+use rdma_spec::uverbs::framing::{declared_len, parse as parse_uverbs, EX_HDR_LEN, HDR_LEN};
 use rxe_wire::headers::{Bth, ExtHeaders};
 use rxe_wire::icrc::{self, crc32_le};
 use rxe_wire::opcode::{HeaderSet, Opcode};
@@ -71,6 +80,65 @@ pub fn check_mad(bytes: &[u8]) {
     }
 }
 
+/// Runs bytes through the uverbs `write()` framing, as they are and with
+/// the command word and word counts steered (by the first byte) to a
+/// command of the table; panics if an accepted split is inconsistent.
+/// Returns how many of the two the framing accepted.
+pub fn check_uverbs(bytes: &[u8]) -> usize {
+    let raw = usize::from(check_uverbs_split(bytes));
+    let Some(&sel) = bytes.first() else {
+        return raw;
+    };
+    let mut b = bytes.to_vec();
+    let n_legacy = WRITE_CMDS.len();
+    let i = usize::from(sel) % (n_legacy + WRITE_EX_CMDS.len());
+    if i < n_legacy && b.len() >= HDR_LEN {
+        b.truncate(b.len() / 4 * 4);
+        b[..4].copy_from_slice(&WRITE_CMDS[i].number.to_ne_bytes());
+        let words = (b.len() / 4).min(0xffff) as u16;
+        b[4..6].copy_from_slice(&words.to_ne_bytes());
+    } else if i >= n_legacy && b.len() >= HDR_LEN + EX_HDR_LEN {
+        let spec = &WRITE_EX_CMDS[i - n_legacy];
+        let words = (b.len() - HDR_LEN - EX_HDR_LEN) / 8;
+        b.truncate(HDR_LEN + EX_HDR_LEN + words * 8);
+        let prov = usize::from(u16::from_ne_bytes([b[16], b[17]])).min(words);
+        b[..4].copy_from_slice(&(spec.number | FLAG_EXTENDED).to_ne_bytes());
+        b[4..6].copy_from_slice(&((words - prov).min(0xffff) as u16).to_ne_bytes());
+        b[16..18].copy_from_slice(&(prov as u16).to_ne_bytes());
+    }
+    raw + usize::from(check_uverbs_split(&b))
+}
+
+/// Parses one uverbs `write()` buffer and checks what an accepted split
+/// promises; returns whether it was accepted.
+fn check_uverbs_split(buf: &[u8]) -> bool {
+    let _ = declared_len(buf);
+    let Ok(r) = parse_uverbs(buf) else {
+        return false;
+    };
+    let s = r.spec;
+    assert_eq!(declared_len(buf), Ok(buf.len()));
+    let headers = if s.extended {
+        HDR_LEN + EX_HDR_LEN
+    } else {
+        HDR_LEN
+    };
+    assert_eq!(headers + r.core_in.len() + r.driver_in.len(), buf.len());
+    assert!(r.core_in.len() >= s.req_size);
+    match r.core_out {
+        Some(o) => {
+            assert!(o.len >= s.resp_size);
+            let end = o.addr.checked_add(o.len as u64).expect("core range");
+            if let Some(d) = r.driver_out {
+                assert_eq!(d.addr, end);
+                d.addr.checked_add(d.len as u64).expect("driver range");
+            }
+        }
+        None => assert!(r.driver_out.is_none()),
+    }
+    true
+}
+
 /// Runs one input through the codec; panics if a property is violated.
 /// Returns whether the parser accepted the frame.
 pub fn check(data: &[u8]) -> bool {
@@ -86,6 +154,7 @@ pub fn check(data: &[u8]) -> bool {
     let frame = &owned[..];
 
     check_mad(frame);
+    let _ = check_uverbs(frame);
     let _ = icrc::compute(&crc32_le, frame);
     let _ = icrc::verify(&crc32_le, frame);
     if let Ok(bth) = Bth::parse(frame) {
@@ -119,4 +188,33 @@ pub fn check(data: &[u8]) -> bool {
         assert_eq!(again.payload, pkt.payload);
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_uverbs;
+
+    /// Steering turns the packets of the corpus into uverbs writes the
+    /// framing accepts (so the fuzzer reaches past the header), and none
+    /// of them breaks a property.
+    #[test]
+    fn uverbs_steering_reaches_acceptance() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../rxe/wire/fuzz/corpus/parse"
+        );
+        let mut accepted = 0;
+        for e in std::fs::read_dir(dir).expect("corpus") {
+            let bytes = std::fs::read(e.expect("entry").path()).expect("read");
+            for sel in 0..=u8::MAX {
+                let mut b = bytes.clone();
+                if let Some(c) = b.first_mut() {
+                    *c = sel;
+                }
+                accepted += check_uverbs(&b);
+            }
+        }
+        eprintln!("accepted {accepted}");
+        assert!(accepted > 100, "accepted {accepted}");
+    }
 }
