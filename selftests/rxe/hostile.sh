@@ -252,7 +252,8 @@ qp1() {
 
 # CM messages at live connections (rdma_rxe_cm_live_test, which checks
 # what each did): pktinject's cm-at from rxa's address at rxb's end of a
-# connection held established, then at one whose REQ rxb holds. X is a
+# connection held established, then at one whose REQ rxb holds, then at
+# rxb's end of one whose REQ (rxb's) a listener on rxa holds. X is a
 # comm ID that is not the peer's. The module names each case's IDs,
 # QPNs and rxa's node GUID; it waits for these messages and says what
 # moved.
@@ -300,7 +301,12 @@ cm_live() {
 		cm_at rej --of req --local-id "$x" --remote-id "$ours" &&
 		cm_at mra --of req --local-id "$x" --remote-id "$ours" &&
 		cm_at rtu --local-id "$theirs" --remote-id "$ours" &&
-		cm_at dreq --local-id "$theirs" --remote-id "$ours" --msg-qpn "$qpn"; }; then
+		cm_at dreq --local-id "$theirs" --remote-id "$ours" --msg-qpn "$qpn" &&
+		live_wait req_sent &&
+		cm_at rej --of other --local-id "$x" --remote-id "$ours" &&
+		cm_at mra --of rep --local-id "$x" --remote-id "$ours" &&
+		cm_at dreq --local-id "$x" --remote-id "$ours" --msg-qpn "$qpn" &&
+		cm_at rtu --local-id "$x" --remote-id "$ours"; }; then
 		wait "$mod"
 		cat "$tmpd/live.err"
 		dmesg | tail -30

@@ -26,6 +26,10 @@
 //!   REJ of the REQ and an MRA of it with another peer ID find no
 //!   connection; an RTU with both IDs is a duplicate; a DREQ with both
 //!   IDs is `unexpected`. Then rxb accepts: established, data flows.
+//! - `req_sent`: rxb is the active end, its REQ held by a listener on
+//!   rxa. A REJ (not of the REQ), an MRA of a REP, a DREQ and an RTU with
+//!   another peer ID find no connection (the DREQ answered with a DREP).
+//!   Then rxa accepts: established, data flows.
 
 #![forbid(unsafe_code)]
 
@@ -126,22 +130,27 @@ impl Ctx {
 
     /// A SEND from rxa arrives at rxb with its bytes.
     fn data_flows(&self, client: &CmIdCore, server: &CmIdCore) -> Result {
-        self.b.post_recv(server, 0)?;
-        self.a
-            .send_info(client, 0x1122_3344_5566_7788, 0xabcd, 4096)?;
-        check(
-            self.a.wait(&self.ra, WcOpcode::Send)?.is_some(),
-            "the SEND completed at rxa",
-        )?;
-        check(
-            self.b.wait(&self.rb, WcOpcode::Recv)?.is_some(),
-            "the SEND arrived at rxb",
-        )?;
-        check(
-            self.b.info(0)? == (0x1122_3344_5566_7788, 0xabcd, 4096),
-            "with its bytes",
-        )
+        send_arrives((&self.a, &self.ra, client), (&self.b, &self.rb, server))
     }
+}
+
+/// A SEND from `from` arrives at `to` with its bytes.
+fn send_arrives(from: (&Ep, &Rec, &CmIdCore), to: (&Ep, &Rec, &CmIdCore)) -> Result {
+    to.0.post_recv(to.2, 0)?;
+    from.0
+        .send_info(from.2, 0x1122_3344_5566_7788, 0xabcd, 4096)?;
+    check(
+        from.0.wait(from.1, WcOpcode::Send)?.is_some(),
+        "the SEND completed",
+    )?;
+    check(
+        to.0.wait(to.1, WcOpcode::Recv)?.is_some(),
+        "the SEND arrived",
+    )?;
+    check(
+        to.0.info(0)? == (0x1122_3344_5566_7788, 0xabcd, 4096),
+        "with its bytes",
+    )
 }
 
 fn ctx(c: &mut Option<Ctx>) -> Result<&Ctx> {
@@ -214,16 +223,15 @@ fn counters(c: &Ctx) -> Result<Arc<CmCounters>> {
 }
 
 /// Logs what hostile.sh needs to aim at `server`'s connection (case
-/// `name`), then waits until rxb's CM received `msgs` more messages other
-/// than REQs and `reqs` more REQs, and a moment for the last to be
+/// `name`; `server` is rxb's id, `client` rxa's), then waits until what
+/// moved on rxb's CM is `done`, and a moment for the last message to be
 /// handled. Returns what moved.
 fn aim(
     c: &Ctx,
     name: &str,
     client: &CmIdCore,
     server: &CmIdCore,
-    msgs: u64,
-    reqs: u64,
+    done: impl Fn(&Snap) -> bool,
 ) -> Result<Snap> {
     let cnt = counters(c)?;
     let sc = server.cm_conn().ok_or(EINVAL)?;
@@ -242,7 +250,7 @@ fn aim(
     let start = time::now_ms();
     loop {
         let d = Snap::take(&cnt).since(s0);
-        if d.rx >= msgs && d.rx_req >= reqs {
+        if done(&d) {
             break;
         }
         if time::now_ms() - start > WAIT_MS {
@@ -262,7 +270,9 @@ fn established(c: &mut Option<Ctx>) -> Result {
     let c = ctx(c)?;
     let (client, server) = c.request()?;
     c.accept(&server)?;
-    let d = aim(c, "established", &client, &server, 11, 1)?;
+    let d = aim(c, "established", &client, &server, |d| {
+        d.rx >= 11 && d.rx_req >= 1
+    })?;
     let sc = server.cm_conn().ok_or(EINVAL)?;
     let cc = client.cm_conn().ok_or(EINVAL)?;
     check(
@@ -297,7 +307,7 @@ fn established(c: &mut Option<Ctx>) -> Result {
     // A REQ from the same QP with a new ID: the peer lost the
     // connection; REJ STALE_CONN and rxb disconnects it.
     let s0 = Snap::take(&*counters(c)?);
-    aim(c, "stale", &client, &server, 0, 1)?;
+    aim(c, "stale", &client, &server, |d| d.rx_req >= 1)?;
     c.rb.take(EventKind::Disconnected, 30)?;
     c.ra.take(EventKind::Disconnected, 30)?;
     let d = Snap::take(&*counters(c)?).since(s0);
@@ -315,7 +325,7 @@ fn established(c: &mut Option<Ctx>) -> Result {
 fn req_rcvd(c: &mut Option<Ctx>) -> Result {
     let c = ctx(c)?;
     let (client, server) = c.request()?;
-    let d = aim(c, "req_rcvd", &client, &server, 4, 0)?;
+    let d = aim(c, "req_rcvd", &client, &server, |d| d.rx >= 4)?;
     check(
         d.unknown == 2 && d.unexpected == 1 && d.dup_rtu == 1 && d.tx_rej == 0 && d.tx_drep == 0,
         "each message counted as the C CM would",
@@ -336,7 +346,71 @@ fn req_rcvd(c: &mut Option<Ctx>) -> Result {
     Ok(())
 }
 
-const CASES: &[FnCase<Option<Ctx>>] = &[case!(established(_)), case!(req_rcvd(_))];
+/// rxb is the active side and its REQ is held by a listener on rxa
+/// (MRA delayed); hostile.sh's 4 messages with rxb's ID and another peer
+/// ID (a REJ of something else than the REQ, an MRA of a REP, a DREQ, an
+/// RTU) find no connection: the DREQ answered with a DREP. Then rxa
+/// accepts: established, data flows from rxb to rxa.
+fn req_sent(c: &mut Option<Ctx>) -> Result {
+    let c = ctx(c)?;
+    let listener = CmId::new(c.a.ns()?, c.ra.0.clone())?;
+    listener.bind_addr(SockAddr {
+        ip: IpAddr::V4([0; 4]),
+        port: PORT + 1,
+    })?;
+    listener.listen()?;
+    let client = CmId::new(c.b.ns()?, c.rb.0.clone())?;
+    client.resolve_addr(
+        None,
+        SockAddr {
+            ip: IpAddr::V4([10, 78, 3, 1]),
+            port: PORT + 1,
+        },
+    )?;
+    c.rb.take(EventKind::AddrResolved, 20)?;
+    client.resolve_route()?;
+    c.rb.take(EventKind::RouteResolved, 20)?;
+    c.b.make_qp(&client)?;
+    client.connect(&param())?;
+    let mut ev = c.ra.take(EventKind::ConnectRequest, 20)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    c.a.make_qp(&server)?;
+    // An MRA from rxa (for a resent REQ) may come too: wait on the drops.
+    let d = aim(c, "req_sent", &server, &client, |d| d.unknown >= 4)?;
+    check(
+        d.unknown == 4
+            && d.unexpected == 0
+            && d.dup_dreq == 1
+            && d.tx_drep == 1
+            && d.tx_rej == 0
+            && d.dup_rtu == 0,
+        "each message counted as the C CM would",
+    )?;
+    check(
+        !c.ra.has(EventKind::Rejected) && !c.rb.has(EventKind::Rejected),
+        "nobody rejected",
+    )?;
+    server.accept(&param())?;
+    c.ra.take(EventKind::Established, 20)?;
+    c.rb.take(EventKind::Established, 20)?;
+    send_arrives((&c.b, &c.rb, &client), (&c.a, &c.ra, &server))?;
+    client.disconnect()?;
+    c.ra.take(EventKind::Disconnected, 20)?;
+    c.rb.take(EventKind::Disconnected, 20)?;
+    drop(client);
+    drop(server);
+    drop(ev);
+    drop(listener);
+    c.ra.clear();
+    c.rb.clear();
+    Ok(())
+}
+
+const CASES: &[FnCase<Option<Ctx>>] = &[
+    case!(established(_)),
+    case!(req_rcvd(_)),
+    case!(req_sent(_)),
+];
 
 struct RxeCmLiveTest;
 
