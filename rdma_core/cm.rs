@@ -19,16 +19,22 @@
 //! - a REQ for a GID the port does not have: REJ, reason INVALID_GID (12),
 //!   with the GID as additional information;
 //! - a REQ from a QP (and node) a connection of ours still holds, timewait
-//!   included: REJ, reason STALE_CONN (10);
+//!   included: REJ, reason STALE_CONN (10), and that connection, if
+//!   established, is disconnected (a DREQ), as the C CM does;
 //! - a REQ for a service ID nobody listens on: REJ, reason
 //!   INVALID_SERVICE_ID (8), to the REQ's sender with its transaction ID;
-//! - a REP for a communication ID we do not know: REJ, reason
-//!   INVALID_COMM_ID (6);
 //! - a DREQ for a connection we do not know: a DREP, so that the peer's
 //!   disconnect ends without waiting for its retries;
-//! - anything else (REJ, MRA, RTU, DREP, SIDR, LAP, APR) is dropped;
-//! - a MAD of the CM class that does not parse is dropped and logged
-//!   (rate-limited).
+//! - a SIDR REQ for a service ID nobody listens on: a SIDR REP of status
+//!   UNSUPPORTED (this CM resolves no service IDs);
+//! - anything else (REP, REJ, MRA, RTU, DREP for no connection; SIDR REP,
+//!   LAP, APR) is dropped;
+//! - a message with the communication ID of a connection of ours but not
+//!   its peer's (by the C CM's lookup rules, `cm_state::Conn::takes`) is
+//!   one for no connection: the connection never sees it.
+//!
+//! Every dropped message is counted by reason (`cm_rx_drops`), never
+//! logged: a peer can send any number of them.
 //!
 //! A connection end ([`conn::CmConn`]) wraps the host-tested state
 //! machine `crate::spec::cm_state`; [`table`] holds the connections and

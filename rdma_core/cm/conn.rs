@@ -20,7 +20,7 @@ use kernel::error::code::{EBUSY, EINVAL};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use crate::cm::counters::Group;
+use crate::cm::counters::{DropReason, Group};
 use crate::cm::port::CmPortShared;
 use crate::cm::table;
 use crate::kshim::time::now_ms;
@@ -136,6 +136,11 @@ impl CmConn {
     /// Our communication ID.
     pub fn local_comm_id(&self) -> u32 {
         self.st.lock().conn.local_comm_id()
+    }
+
+    /// The peer's communication ID, once known.
+    pub fn remote_comm_id(&self) -> Option<u32> {
+        self.st.lock().conn.remote_comm_id()
     }
 
     /// The state.
@@ -317,14 +322,24 @@ impl CmConn {
         self.sync();
     }
 
-    /// A CM message for this connection arrived (the table found it).
-    pub(crate) fn on_msg(self: &Arc<Self>, msg: &CmMessage, tid: u64) {
+    /// A CM message with this connection's ID arrived (the table found
+    /// it). Returns false, having done nothing, if it is not this
+    /// connection's by the C CM's rules (`cm_state::Conn::takes`: the
+    /// peer's ID in it is not the connection's peer's): the caller then
+    /// handles it as a message for no connection. Of the messages taken,
+    /// one the state machine drops is counted as a duplicate where the C
+    /// counts one, else as a drop of reason `unexpected`.
+    pub(crate) fn on_msg(self: &Arc<Self>, msg: &CmMessage, tid: u64) -> bool {
         let now = now_ms();
         let mut rep = None;
         let acts = {
             let mut st = self.st.lock();
+            if !st.conn.takes(msg) {
+                return false;
+            }
             st.their_tid = tid;
             let before = st.conn.state();
+            let dup_if_dropped = st.conn.dropped_as_duplicate(msg);
             let acts = match msg {
                 CmMessage::Req(m) => st.conn.on_req(m, now),
                 CmMessage::Rep(m) => {
@@ -341,22 +356,29 @@ impl CmConn {
                 CmMessage::Dreq(m) => st.conn.on_dreq(m, now),
                 CmMessage::Drep(m) => st.conn.on_drep(m, now),
             };
-            // A message that changed nothing, or a REQ, REP or DREQ seen
-            // again in the state it led to, is a duplicate.
-            if acts.is_drop() || before == st.conn.state() {
+            // A message answered again in the state it led to (a REQ,
+            // REP or DREQ) is a duplicate; a dropped one as the C counts
+            // it.
+            if acts.is_drop() {
+                if dup_if_dropped {
+                    self.port.counters.count(Group::RxDuplicates, msg.attr_id());
+                } else {
+                    self.port.counters.count_drop(DropReason::Unexpected);
+                }
+            } else if before == st.conn.state() {
                 self.port.counters.count(Group::RxDuplicates, msg.attr_id());
             }
             acts
         };
         if acts.is_drop() {
-            return;
+            return true;
         }
         if let Some(rep) = rep {
             let user = self.st.lock().user.clone();
             let ok = user.is_some_and(|u| u.rep_received(self, &rep).is_ok());
             if !ok {
                 self.refuse_rep();
-                return;
+                return true;
             }
         }
         let rej = match msg {
@@ -364,6 +386,7 @@ impl CmConn {
             _ => None,
         };
         let _ = self.run_with(acts, rej);
+        true
     }
 
     /// The active side could not take the REP (its QP would not move):

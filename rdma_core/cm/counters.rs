@@ -38,18 +38,26 @@ pub enum DropReason {
     /// A message the IBTA defines that this CM does not handle (SIDR REQ
     /// and REP, LAP, APR).
     Unsupported = 2,
-    /// A message other than a REQ for no connection of the port (a REP is
-    /// answered with a REJ and a DREQ with a DREP, as the C CM does; the
-    /// rest is dropped).
+    /// A message other than a REQ for no connection of the port, or with
+    /// the ID of one of ours but not its peer's (a DREQ is answered with a
+    /// DREP, as the C CM does; the rest is dropped).
     UnknownCommId = 3,
+    /// A message for a live connection (both IDs its own) that its state
+    /// does not take, or a DREQ naming another QPN, which the C CM drops
+    /// without counting it as a duplicate.
+    Unexpected = 4,
 }
 
+/// How many drop reasons there are.
+pub const DROP_REASONS: usize = 5;
+
 /// The names of the drop counters, by [`DropReason`].
-pub const DROP_NAMES: [&CStr; 4] = [
+pub const DROP_NAMES: [&CStr; DROP_REASONS] = [
     c_str!("malformed"),
     c_str!("unknown_attr"),
     c_str!("unsupported"),
     c_str!("unknown_comm_id"),
+    c_str!("unexpected"),
 ];
 
 /// The message types, in attribute ID order from REQ (0x10) to APR
@@ -134,7 +142,7 @@ pub enum Group {
 /// One port's counters.
 pub struct CmCounters {
     c: [[AtomicU64; 11]; 4],
-    drops: [AtomicU64; 4],
+    drops: [AtomicU64; DROP_REASONS],
     /// REQs refused for the bound on half-open connections.
     no_resources: AtomicU64,
 }
@@ -143,7 +151,7 @@ impl Default for CmCounters {
     fn default() -> Self {
         CmCounters {
             c: [const { [const { AtomicU64::new(0) }; 11] }; 4],
-            drops: [const { AtomicU64::new(0) }; 4],
+            drops: [const { AtomicU64::new(0) }; DROP_REASONS],
             no_resources: AtomicU64::new(0),
         }
     }

@@ -21,7 +21,10 @@ use crate::kshim::global::Global;
 use crate::kshim::sync::SpinLockIrq;
 use crate::mad::agent::AgentCore;
 use crate::mad::{Agent, MadHandler, RecvMad, SendOpts, SendStatus};
-use crate::spec::cm_msg::{Bytes, CmError, CmMessage, Drep, MsgResponse, Rej, RejReason, Req};
+use crate::spec::cm_msg::{
+    Bytes, CmError, CmMessage, Drep, MsgResponse, Rej, RejReason, Req, SidrRep, SidrReq,
+    SIDR_UNSUPPORTED,
+};
 use crate::spec::mad::{
     CLASS_CM, CM_ATTR_APR, CM_ATTR_LAP, CM_ATTR_SIDR_REP, CM_ATTR_SIDR_REQ, CM_CLASS_VERSION,
     MAD_SIZE, METHOD_SEND,
@@ -116,6 +119,22 @@ impl CmAgent {
             conn.on_msg(&CmMessage::Req(*req), mad.hdr.tid);
             return;
         }
+        // A new REQ from a QP a connection of ours still holds (the peer
+        // must have lost it): REJ STALE_CONN, and the connection that
+        // holds it is disconnected (a DREQ, if it is established), as the
+        // C CM does (`cm_match_req`, before it looks at the GID).
+        if let Some(stale) = table::find_remote_qp(req.local_qpn, req.local_ca_guid) {
+            self.reject(
+                agent,
+                mad,
+                req.local_comm_id,
+                0,
+                MsgResponse::Req,
+                RejReason::StaleConn,
+            );
+            let _ = stale.disconnect();
+            return;
+        }
         // A REQ for a GID this port does not have: REJ INVALID_GID, the
         // GID in the additional information, as the C CM answers.
         let gid = req.primary_path.remote_gid;
@@ -135,19 +154,6 @@ impl CmAgent {
                 ..Rej::default()
             };
             self.answer(agent, mad, CmMessage::Rej(rej));
-            return;
-        }
-        // A new REQ from a QP a connection of ours still holds (the peer
-        // must have lost it): REJ STALE_CONN, as the C CM answers.
-        if table::find_remote_qp(req.local_qpn, req.local_ca_guid).is_some() {
-            self.reject(
-                agent,
-                mad,
-                req.local_comm_id,
-                0,
-                MsgResponse::Req,
-                RejReason::StaleConn,
-            );
             return;
         }
         let Some(listener) = table::find_listener(&self.shared, req) else {
@@ -194,28 +200,52 @@ impl CmAgent {
     }
 }
 
+impl CmAgent {
+    /// A SIDR REQ: this CM resolves no service IDs, so one nobody listens
+    /// on is answered with a SIDR REP of status UNSUPPORTED, as the C CM
+    /// answers it (`cm_sidr_req_handler`), counted as received and sent;
+    /// one for a service ID a listener of ours has (a connected-mode
+    /// listener, which cannot take it) is dropped as unsupported.
+    fn on_sidr_req(&self, agent: &AgentCore, mad: &RecvMad) {
+        let Ok((_, req)) = SidrReq::parse_mad(&mad.data) else {
+            self.shared.counters.count_drop(DropReason::Malformed);
+            return;
+        };
+        self.shared.counters.count(Group::RxMsgs, SidrReq::ATTR_ID);
+        if table::listens(req.service_id) {
+            self.shared.counters.count_drop(DropReason::Unsupported);
+            return;
+        }
+        let mut out = [0u8; MAD_SIZE];
+        if SidrRep::answer(&req, SIDR_UNSUPPORTED)
+            .write_mad(mad.hdr.tid, &mut out)
+            .is_err()
+        {
+            return;
+        }
+        self.shared.counters.count(Group::TxMsgs, SidrRep::ATTR_ID);
+        let _ = agent.send(&mad.addr, &out, SendOpts::default());
+    }
+}
+
 impl MadHandler for CmAgent {
     fn recv(&self, agent: &AgentCore, mad: &RecvMad) {
+        // Drops are counted by reason (`cm_rx_drops`), not logged: a peer
+        // can send any number of them (`Documentation/hostile.rst`).
         let msg = match CmMessage::parse_mad(&mad.data) {
             Ok((_, msg)) => msg,
+            Err(CmError::UnknownAttribute(CM_ATTR_SIDR_REQ)) => {
+                return self.on_sidr_req(agent, mad)
+            }
             Err(e) => {
                 let reason = match e {
-                    CmError::UnknownAttribute(
-                        CM_ATTR_SIDR_REQ | CM_ATTR_SIDR_REP | CM_ATTR_LAP | CM_ATTR_APR,
-                    ) => DropReason::Unsupported,
+                    CmError::UnknownAttribute(CM_ATTR_SIDR_REP | CM_ATTR_LAP | CM_ATTR_APR) => {
+                        DropReason::Unsupported
+                    }
                     CmError::UnknownAttribute(_) => DropReason::UnknownAttr,
                     _ => DropReason::Malformed,
                 };
                 self.shared.counters.count_drop(reason);
-                if crate::kshim::ratelimit::log_allowed() {
-                    pr_info!(
-                        "rdma cm: {} port {}: a CM MAD (attribute {:#x}) dropped: {}\n",
-                        agent.device().name(),
-                        agent.port_num(),
-                        mad.hdr.attr_id,
-                        e
-                    );
-                }
                 return;
             }
         };
@@ -229,34 +259,28 @@ impl MadHandler for CmAgent {
             CmMessage::Dreq(m) => m.remote_comm_id,
             CmMessage::Drep(m) => m.remote_comm_id,
         };
+        // A connection with our ID takes the message if the peer's ID in
+        // it is the connection's peer's too; if not, it is handled as a
+        // message for no connection, as the C CM's lookup fails then.
         if let Some(conn) = table::find_local(&self.shared, ours) {
-            conn.on_msg(&msg, mad.hdr.tid);
-            return;
+            if conn.on_msg(&msg, mad.hdr.tid) {
+                return;
+            }
         }
         self.shared.counters.count_drop(DropReason::UnknownCommId);
-        match msg {
-            CmMessage::Rep(rep) => self.reject(
-                agent,
-                mad,
-                rep.local_comm_id,
-                rep.remote_comm_id,
-                MsgResponse::Rep,
-                RejReason::InvalidCommId,
-            ),
-            CmMessage::Dreq(dreq) => {
-                // As the C CM: a DREQ for no connection of ours is counted
-                // as a duplicate (the connection ended here already).
-                self.shared
-                    .counters
-                    .count(Group::RxDuplicates, mad.hdr.attr_id);
-                let drep = Drep {
-                    local_comm_id: dreq.remote_comm_id,
-                    remote_comm_id: dreq.local_comm_id,
-                    ..Drep::default()
-                };
-                self.answer(agent, mad, CmMessage::Drep(drep));
-            }
-            _ => {}
+        // A REP is dropped (the C CM's `cm_rep_handler` answers none); a
+        // DREQ is answered with a DREP, as the C CM does, and counted as a
+        // duplicate (the connection ended here already).
+        if let CmMessage::Dreq(dreq) = msg {
+            self.shared
+                .counters
+                .count(Group::RxDuplicates, mad.hdr.attr_id);
+            let drep = Drep {
+                local_comm_id: dreq.remote_comm_id,
+                remote_comm_id: dreq.local_comm_id,
+                ..Drep::default()
+            };
+            self.answer(agent, mad, CmMessage::Drep(drep));
         }
     }
 

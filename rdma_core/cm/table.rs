@@ -378,6 +378,18 @@ pub(crate) fn find_remote_qp(qpn: u32, guid: u64) -> Option<Arc<CmConn>> {
     inner.conns.find_remote_qp(qpn, guid).cloned()
 }
 
+/// Whether a listener of service ID `service_id` exists.
+pub(crate) fn listens(service_id: u64) -> bool {
+    let Some(t) = TABLES.get() else {
+        return false;
+    };
+    let mut inner = t.inner.lock();
+    inner
+        .listeners
+        .cursor_lower_bound(&(service_id, 0))
+        .is_some_and(|c| c.current().0 .0 == service_id)
+}
+
 /// The listener of `req`'s service ID that takes it.
 pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
     let t = TABLES.get()?;

@@ -201,6 +201,12 @@ impl CmIdCore {
             .map(|b| (b.dev.clone(), b.port))
     }
 
+    /// The IB CM connection end under the id, once it connects or was
+    /// made by a request (tests read its communication IDs and state).
+    pub fn cm_conn(&self) -> Option<Arc<CmConn>> {
+        self.st.lock().conn.clone()
+    }
+
     /// The id's QP, once created.
     pub fn qp(&self) -> Option<Arc<QpCore>> {
         self.st.lock().qp.as_ref().map(|q| q.core().clone())

@@ -87,6 +87,25 @@ ulp_unloads_with_ids() {
 		{ echo "rxb: no DREQ from the unloaded ULP"; return 1; }
 }
 
+# udaddy (librdmacm over the kernel's cxc) resolves a UD service (port
+# space UDP, port 7174) on our rxc, where nobody listens for it: our CM
+# answers the SIDR REQ with a SIDR REP of status UNSUPPORTED (1), as the
+# C CM does, and udaddy reports UNREACHABLE with that status at once
+# (unanswered, it would retry for about a minute and report -110). The
+# kernel's CM counts the SIDR REP it received.
+sidr_unsupported() {
+	c=/sys/class/rdma_rs/rxc/ports/1 k=/sys/class/infiniband/cxc/ports/1
+	q0=$(cat "$c/cm_rx_msgs/sidr_req") && p0=$(cat "$c/cm_tx_msgs/sidr_rep") &&
+		k0=$(cat "$k/cm_rx_msgs/sidr_rep") || return 1
+	timeout 30 udaddy -s 10.85.0.2 -b 10.85.0.1 > "$tmpd/udaddy.out" 2>&1
+	sed 's/^/# udaddy: /' "$tmpd/udaddy.out"
+	grep -q "RDMA_CM_EVENT_UNREACHABLE, error: 1$" "$tmpd/udaddy.out" || return 1
+	q=$(($(cat "$c/cm_rx_msgs/sidr_req") - q0)) p=$(($(cat "$c/cm_tx_msgs/sidr_rep") - p0))
+	k=$(($(cat "$k/cm_rx_msgs/sidr_rep") - k0))
+	echo "# rxc: sidr_req $q received, sidr_rep $p sent; cxc: sidr_rep $k received"
+	[ "$q" -ge 1 ] && [ "$p" = "$q" ] && [ "$k" -ge 1 ]
+}
+
 teardown() {
 	rmmod rdma_rxe_cm_test 2>/dev/null
 	rmmod rdma_rxe_cm_ulp 2>/dev/null
@@ -113,5 +132,6 @@ ktap_check "counters" counters
 cmtools_start 10.85.0.1 10.85.0.2
 ktap_module rdma_rxe_cmtools_test
 ktap_check "cmtools_done" cmtools_done
+ktap_check "sidr_unsupported" sidr_unsupported
 ktap_check "teardown" teardown
 ktap_finish

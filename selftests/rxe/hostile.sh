@@ -174,11 +174,15 @@ reth_len() {
 #                                        nobody)
 #   cm-unknown-attr                      CM cm_rx_drops/unknown_attr
 #   cm-msg, 11 messages in turn, random comm IDs, private data of every
-#   length: a REQ rejected (REJ); a REP rejected (REJ) and a DREQ
-#   answered (DREP) as the C CM does, counted with MRA, REJ, RTU and DREP
-#   in cm_rx_drops/unknown_comm_id; SIDR REQ, SIDR REP, LAP and APR in
-#   cm_rx_drops/unsupported
+#   length: a REQ rejected (REJ); a DREQ answered (DREP) as the C CM
+#   does, counted with REP, MRA, REJ, RTU and DREP in
+#   cm_rx_drops/unknown_comm_id (a REP gets no REJ: the C CM sends none);
+#   a SIDR REQ (service ID 0, nobody's) answered with a SIDR REP of
+#   status UNSUPPORTED as the C CM answers it (rxa, where it goes, drops
+#   it as unsupported); SIDR REP, LAP and APR in cm_rx_drops/unsupported
 #   cm-msg with a bad P_Key / Q_Key      rxe rx_drop_pkey / rx_drop_qkey
+#
+# None of these drops is logged (the counters are the record).
 qp1() {
 	mb=/sys/class/rdma_rs/rxb/ports/1/mad ma=/sys/class/rdma_rs/rxa/ports/1/mad
 	cb=/sys/class/rdma_rs/rxb/ports/1
@@ -198,6 +202,8 @@ qp1() {
 	ua0=$(cat "$cb/cm_rx_drops/unknown_attr") us0=$(cat "$cb/cm_rx_drops/unsupported")
 	uc0=$(cat "$cb/cm_rx_drops/unknown_comm_id") mf0=$(cat "$cb/cm_rx_drops/malformed")
 	rej0=$(cat "$cb/cm_tx_msgs/rej") dup0=$(cat "$cb/cm_rx_duplicates/dreq")
+	sidr0=$(cat "$cb/cm_tx_msgs/sidr_rep") ca=/sys/class/rdma_rs/rxa/ports/1
+	aus0=$(cat "$ca/cm_rx_drops/unsupported")
 	rounds=100
 	if ! { inject 10.78.3.1 10.78.3.2 mad-short 256 &&
 		inject 10.78.3.1 10.78.3.2 mad-bad-version 50 &&
@@ -235,15 +241,108 @@ qp1() {
 	got "rxe rx_drop_pkey" $(($(rxe_counter rxb rx_drop_pkey) - pk0)) 50
 	got "rxe rx_drop_qkey" $(($(rxe_counter rxb rx_drop_qkey) - qk0)) 50
 	got "cm unknown_attr" $(($(cat "$cb/cm_rx_drops/unknown_attr") - ua0)) 80
-	got "cm unsupported" $(($(cat "$cb/cm_rx_drops/unsupported") - us0)) $((4 * rounds))
+	got "cm unsupported" $(($(cat "$cb/cm_rx_drops/unsupported") - us0)) $((3 * rounds))
 	got "cm unknown_comm_id" $(($(cat "$cb/cm_rx_drops/unknown_comm_id") - uc0)) $((6 * rounds))
+	got "cm tx sidr_rep" $(($(cat "$cb/cm_tx_msgs/sidr_rep") - sidr0)) "$rounds"
+	got "rxa cm unsupported (the SIDR REPs)" $(($(cat "$ca/cm_rx_drops/unsupported") - aus0)) "$rounds"
+	got "drops logged" "$(dmesg | grep -c 'rdma cm: .*dropped')" 0
 	got "cm malformed" $(($(cat "$cb/cm_rx_drops/malformed") - mf0)) 0
 	got "cm rx_duplicates dreq" $(($(cat "$cb/cm_rx_duplicates/dreq") - dup0)) "$rounds"
-	got "cm tx rej" $(($(cat "$cb/cm_tx_msgs/rej") - rej0)) $((2 * rounds))
+	got "cm tx rej" $(($(cat "$cb/cm_tx_msgs/rej") - rej0)) "$rounds"
 	[ "$_bad" = 0 ] || { grep . "$mb"/* "$cb"/cm_rx_drops/*; tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
+# CM messages at live connections (rdma_rxe_cm_live_test, which checks
+# what each did): pktinject's cm-at from rxa's address at rxb's end of a
+# connection held established, then at one whose REQ rxb holds, then at
+# rxb's end of one whose REQ (rxb's) a listener on rxa holds. X is a
+# comm ID that is not the peer's. The module names each case's IDs,
+# QPNs and rxa's node GUID; it waits for these messages and says what
+# moved.
+cm_at() { # MSG ARGS...
+	_m=$1
+	shift
+	inject 10.78.3.1 10.78.3.2 cm-at 1 --msg "$_m" "$@"
+}
+
+live_wait() { # CASE: sets ours theirs qpn peer_qpn guid x
+	_l=
+	for _ in $(seq 1200); do
+		_l=$(dmesg | sed -n "s/.*cm live: $1 ours //p" | tail -1)
+		[ -n "$_l" ] && break
+		kill -0 "$mod" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	[ -n "$_l" ] || return 1
+	# shellcheck disable=SC2086 # "O theirs T qpn Q peer_qpn P guid G"
+	set -- $_l
+	ours=$1 theirs=$3 qpn=$5 peer_qpn=$7 guid=$9
+	x=$(((theirs ^ 0x5a5a5a5a) | 0x40000000))
+}
+
+cm_live() {
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_cm_live_test > "$tmpd/live.err" 2>&1 &
+	mod=$!
+	if ! { live_wait established &&
+		cm_at rej --of req --local-id "$x" --remote-id "$ours" &&
+		cm_at rej --of other --local-id "$x" --remote-id "$ours" &&
+		cm_at dreq --local-id "$x" --remote-id "$ours" --msg-qpn "$qpn" &&
+		cm_at dreq --local-id "$theirs" --remote-id "$ours" --msg-qpn $((qpn ^ 1)) &&
+		cm_at rtu --local-id "$theirs" --remote-id "$ours" &&
+		cm_at rtu --local-id "$x" --remote-id "$ours" &&
+		cm_at rep --local-id "$x" --remote-id "$ours" --msg-qpn "$peer_qpn" --guid "$guid" &&
+		cm_at mra --of rep --local-id "$x" --remote-id "$ours" &&
+		cm_at drep --local-id "$x" --remote-id "$ours" &&
+		cm_at drep --local-id "$theirs" --remote-id "$ours" &&
+		cm_at rep --local-id "$theirs" --remote-id "$ours" --msg-qpn "$peer_qpn" --guid "$guid" &&
+		cm_at req --local-id "$theirs" --msg-qpn "$peer_qpn" --guid "$guid" &&
+		live_wait stale &&
+		cm_at req --local-id $((x + 2)) --msg-qpn "$peer_qpn" --guid "$guid" &&
+		live_wait req_rcvd &&
+		cm_at rej --of req --local-id "$x" --remote-id "$ours" &&
+		cm_at mra --of req --local-id "$x" --remote-id "$ours" &&
+		cm_at rtu --local-id "$theirs" --remote-id "$ours" &&
+		cm_at dreq --local-id "$theirs" --remote-id "$ours" --msg-qpn "$qpn" &&
+		live_wait req_sent &&
+		cm_at rej --of other --local-id "$x" --remote-id "$ours" &&
+		cm_at mra --of rep --local-id "$x" --remote-id "$ours" &&
+		cm_at dreq --local-id "$x" --remote-id "$ours" --msg-qpn "$qpn" &&
+		cm_at rtu --local-id "$x" --remote-id "$ours"; }; then
+		wait "$mod"
+		cat "$tmpd/live.err"
+		dmesg | tail -30
+		return 1
+	fi
+	_ok=1
+	wait "$mod" || _ok=0
+	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_cm_live_test: cm live: /# /p'
+	[ "$_ok" = 1 ] || { cat "$tmpd/live.err"; dmesg | tail -30; return 1; }
+	rmmod rdma_rxe_cm_live_test
+}
+
+# A SIDR REQ for a service ID nobody listens on, from rxa's address: rxb
+# answers with a SIDR REP (status UNSUPPORTED), which reaches rxa (whose
+# CM drops it as unsupported); nothing is logged.
+sidr() {
+	cb=/sys/class/rdma_rs/rxb/ports/1 ca=/sys/class/rdma_rs/rxa/ports/1
+	rq0=$(cat "$cb/cm_rx_msgs/sidr_req") rp0=$(cat "$cb/cm_tx_msgs/sidr_rep")
+	us0=$(cat "$ca/cm_rx_drops/unsupported")
+	dmesg -c > /dev/null
+	cm_at sidr-req --local-id 0x1234 --service-id 0x1110000 --count 3 || return 1
+	sleep 1
+	_bad=0
+	for f in "$cb/cm_rx_msgs/sidr_req $rq0" "$cb/cm_tx_msgs/sidr_rep $rp0" "$ca/cm_rx_drops/unsupported $us0"; do
+		# shellcheck disable=SC2086 # "FILE BEFORE"
+		set -- $f
+		[ $(($(cat "$1") - $2)) = 3 ] || { echo "$1: $(cat "$1") (was $2), want 3 more"; _bad=1; }
+	done
+	[ "$(dmesg | grep -c 'rdma cm')" = 0 ] || { dmesg | grep 'rdma cm'; _bad=1; }
+	[ "$_bad" = 0 ]
+}
+
 teardown() {
+	rmmod rdma_rxe_cm_live_test 2>/dev/null
 	rmmod rdma_rxe_qp1_test 2>/dev/null
 	rmmod rdma_rxe_soak_test 2>/dev/null
 	rmmod rdma_rxe_resources_test 2>/dev/null
@@ -260,5 +359,7 @@ ktap_check "under_traffic" under_traffic
 ktap_check "read_limit" read_limit
 ktap_check "reth_len" reth_len
 ktap_check "qp1" qp1
+ktap_check "cm_live" cm_live
+ktap_check "sidr" sidr
 ktap_check "teardown" teardown
 ktap_finish

@@ -653,6 +653,22 @@ mod loc {
     pub(super) const DREP_LOCAL_COMM_ID: Field = Field::f32("DREP local comm ID", 0, 32);
     pub(super) const DREP_REMOTE_COMM_ID: Field = Field::f32("DREP remote comm ID", 4, 32);
     pub(super) const DREP_PRIVATE_DATA: Span = Span::mloc(8, 1792);
+
+    // Table 118: SIDR REQ (what addresses it; its private data is not
+    // read).
+    pub(super) const SIDR_REQ_REQUEST_ID: Field = Field::f32("SIDR REQ request ID", 0, 32);
+    pub(super) const SIDR_REQ_PARTITION_KEY: Field = Field::f16("SIDR REQ P_Key", 4, 16);
+    pub(super) const SIDR_REQ_SERVICE_ID: Field = Field::f64("SIDR REQ service ID", 8);
+
+    // Table 119: SIDR REP (additional information and private data are
+    // left zero).
+    pub(super) const SIDR_REP_REQUEST_ID: Field = Field::f32("SIDR REP request ID", 0, 32);
+    pub(super) const SIDR_REP_STATUS: Field = Field::f8("SIDR REP status", 4, 8);
+    pub(super) const SIDR_REP_ADDITIONAL_INFO_LEN: Field =
+        Field::f8("SIDR REP additional information length", 5, 8);
+    pub(super) const SIDR_REP_QPN: Field = Field::f32("SIDR REP QPN", 8, 24);
+    pub(super) const SIDR_REP_SERVICE_ID: Field = Field::f64("SIDR REP service ID", 12);
+    pub(super) const SIDR_REP_Q_KEY: Field = Field::f32("SIDR REP Q_Key", 20, 32);
 }
 
 // Every private data area and the ARI have the size the types give them.
@@ -1334,6 +1350,146 @@ impl CmMessage {
         let mut payload = [0u8; CM_PAYLOAD_LEN];
         self.write(&mut payload)?;
         MadHeader::cm(self.attr_id(), tid, attr_mod).write(out)?;
+        if let Some(data) = out.get_mut(MAD_HDR_LEN..MAD_SIZE) {
+            for (d, s) in data.iter_mut().zip(&payload) {
+                *d = *s;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// SIDR
+
+/// SIDR REP status: the service ID is not supported here
+/// (`IB_SIDR_UNSUPPORTED`), the answer to a SIDR REQ nobody listens for.
+pub const SIDR_UNSUPPORTED: u8 = 1;
+
+/// A ServiceIDResReq (SIDR REQ), IBA table 118: the fields that say whom
+/// to answer and for what (the private data is not read). SIDR is not in
+/// [`CmMessage`]: the CM only answers it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SidrReq {
+    /// The sender's request ID.
+    pub request_id: u32,
+    /// The partition key.
+    pub partition_key: u16,
+    /// The service ID asked for.
+    pub service_id: u64,
+}
+
+impl SidrReq {
+    /// The MAD attribute ID of a SIDR REQ.
+    pub const ATTR_ID: u16 = mad::CM_ATTR_SIDR_REQ;
+
+    /// Parses a SIDR REQ from the first [`CM_PAYLOAD_LEN`] bytes of
+    /// `payload`.
+    pub fn parse(payload: &[u8]) -> Result<SidrReq, CmError> {
+        let p = payload_in(payload)?;
+        Ok(SidrReq {
+            request_id: loc::SIDR_REQ_REQUEST_ID.get_u32(p),
+            partition_key: loc::SIDR_REQ_PARTITION_KEY.get_u16(p),
+            service_id: loc::SIDR_REQ_SERVICE_ID.get(p),
+        })
+    }
+
+    /// Writes the SIDR REQ (no private data) into the first
+    /// [`CM_PAYLOAD_LEN`] bytes of `out`.
+    pub fn write(&self, out: &mut [u8]) -> Result<(), CmError> {
+        let out = payload_out(out)?;
+        let mut w = Writer::new();
+        w.put(loc::SIDR_REQ_REQUEST_ID, self.request_id)?;
+        w.put(loc::SIDR_REQ_PARTITION_KEY, self.partition_key)?;
+        w.put(loc::SIDR_REQ_SERVICE_ID, self.service_id)?;
+        *out = w.0;
+        Ok(())
+    }
+
+    /// Parses a whole SIDR REQ MAD (CM class and version, attribute SIDR
+    /// REQ).
+    pub fn parse_mad(buf: &[u8]) -> Result<(MadHeader, SidrReq), CmError> {
+        let mad = Mad::parse(buf)?;
+        let header = *mad.header();
+        header.check_class(mad::CLASS_CM, mad::CM_CLASS_VERSION)?;
+        if header.attr_id != Self::ATTR_ID {
+            return Err(CmError::UnknownAttribute(header.attr_id));
+        }
+        Ok((header, SidrReq::parse(mad.data())?))
+    }
+}
+
+/// A ServiceIDResReqResp (SIDR REP), IBA table 119, without additional
+/// information or private data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SidrRep {
+    /// The request ID of the SIDR REQ answered.
+    pub request_id: u32,
+    /// The status ([`SIDR_UNSUPPORTED`], ...).
+    pub status: u8,
+    /// The QPN of the service (24 bits).
+    pub qpn: u32,
+    /// The service ID of the SIDR REQ.
+    pub service_id: u64,
+    /// The Q_Key of the service.
+    pub qkey: u32,
+}
+
+impl SidrRep {
+    /// The MAD attribute ID of a SIDR REP.
+    pub const ATTR_ID: u16 = mad::CM_ATTR_SIDR_REP;
+
+    /// The answer to `req` with `status`, no QP and no Q_Key.
+    pub const fn answer(req: &SidrReq, status: u8) -> SidrRep {
+        SidrRep {
+            request_id: req.request_id,
+            status,
+            qpn: 0,
+            service_id: req.service_id,
+            qkey: 0,
+        }
+    }
+
+    /// Parses a SIDR REP from the first [`CM_PAYLOAD_LEN`] bytes of
+    /// `payload` (what is described above).
+    pub fn parse(payload: &[u8]) -> Result<SidrRep, CmError> {
+        let p = payload_in(payload)?;
+        Ok(SidrRep {
+            request_id: loc::SIDR_REP_REQUEST_ID.get_u32(p),
+            status: loc::SIDR_REP_STATUS.get_u8(p),
+            qpn: loc::SIDR_REP_QPN.get_u32(p),
+            service_id: loc::SIDR_REP_SERVICE_ID.get(p),
+            qkey: loc::SIDR_REP_Q_KEY.get_u32(p),
+        })
+    }
+
+    /// Writes the SIDR REP into the first [`CM_PAYLOAD_LEN`] bytes of
+    /// `out`; fails if the QPN is wider than 24 bits.
+    pub fn write(&self, out: &mut [u8]) -> Result<(), CmError> {
+        let out = payload_out(out)?;
+        let mut w = Writer::new();
+        w.put(loc::SIDR_REP_REQUEST_ID, self.request_id)?;
+        w.put(loc::SIDR_REP_STATUS, self.status)?;
+        w.put(loc::SIDR_REP_ADDITIONAL_INFO_LEN, 0u8)?;
+        w.put(loc::SIDR_REP_QPN, self.qpn)?;
+        w.put(loc::SIDR_REP_SERVICE_ID, self.service_id)?;
+        w.put(loc::SIDR_REP_Q_KEY, self.qkey)?;
+        *out = w.0;
+        Ok(())
+    }
+
+    /// Writes a whole SIDR REP MAD with transaction ID `tid` into the
+    /// first [`MAD_SIZE`] bytes of `out`.
+    pub fn write_mad(&self, tid: u64, out: &mut [u8]) -> Result<(), CmError> {
+        if out.len() < MAD_SIZE {
+            return Err(CmError::TooShort {
+                needed: MAD_SIZE,
+                got: out.len(),
+            });
+        }
+        let mut payload = [0u8; CM_PAYLOAD_LEN];
+        self.write(&mut payload)?;
+        MadHeader::cm(Self::ATTR_ID, tid, 0).write(out)?;
         if let Some(data) = out.get_mut(MAD_HDR_LEN..MAD_SIZE) {
             for (d, s) in data.iter_mut().zip(&payload) {
                 *d = *s;

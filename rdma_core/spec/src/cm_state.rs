@@ -66,7 +66,7 @@
 //! | ReqSent .. MraRepRcvd    | [`Conn::on_rej`]           | Idle (TimeWait if stale) | Rejected |
 //! | ReqSent, MraReqRcvd, ReqRcvd, MraReqSent | [`Conn::reject`] | Idle | SendRej |
 //! | RepSent, MraRepRcvd      | [`Conn::reject`]           | TimeWait      | SendRej, StartTimer |
-//! | Established              | duplicate REP (active)     | Established   | SendRtu |
+//! | Established              | duplicate REP              | Established   | SendRtu |
 //! | Established              | [`Conn::disconnect`]       | DreqSent      | SendDreq, StartTimer |
 //! | RepSent, MraRepRcvd, Established, DreqSent | [`Conn::on_dreq`] | TimeWait | SendDrep, StartTimer, Disconnected |
 //! | DreqSent                 | [`Conn::on_drep`]          | TimeWait      | StartTimer, Disconnected |
@@ -131,7 +131,7 @@
 //! This module uses only `core` and its sibling [`super::cm_msg`].
 
 use super::cm_msg::{
-    Drep, Dreq, Mra, MsgResponse, Rej, RejReason, Rep, Req, Rtu, REJ_PRIVATE_DATA_LEN,
+    CmMessage, Drep, Dreq, Mra, MsgResponse, Rej, RejReason, Rep, Req, Rtu, REJ_PRIVATE_DATA_LEN,
 };
 
 /// The largest IBA time exponent (5-bit fields); larger values are clamped.
@@ -542,6 +542,59 @@ impl Conn {
         remote_comm_id == self.local_comm_id && self.remote_comm_id == Some(local_comm_id)
     }
 
+    /// The C CM's lookup of a connection by our ID `ours` and the peer's
+    /// `theirs` (`cm_acquire_id`): both must be the connection's, a peer
+    /// ID not yet known counting as 0.
+    fn acquire(&self, ours: u32, theirs: u32) -> bool {
+        ours == self.local_comm_id && self.remote_comm_id.unwrap_or(0) == theirs
+    }
+
+    /// Whether `msg`, which names our communication ID as its remote one,
+    /// is this connection's by the rules the C CM finds a connection for
+    /// each message with: a REP by our ID alone while the peer's is not
+    /// known (`cm_rep_handler`), else by both (`cm_dup_rep_handler`); a
+    /// REJ of a REQ, or an MRA of one, by our ID alone while the peer's is
+    /// not known (`cm_acquire_rejected_id`, `cm_acquire_mraed_id`); every
+    /// other by both IDs. A REQ is found by the peer's ID and node by the
+    /// caller, and is always taken. A message that is not the
+    /// connection's must be handled as if no connection had our ID (the
+    /// C's lookup fails): it must not reach the state machine.
+    pub fn takes(&self, msg: &CmMessage) -> bool {
+        match msg {
+            CmMessage::Req(_) => true,
+            CmMessage::Rep(m) => {
+                self.acquire(m.remote_comm_id, 0) || self.acquire(m.remote_comm_id, m.local_comm_id)
+            }
+            CmMessage::Rej(m) => match m.rejected() {
+                Some(MsgResponse::Req) => self.acquire(m.remote_comm_id, 0),
+                _ => self.acquire(m.remote_comm_id, m.local_comm_id),
+            },
+            CmMessage::Mra(m) => match m.mraed() {
+                Some(MsgResponse::Req) => self.acquire(m.remote_comm_id, 0),
+                Some(_) => self.acquire(m.remote_comm_id, m.local_comm_id),
+                None => false,
+            },
+            CmMessage::Rtu(m) => self.acquire(m.remote_comm_id, m.local_comm_id),
+            CmMessage::Dreq(m) => self.acquire(m.remote_comm_id, m.local_comm_id),
+            CmMessage::Drep(m) => self.acquire(m.remote_comm_id, m.local_comm_id),
+        }
+    }
+
+    /// Whether `msg`, taken by this connection ([`Conn::takes`]) and
+    /// dropped by the state machine in the present state, is one the C CM
+    /// counts as a duplicate (`cm_rx_duplicates`): any REQ or REP, an RTU
+    /// (it only ever drops one in a state the RTU does not lead from), an
+    /// MRA once one was received. Every other dropped message (a DREQ
+    /// whose QPN is not ours, a REJ, DREP or MRA the state does not take)
+    /// the C drops without counting it.
+    pub fn dropped_as_duplicate(&self, msg: &CmMessage) -> bool {
+        match msg {
+            CmMessage::Req(_) | CmMessage::Rep(_) | CmMessage::Rtu(_) => true,
+            CmMessage::Mra(_) => matches!(self.state, State::MraReqRcvd | State::MraRepRcvd),
+            _ => false,
+        }
+    }
+
     // -----------------------------------------------------------------
     // Active side
 
@@ -581,9 +634,7 @@ impl Conn {
                 out.push(Action::SendRtu);
                 out.push(Action::Event(Event::Established));
             }
-            State::Established
-                if self.active && self.ours(rep.local_comm_id, rep.remote_comm_id) =>
-            {
+            State::Established if self.ours(rep.local_comm_id, rep.remote_comm_id) => {
                 out.push(Action::SendRtu);
             }
             _ => out.push(Action::Drop),
@@ -754,12 +805,10 @@ impl Conn {
     pub fn on_rej(&mut self, rej: &Rej, now: u64) -> Actions {
         let mut out = Actions::new();
         // cm_acquire_rejected_id: a REJ of our REQ is matched on our ID
-        // alone (the peer may have none); any other on both.
-        let for_us = rej.remote_comm_id == self.local_comm_id
-            && (self.remote_comm_id.is_none()
-                || self.remote_comm_id == Some(rej.local_comm_id)
-                || rej.rejected() == Some(MsgResponse::Req));
-        if !for_us {
+        // alone, and only while the peer's is not known; any other on
+        // both (so a REJ "of the REQ" cannot end a connection whose peer
+        // is known, whatever its IDs).
+        if !self.takes(&CmMessage::Rej(*rej)) {
             out.push(Action::Drop);
             return out;
         }

@@ -4,7 +4,9 @@
 //! duplicates, retries, MRA, rejects, timewait, and every input in every
 //! state against a table.
 
-use rdma_spec::cm_msg::{Drep, Dreq, Mra, MsgResponse, Rej, RejReason, Rep, Req, ReqPath, Rtu};
+use rdma_spec::cm_msg::{
+    CmMessage, Drep, Dreq, Mra, MsgResponse, Rej, RejReason, Rep, Req, ReqPath, Rtu,
+};
 use rdma_spec::cm_state::{AcceptParams, Action, Conn, ConnectParams, Event, State, ACTIONS_CAP};
 
 /// Our communication ID and QPN.
@@ -198,7 +200,10 @@ fn passive_connection_and_disconnection() {
     );
     assert_eq!(c.state(), State::Established);
     assert!(c.on_rtu(&rtu(), 21).is_drop(), "duplicate RTU");
-    assert!(c.on_rep(&rep(), 22).is_drop(), "a REP to the passive side");
+    // As cm_dup_rep_handler: a REP with the connection's IDs in
+    // Established is answered by an RTU, on either side.
+    assert_eq!(c.on_rep(&rep(), 22).as_slice(), [Action::SendRtu]);
+    assert_eq!(c.state(), State::Established);
 
     assert_eq!(
         c.on_dreq(&dreq(), 500).as_slice(),
@@ -651,6 +656,7 @@ enum Input {
     MraRep,
     Rej,
     RejStale,
+    RejOther,
     Dreq,
     Drep,
     Accept,
@@ -662,7 +668,7 @@ enum Input {
     TimewaitExpired,
 }
 
-const INPUTS: [Input; 17] = [
+const INPUTS: [Input; 18] = [
     Input::Connect,
     Input::Req,
     Input::Rep,
@@ -671,6 +677,7 @@ const INPUTS: [Input; 17] = [
     Input::MraRep,
     Input::Rej,
     Input::RejStale,
+    Input::RejOther,
     Input::Dreq,
     Input::Drep,
     Input::Accept,
@@ -696,6 +703,13 @@ fn apply(c: &mut Conn, i: Input, now: u64) -> rdma_spec::cm_state::Actions {
         Input::MraRep => c.on_mra(&mra(MsgResponse::Rep, 24), now),
         Input::Rej => c.on_rej(&rej(RejReason::ConsumerDefined), now),
         Input::RejStale => c.on_rej(&rej(RejReason::StaleConn), now),
+        Input::RejOther => c.on_rej(
+            &Rej {
+                message_rejected: MsgResponse::Other as u8,
+                ..rej(RejReason::ConsumerDefined)
+            },
+            now,
+        ),
         Input::Dreq => c.on_dreq(&dreq(), now),
         Input::Drep => c.on_drep(&drep(), now),
         Input::Accept => c.accept(now, ACCEPT),
@@ -746,21 +760,126 @@ use State::{
     MraReqSent as MQS, RepSent as PS, ReqRcvd as QR, ReqSent as QS, TimeWait as TW,
 };
 
-/// Rows: states in `State::ALL` order; columns: `INPUTS` order.
+/// Rows: states in `State::ALL` order; columns: `INPUTS` order. `Rej` and
+/// `RejStl` reject the REQ, which the C finds by our ID only while the
+/// peer's is not known (so never once it is); `RejOth` rejects anything
+/// else, found by both IDs (so never before the peer's is known).
 #[rustfmt::skip]
-const TABLE: [[Cell; 17]; 10] = [
-    //            Connect Req     Rep     Rtu     MraReq  MraRep  Rej     RejStl  Dreq    Drep    Accept  Reject  SendMra CommEst Disc    Timeout TwExp
-    /* Idle  */ [S(QS),  S(QR),  D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D],
-    /* QS    */ [D,      D,      S(ES),  D,      S(MQR), D,      S(ID),  S(TW),  D,      D,      D,      S(ID),  D,      D,      D,      S(ID),  D],
-    /* MQR   */ [D,      D,      S(ES),  D,      D,      D,      S(ID),  S(TW),  D,      D,      D,      S(ID),  D,      D,      D,      S(ID),  D],
-    /* QR    */ [D,      D,      D,      D,      D,      D,      S(ID),  S(TW),  D,      D,      S(PS),  S(ID),  S(MQS), D,      D,      D,      D],
-    /* MQS   */ [D,      S(MQS), D,      D,      D,      D,      S(ID),  S(TW),  D,      D,      S(PS),  S(ID),  D,      D,      D,      D,      D],
-    /* PS    */ [D,      D,      D,      S(ES),  D,      S(MPR), S(ID),  S(TW),  S(TW),  D,      D,      S(TW),  D,      S(ES),  D,      S(ID),  D],
-    /* MPR   */ [D,      D,      D,      S(ES),  D,      D,      S(ID),  S(TW),  S(TW),  D,      D,      S(TW),  D,      S(ES),  D,      S(ID),  D],
-    /* ES    */ [D,      D,      S(ES),  D,      D,      D,      S(TW),  S(TW),  S(TW),  D,      D,      D,      D,      D,      S(DS),  D,      D],
-    /* DS    */ [D,      D,      D,      D,      D,      D,      S(TW),  S(TW),  S(TW),  S(TW),  D,      D,      D,      D,      D,      S(TW),  D],
-    /* TW    */ [D,      S(TW),  D,      D,      D,      D,      D,      D,      S(TW),  D,      D,      D,      D,      D,      D,      S(ID),  S(ID)],
+const TABLE: [[Cell; 18]; 10] = [
+    //            Connect Req     Rep     Rtu     MraReq  MraRep  Rej     RejStl  RejOth  Dreq    Drep    Accept  Reject  SendMra CommEst Disc    Timeout TwExp
+    /* Idle  */ [S(QS),  S(QR),  D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D,      D],
+    /* QS    */ [D,      D,      S(ES),  D,      S(MQR), D,      S(ID),  S(TW),  D,      D,      D,      D,      S(ID),  D,      D,      D,      S(ID),  D],
+    /* MQR   */ [D,      D,      S(ES),  D,      D,      D,      S(ID),  S(TW),  D,      D,      D,      D,      S(ID),  D,      D,      D,      S(ID),  D],
+    /* QR    */ [D,      D,      D,      D,      D,      D,      D,      D,      S(ID),  D,      D,      S(PS),  S(ID),  S(MQS), D,      D,      D,      D],
+    /* MQS   */ [D,      S(MQS), D,      D,      D,      D,      D,      D,      S(ID),  D,      D,      S(PS),  S(ID),  D,      D,      D,      D,      D],
+    /* PS    */ [D,      D,      D,      S(ES),  D,      S(MPR), D,      D,      S(ID),  S(TW),  D,      D,      S(TW),  D,      S(ES),  D,      S(ID),  D],
+    /* MPR   */ [D,      D,      D,      S(ES),  D,      D,      D,      D,      S(ID),  S(TW),  D,      D,      S(TW),  D,      S(ES),  D,      S(ID),  D],
+    /* ES    */ [D,      D,      S(ES),  D,      D,      D,      D,      D,      S(TW),  S(TW),  D,      D,      D,      D,      D,      S(DS),  D,      D],
+    /* DS    */ [D,      D,      D,      D,      D,      D,      D,      D,      S(TW),  S(TW),  S(TW),  D,      D,      D,      D,      D,      S(TW),  D],
+    /* TW    */ [D,      S(TW),  D,      D,      D,      D,      D,      D,      D,      S(TW),  D,      D,      D,      D,      D,      D,      S(ID),  S(ID)],
 ];
+
+/// Messages with our ID and another peer's, in every state: once the
+/// peer's ID is known, none is the connection's (the C's lookup by both
+/// IDs fails, so it never reaches the state machine: a REJ "of the REQ"
+/// cannot end an established connection). Before, only a first REP, a
+/// REJ of the REQ and an MRA of it are taken by our ID alone. A message
+/// for another of our IDs is never taken.
+#[test]
+fn wrong_peer_ids_are_not_ours() {
+    const X: u32 = 0x3333;
+    for s in State::ALL {
+        let c = reach(s);
+        let known = c.remote_comm_id().is_some();
+        let by_both = [
+            CmMessage::Rtu(Rtu {
+                local_comm_id: X,
+                ..rtu()
+            }),
+            CmMessage::Dreq(Dreq {
+                local_comm_id: X,
+                ..dreq()
+            }),
+            CmMessage::Drep(Drep {
+                local_comm_id: X,
+                ..drep()
+            }),
+            CmMessage::Rej(Rej {
+                local_comm_id: X,
+                message_rejected: MsgResponse::Other as u8,
+                ..rej(RejReason::ConsumerDefined)
+            }),
+            CmMessage::Mra(Mra {
+                local_comm_id: X,
+                ..mra(MsgResponse::Rep, 24)
+            }),
+        ];
+        for m in by_both {
+            assert!(!c.takes(&m), "{s:?} {m:?}");
+        }
+        let by_ours = [
+            CmMessage::Rep(Rep {
+                local_comm_id: X,
+                ..rep()
+            }),
+            CmMessage::Rej(Rej {
+                local_comm_id: X,
+                ..rej(RejReason::ConsumerDefined)
+            }),
+            CmMessage::Mra(Mra {
+                local_comm_id: X,
+                ..mra(MsgResponse::Req, 24)
+            }),
+        ];
+        for m in by_ours {
+            assert_eq!(c.takes(&m), !known, "{s:?} {m:?}");
+        }
+        // The right IDs: taken (a REJ or MRA of the REQ only before).
+        for m in [
+            CmMessage::Rtu(rtu()),
+            CmMessage::Dreq(dreq()),
+            CmMessage::Drep(drep()),
+            CmMessage::Mra(mra(MsgResponse::Rep, 24)),
+        ] {
+            assert_eq!(c.takes(&m), known, "{s:?} {m:?}");
+        }
+        assert!(c.takes(&CmMessage::Rep(rep())), "{s:?}");
+        assert_eq!(
+            c.takes(&CmMessage::Rej(rej(RejReason::ConsumerDefined))),
+            !known,
+            "{s:?}"
+        );
+        let other = CmMessage::Rtu(Rtu {
+            remote_comm_id: L + 1,
+            ..rtu()
+        });
+        assert!(!c.takes(&other), "{s:?}");
+    }
+}
+
+/// What the C counts as a duplicate among the messages a connection takes
+/// and drops: a stray RTU or REP in Established yes; a DREQ with another
+/// QPN, a DREP or REJ the state does not take no; an MRA once one came.
+#[test]
+fn dropped_duplicates_as_the_c_counts_them() {
+    let es = reach(State::Established);
+    let mut c = es;
+    assert!(c.on_rtu(&rtu(), T).is_drop());
+    assert!(es.dropped_as_duplicate(&CmMessage::Rtu(rtu())));
+    let wrong_qpn = Dreq {
+        remote_qpn_eecn: QPN_L + 1,
+        ..dreq()
+    };
+    assert!(es.takes(&CmMessage::Dreq(wrong_qpn)));
+    assert!(c.on_dreq(&wrong_qpn, T).is_drop());
+    assert_eq!(c.state(), State::Established, "a DREQ for another QPN");
+    assert!(!es.dropped_as_duplicate(&CmMessage::Dreq(wrong_qpn)));
+    assert!(c.on_drep(&drep(), T).is_drop());
+    assert!(!es.dropped_as_duplicate(&CmMessage::Drep(drep())));
+    let mpr = reach(State::MraRepRcvd);
+    assert!(mpr.dropped_as_duplicate(&CmMessage::Mra(mra(MsgResponse::Rep, 24))));
+    assert!(!reach(State::RepSent).dropped_as_duplicate(&CmMessage::Mra(mra(MsgResponse::Req, 24))));
+}
 
 #[test]
 fn transition_table() {

@@ -114,11 +114,15 @@ pub enum Kind {
     /// QP1: CM messages (REQ to APR, SIDR included) with unknown comm IDs
     /// and private data of every length.
     CmMsg,
+    /// QP1: one CM message (`--msg`) with the comm IDs, QPN and other
+    /// fields the command line gives ([`CmAt`]): well-formed but wrong
+    /// messages aimed at live connections.
+    CmAt,
 }
 
 impl Kind {
     /// Every kind, in the order of the usage text.
-    pub const ALL: [Kind; 19] = [
+    pub const ALL: [Kind; 20] = [
         Kind::BadIcrc,
         Kind::Truncated,
         Kind::Short,
@@ -138,6 +142,7 @@ impl Kind {
         Kind::MadUnknownClass,
         Kind::CmUnknownAttr,
         Kind::CmMsg,
+        Kind::CmAt,
     ];
 
     /// The kinds that go to QP1 (default `--qpn` 1 and `--qkey`
@@ -151,6 +156,7 @@ impl Kind {
                 | Kind::MadUnknownClass
                 | Kind::CmUnknownAttr
                 | Kind::CmMsg
+                | Kind::CmAt
         )
     }
 
@@ -193,6 +199,7 @@ impl Kind {
             Kind::MadUnknownClass => "mad-unknown-class",
             Kind::CmUnknownAttr => "cm-unknown-attr",
             Kind::CmMsg => "cm-msg",
+            Kind::CmAt => "cm-at",
         }
     }
 
@@ -230,6 +237,8 @@ pub struct Params {
     pub dma_len: Option<u32>,
     /// Added to the PSN from one packet to the next (not `random`).
     pub psn_step: u32,
+    /// The message of `cm-at`.
+    pub cm: qp1::CmAt,
 }
 
 impl Default for Params {
@@ -244,6 +253,7 @@ impl Default for Params {
             len: 64,
             dma_len: None,
             psn_step: 0,
+            cm: qp1::CmAt::default(),
         }
     }
 }
@@ -755,7 +765,8 @@ fn craft(
         | Kind::MadBadVersion
         | Kind::MadUnknownClass
         | Kind::CmUnknownAttr
-        | Kind::CmMsg => {
+        | Kind::CmMsg
+        | Kind::CmAt => {
             let mut mad = [0u8; MAD_SIZE];
             let len = match kind {
                 Kind::MadShort => {
@@ -776,6 +787,10 @@ fn craft(
                 }
                 Kind::CmUnknownAttr => {
                     qp1::unknown_attr_mad(variant, &mut mad);
+                    MAD_SIZE
+                }
+                Kind::CmAt => {
+                    p.cm.mad(variant, &mut mad);
                     MAD_SIZE
                 }
                 _ => {
@@ -954,6 +969,8 @@ pub const USAGE: &str = "\
 usage: pktinject --src IP --dst IP --kind KIND [--qpn N] [--psn N] [--pkey N]
                  [--qkey N] [--rkey N] [--va N] [--len N] [--dma-len N]
                  [--count N] [--psn-step N] [--seed N] [--sport N]
+                 [--msg M] [--local-id N] [--remote-id N] [--msg-qpn N]
+                 [--of M] [--guid N] [--service-id N]
 
 Sends --count hostile RoCE v2 packets of KIND from --src (UDP port --sport,
 0 for any) to --dst port 4791, one datagram each. Numbers are decimal or
@@ -992,6 +1009,15 @@ QP1 kinds: a UD SEND ONLY to --qpn (default 1) with DETH Q_Key --qkey
   cm-msg             REQ, MRA, REJ, REP, RTU, DREQ, DREP, SIDR REQ, SIDR REP,
                      LAP, APR in turn, random comm IDs (a REQ for a service
                      nobody listens on), private data of every length
+  cm-at              one CM message, --msg req, mra, rej, rep, rtu, dreq,
+                     drep, sidr-req, lap or apr, from comm ID --local-id to
+                     --remote-id (default 0), with --msg-qpn as the REQ's or
+                     REP's local QPN or the DREQ's remote QPN, --of req, rep
+                     or other as the message a REJ rejects or an MRA MRAs,
+                     --guid as the REQ's or REP's local CA GUID, and
+                     --service-id as the REQ's or SIDR REQ's service ID
+                     (the SIDR REQ's request ID is --local-id); no private
+                     data; transaction ID 0xfeed0000 + the packet's number
 ";
 
 /// What the command line asks for.
@@ -1100,6 +1126,22 @@ where
             "--count" => count = number(opt, v, u64::MAX)?,
             "--seed" => seed = number(opt, v, u64::MAX)?,
             "--sport" => sport = number(opt, v, 0xffff)? as u16,
+            "--msg" => {
+                p.cm.attr = qp1::CmAt::attr_of(v).ok_or_else(|| format!("unknown message {v}"))?
+            }
+            "--local-id" => p.cm.local_id = number(opt, v, u32::MAX.into())? as u32,
+            "--remote-id" => p.cm.remote_id = number(opt, v, u32::MAX.into())? as u32,
+            "--msg-qpn" => p.cm.qpn = number(opt, v, MASK24.into())? as u32,
+            "--of" => {
+                p.cm.of = match v {
+                    "req" => 0,
+                    "rep" => 1,
+                    "other" => 2,
+                    _ => return Err(format!("--of {v}: req, rep or other")),
+                }
+            }
+            "--guid" => p.cm.guid = number(opt, v, u64::MAX)?,
+            "--service-id" => p.cm.service_id = number(opt, v, u64::MAX)?,
             _ => return Err(format!("unknown option {opt}")),
         }
     }
@@ -1159,7 +1201,75 @@ mod tests {
             len: 64,
             dma_len: None,
             psn_step: 0,
+            cm: qp1::CmAt::default(),
         }
+    }
+
+    /// `cm-at`: the message and fields the command line names, parsed back
+    /// with the codec of `rdma-spec`.
+    #[test]
+    fn cm_at_messages() {
+        use rdma_spec::cm_msg::{CmMessage, MsgResponse, SidrReq};
+        let o = match parse_args([
+            "--src",
+            "10.0.0.1",
+            "--dst",
+            "10.0.0.2",
+            "--kind",
+            "cm-at",
+            "--msg",
+            "rej",
+            "--of",
+            "req",
+            "--local-id",
+            "0x1234",
+            "--remote-id",
+            "0x80000001",
+        ])
+        .unwrap()
+        {
+            Command::Run(o) => o,
+            Command::Help => panic!(),
+        };
+        assert_eq!((o.params.qpn, o.params.qkey), (1, qp1::QP1_QKEY));
+        let mut mad = [0u8; MAD_SIZE];
+        o.params.cm.mad(0, &mut mad);
+        match CmMessage::parse_mad(&mad).unwrap().1 {
+            CmMessage::Rej(r) => {
+                assert_eq!((r.local_comm_id, r.remote_comm_id), (0x1234, 0x8000_0001));
+                assert_eq!(r.rejected(), Some(MsgResponse::Req));
+            }
+            m => panic!("{m:?}"),
+        }
+        let mut cm = qp1::CmAt {
+            attr: qp1::CmAt::attr_of("dreq").unwrap(),
+            local_id: 5,
+            remote_id: 6,
+            qpn: 0x11,
+            ..qp1::CmAt::default()
+        };
+        cm.mad(0, &mut mad);
+        match CmMessage::parse_mad(&mad).unwrap().1 {
+            CmMessage::Dreq(d) => assert_eq!(
+                (d.local_comm_id, d.remote_comm_id, d.remote_qpn_eecn),
+                (5, 6, 0x11)
+            ),
+            m => panic!("{m:?}"),
+        }
+        cm.attr = qp1::CmAt::attr_of("req").unwrap();
+        cm.guid = 0xabcd;
+        cm.mad(0, &mut mad);
+        match CmMessage::parse_mad(&mad).unwrap().1 {
+            CmMessage::Req(r) => assert_eq!(
+                (r.local_comm_id, r.local_qpn, r.local_ca_guid),
+                (5, 0x11, 0xabcd)
+            ),
+            m => panic!("{m:?}"),
+        }
+        cm.attr = qp1::CmAt::attr_of("sidr-req").unwrap();
+        cm.mad(0, &mut mad);
+        let (_, r) = SidrReq::parse_mad(&mad).unwrap();
+        assert_eq!((r.request_id, r.service_id), (5, cm.service_id));
     }
 
     #[test]

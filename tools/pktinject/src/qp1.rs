@@ -10,7 +10,7 @@
 //! the intended field is wrong.
 
 use rdma_spec::cm_msg::{
-    Bytes, CmMessage, Drep, Dreq, Mra, Rej, Rep, Req, Rtu, DREP_PRIVATE_DATA_LEN,
+    Bytes, CmMessage, Drep, Dreq, Mra, Rej, Rep, Req, Rtu, SidrReq, DREP_PRIVATE_DATA_LEN,
     DREQ_PRIVATE_DATA_LEN, MRA_PRIVATE_DATA_LEN, REJ_PRIVATE_DATA_LEN, REP_PRIVATE_DATA_LEN,
     REQ_PRIVATE_DATA_LEN, RTU_PRIVATE_DATA_LEN,
 };
@@ -273,4 +273,140 @@ pub const fn short_len(variant: u64) -> usize {
 /// [`MAD_LONG_MAX`] bytes.
 pub const fn long_len(variant: u64) -> usize {
     MAD_SIZE + 1 + ((variant * 61) % (MAD_LONG_MAX - MAD_SIZE) as u64) as usize
+}
+
+/// The message of `cm-at`: one CM message with the given comm IDs and
+/// fields, nothing random in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmAt {
+    /// The attribute ID (`--msg`).
+    pub attr: u16,
+    /// The sender's comm ID (`--local-id`; a SIDR REQ's request ID).
+    pub local_id: u32,
+    /// The receiver's comm ID (`--remote-id`).
+    pub remote_id: u32,
+    /// The REQ's or REP's local QPN, the DREQ's remote QPN (`--msg-qpn`).
+    pub qpn: u32,
+    /// The message a REJ rejects or an MRA MRAs: 0 REQ, 1 REP, 2 other
+    /// (`--of`).
+    pub of: u8,
+    /// The REQ's or REP's local CA GUID (`--guid`).
+    pub guid: u64,
+    /// The REQ's or SIDR REQ's service ID (`--service-id`).
+    pub service_id: u64,
+}
+
+impl Default for CmAt {
+    fn default() -> CmAt {
+        CmAt {
+            attr: 0x14,
+            local_id: 0,
+            remote_id: 0,
+            qpn: 0,
+            of: 2,
+            guid: 0,
+            service_id: 0x0bad_0000_0000_0000,
+        }
+    }
+}
+
+impl CmAt {
+    /// The attribute ID of message `name` (`--msg`).
+    pub fn attr_of(name: &str) -> Option<u16> {
+        Some(match name {
+            "req" => 0x10,
+            "mra" => 0x11,
+            "rej" => 0x12,
+            "rep" => 0x13,
+            "rtu" => 0x14,
+            "dreq" => 0x15,
+            "drep" => 0x16,
+            "sidr-req" => CM_ATTR_SIDR_REQ,
+            "lap" => CM_ATTR_LAP,
+            "apr" => CM_ATTR_APR,
+            _ => return None,
+        })
+    }
+
+    /// The MAD of packet `variant`.
+    pub fn mad(&self, variant: u64, out: &mut [u8; MAD_SIZE]) {
+        out.fill(0);
+        let (local, remote) = (self.local_id, self.remote_id);
+        let msg = match self.attr {
+            0x10 => {
+                let mut r = Req {
+                    local_comm_id: local,
+                    service_id: self.service_id,
+                    local_ca_guid: self.guid,
+                    local_qpn: self.qpn,
+                    starting_psn: 0x1234,
+                    partition_key: 0xffff,
+                    path_mtu: 3,
+                    remote_cm_response_timeout: 20,
+                    local_cm_response_timeout: 20,
+                    max_cm_retries: 15,
+                    ..Req::default()
+                };
+                r.primary_path.packet_rate = 3;
+                r.primary_path.local_ack_timeout = 17;
+                CmMessage::Req(r)
+            }
+            0x11 => CmMessage::Mra(Mra {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                message_mraed: self.of,
+                service_timeout: 20,
+                ..Mra::default()
+            }),
+            0x12 => CmMessage::Rej(Rej {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                message_rejected: self.of,
+                reason: 28,
+                ..Rej::default()
+            }),
+            0x13 => CmMessage::Rep(Rep {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                local_qpn: self.qpn,
+                local_ca_guid: self.guid,
+                starting_psn: 0x1234,
+                ..Rep::default()
+            }),
+            0x14 => CmMessage::Rtu(Rtu {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                ..Rtu::default()
+            }),
+            0x15 => CmMessage::Dreq(Dreq {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                remote_qpn_eecn: self.qpn,
+                ..Dreq::default()
+            }),
+            0x16 => CmMessage::Drep(Drep {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                ..Drep::default()
+            }),
+            attr => {
+                // SIDR REQ, LAP, APR: a CM header and the IDs.
+                let _ = MadHeader::cm(attr, tid(variant), 0).write(out);
+                let data = &mut out[MAD_HDR_LEN..];
+                if attr == CM_ATTR_SIDR_REQ {
+                    let req = SidrReq {
+                        request_id: local,
+                        partition_key: 0xffff,
+                        service_id: self.service_id,
+                    };
+                    let _ = req.write(data);
+                } else {
+                    data[..4].copy_from_slice(&local.to_be_bytes());
+                    data[4..8].copy_from_slice(&remote.to_be_bytes());
+                }
+                return;
+            }
+        };
+        let _ = msg.write_mad(tid(variant), 0, out);
+    }
 }
