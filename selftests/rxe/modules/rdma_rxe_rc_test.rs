@@ -1161,7 +1161,9 @@ fn write_imm_bad_rkey(a: Port<'_>, b: Port<'_>) -> Result {
         }])
         .map_err(|(_, e)| e)?;
     }
-    x.qp.post_send(&[SendWr::new(2, bad, &sg)])
+    // This pair's own SGE and key (the first pair's are of another PD).
+    let sg = [x.sge(0, 64)?];
+    x.qp.post_send(&[SendWr::new(2, bad_key(&y), &sg)])
         .map_err(|(_, e)| e)?;
     expect(&x.cq, 2, WcStatus::Success, None)?;
     expect(&y.cq, 20, WcStatus::RemAccessErr, None)?;
