@@ -25,9 +25,7 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use rdma::provider::ratelimit::log_allowed;
-use rdma::provider::{
-    Access, AccessError, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus,
-};
+use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
 
 use crate::counters::Counter;
 use crate::net::xmit::SMALL_ROOM;
@@ -304,9 +302,31 @@ impl RespState {
         self.spare.take().or_else(|| qp.rq_take())
     }
 
-    /// UC: drops the message in progress, keeping its receive WQE.
-    fn drop_message(&mut self) {
+    /// UC: drops the message in progress. Its receive WQE is kept for the
+    /// next message, or, taken from an SRQ, completes with
+    /// `REM_INV_REQ_ERR` (the C rxe's class E); the QP stays in its state.
+    fn drop_message(&mut self, qp: &ProviderQp) {
         if let Cur::Send { wqe, .. } = core::mem::replace(&mut self.cur, Cur::None) {
+            self.fail_wqe(qp, true, wqe, WcStatus::RemInvReqErr);
+        }
+    }
+
+    /// A request that took receive WQE `wqe` failed with `status`, as the
+    /// C rxe's `RESPST_ERR_*` classes C, D and E say: RC completes it (the
+    /// QP is going to the error state), UC through an SRQ completes it
+    /// with the QP staying in its state, and UC keeps its own receive for
+    /// the next message.
+    fn fail_wqe(&mut self, qp: &ProviderQp, uc: bool, wqe: RecvWqe, status: WcStatus) {
+        let wc = Wc {
+            status,
+            opcode: WcOpcode::Recv,
+            ..Wc::default()
+        };
+        if !uc {
+            qp.complete_recv(wqe, wc, false);
+        } else if qp.has_srq() {
+            qp.complete_recv_nonfatal(wqe, wc);
+        } else {
             self.spare = Some(wqe);
         }
     }
@@ -370,6 +390,16 @@ fn payload_fits(pos: Position, len: usize, mtu: u32) -> bool {
         Position::First | Position::Middle => len == mtu,
         Position::Last => len >= 1 && len <= mtu,
         Position::Only => len <= mtu,
+    }
+}
+
+/// The status of the receive WQE a request had taken when it is NAKed
+/// with `code` (the C rxe's classes A and C).
+fn nak_status(code: NakCode) -> WcStatus {
+    match code {
+        NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+        NakCode::RemoteOperationalError => WcStatus::LocQpOpErr,
+        _ => WcStatus::RemInvReqErr,
     }
 }
 
@@ -540,7 +570,7 @@ impl RcQp {
             // as the C rxe resynchronises; any other packet out of
             // sequence ends the message in progress, and the rest of it
             // is dropped.
-            st.drop_message();
+            st.drop_message(qp);
             if !info.position.is_first() {
                 st.drop_msg = true;
                 if d > 0 {
@@ -583,14 +613,14 @@ impl RcQp {
         };
         if !in_sequence {
             if self.uc {
-                st.drop_message();
+                st.drop_message(qp);
                 if !info.position.is_first() {
                     st.drop_msg = true;
                     st.epsn = psn_add(psn, 1);
                     return Outcome::DROP;
                 }
             } else {
-                return self.fatal(st, NakCode::InvalidRequest, psn);
+                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
             }
         }
         // A DMA length over 2^31 (IBTA C9-94) is an invalid request,
@@ -605,7 +635,7 @@ impl RcQp {
                         reth.len
                     );
                 }
-                return self.fatal(st, NakCode::InvalidRequest, psn);
+                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
             }
         }
         match info.operation {
@@ -626,18 +656,22 @@ impl RcQp {
             }
             Operation::CompareSwap | Operation::FetchAdd => self.recv_atomic(st, qp, conn, pkt),
             Operation::AtomicWrite => self.recv_atomic_write(st, qp, conn, pkt),
-            _ => self.fatal(st, NakCode::InvalidRequest, psn),
+            _ => self.fatal(st, qp, NakCode::InvalidRequest, psn),
         }
     }
 
-    /// RC: NAK `code` for `psn`, and the QP goes to the error state. UC:
-    /// the message is dropped.
-    fn fatal(&self, st: &mut RespState, code: NakCode, psn: u32) -> Outcome {
+    /// RC: NAK `code` for `psn`, and the QP goes to the error state; the
+    /// receive WQE of a SEND in progress completes with the status the C
+    /// rxe gives it for that NAK. UC: the message is dropped.
+    fn fatal(&self, st: &mut RespState, qp: &ProviderQp, code: NakCode, psn: u32) -> Outcome {
         if self.uc {
-            st.drop_message();
+            st.drop_message(qp);
             st.drop_msg = true;
             st.epsn = psn_add(psn, 1);
             return Outcome::DROP;
+        }
+        if let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) {
+            st.fail_wqe(qp, false, wqe, nak_status(code));
         }
         Outcome {
             reply: Reply::Ack {
@@ -692,60 +726,58 @@ impl RcQp {
         let psn = pkt.psn();
         let info = pkt.info();
         let data = pkt.payload;
-        if !payload_fits(info.position, data.len(), conn.mtu) {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
-        }
+        // As the C rxe: the receive WQE is taken first (none: RNR), then
+        // the length is checked (a bad one completes the WQE as `fatal`
+        // says), then the data placed.
         if info.position.is_first() {
             let Some(wqe) = st.take_wqe(qp) else {
                 return self.rnr(st, conn, psn);
             };
             st.cur = Cur::Send { wqe, off: 0 };
         }
+        if !payload_fits(info.position, data.len(), conn.mtu) {
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+        }
         let Cur::Send { wqe, off } = &mut st.cur else {
             return Outcome::DROP;
         };
         let end = u64::from(*off) + data.len() as u64;
-        let failed = if end > u64::from(wqe.length) {
-            Some((WcStatus::LocLenErr, NakCode::InvalidRequest))
-        } else if qp.scatter(wqe.sges(), u64::from(*off), data).is_err() {
-            Some((WcStatus::LocProtErr, NakCode::RemoteOperationalError))
-        } else {
-            None
-        };
-        if let Some((status, code)) = failed {
+        let too_long = end > u64::from(wqe.length);
+        if too_long && self.uc {
+            // UC: the message is dropped and the QP stays; its own
+            // receive is kept for the next message, an SRQ's completes
+            // with REM_INV_REQ_ERR (Documentation/rxe.rst: the C rxe
+            // would end the QP here, see its table).
+            self.rd.counters.inc(Counter::LengthErr);
+            if log_allowed() {
+                pr_info!(
+                    "QP {}: a UC message longer than its receive dropped\n",
+                    qp.qpn()
+                );
+            }
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+        }
+        // A receive that cannot take the data, too short (RC) or whose
+        // memory does not check out (a bad lkey, an SGE outside its MR):
+        // as the C rxe (its malformed WQE, class A), the WQE completes
+        // with LOC_QP_OP_ERR, RC NAKs a remote operational error, and the
+        // QP goes to the error state, whatever its type.
+        if too_long || qp.scatter(wqe.sges(), u64::from(*off), data).is_err() {
             let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) else {
                 return Outcome::DROP;
             };
-            if self.uc && status == WcStatus::LocLenErr {
-                // UC, as the C rxe: the message is dropped and the QP
-                // stays; its own receive is kept for the next message,
-                // an SRQ's completes with REM_INV_REQ_ERR.
-                self.rd.counters.inc(Counter::LengthErr);
-                if log_allowed() {
-                    pr_info!(
-                        "QP {}: a UC message longer than its receive dropped\n",
-                        qp.qpn()
-                    );
-                }
-                if qp.has_srq() {
-                    let wc = Wc {
-                        status: WcStatus::RemInvReqErr,
-                        opcode: WcOpcode::Recv,
-                        ..Wc::default()
-                    };
-                    qp.complete_recv_nonfatal(wqe, wc);
-                } else {
-                    st.spare = Some(wqe);
-                }
-                return self.fatal(st, code, psn);
-            }
             let wc = Wc {
-                status,
+                status: WcStatus::LocQpOpErr,
                 opcode: WcOpcode::Recv,
                 ..Wc::default()
             };
             qp.complete_recv(wqe, wc, false);
-            return self.fatal(st, code, psn);
+            if self.uc {
+                st.drop_msg = true;
+                st.epsn = psn_add(psn, 1);
+                return Outcome::DROP;
+            }
+            return self.fatal(st, qp, NakCode::RemoteOperationalError, psn);
         }
         *off = end as u32;
         st.epsn = psn_add(psn, 1);
@@ -766,15 +798,12 @@ impl RcQp {
             wc.imm_data = imm.imm;
         }
         if let Some(ieth) = pkt.headers.ext.ieth {
-            if let Err(e) = qp.invalidate(ieth.rkey) {
-                // An MR with windows bound: the C rxe's status.
-                wc.status = if e == AccessError::Busy {
-                    WcStatus::RemInvReqErr
-                } else {
-                    WcStatus::LocProtErr
-                };
+            if qp.invalidate(ieth.rkey).is_err() {
+                // An unknown key, or an MR with windows bound: the C rxe's
+                // status for either (its class J).
+                wc.status = WcStatus::RemInvReqErr;
                 qp.complete_recv(wqe, wc, false);
-                return self.fatal(st, NakCode::InvalidRequest, psn);
+                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
             }
             wc.wc_flags = wc.wc_flags | WcFlags::WITH_INVALIDATE;
             wc.invalidate_rkey = ieth.rkey;
@@ -795,16 +824,39 @@ impl RcQp {
         let psn = pkt.psn();
         let info = pkt.info();
         let data = pkt.payload;
-        // Where the packet goes. A first packet starts the message, which
-        // is recorded only once the packet is taken: a one-packet WRITE
-        // with immediate may meet an RNR first, and its retry starts it
-        // again.
+        let last = info.position.is_last();
+        // As the C rxe: the QP's right first (not granted: an invalid
+        // request, UC drops), then the receive WQE of a WRITE with
+        // immediate (none: RNR), then the lengths and the key; a failure
+        // after the WQE is taken completes it as `fail_wqe` says.
+        if info.position.is_first() && !conn.access.contains(Access::REMOTE_WRITE) {
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+        }
+        // WRITE with immediate consumes a receive WQE with its last packet:
+        // without one, RNR before anything is written. The message is
+        // recorded only once the packet is taken: a one-packet WRITE with
+        // immediate may meet an RNR first, and its retry starts it again.
+        let wqe = if last && info.has_immediate() {
+            match st.take_wqe(qp) {
+                Some(w) => Some(w),
+                None => return self.rnr(st, conn, psn),
+            }
+        } else {
+            None
+        };
+        let fail = |st: &mut RespState, wqe: Option<RecvWqe>, code: NakCode| {
+            if let Some(w) = wqe {
+                st.fail_wqe(qp, self.uc, w, nak_status(code));
+            }
+            self.fatal(st, qp, code, psn)
+        };
+        // Where the packet goes.
         let (va, rkey, resid, total) = if info.position.is_first() {
             let Some(reth) = pkt.headers.ext.reth else {
-                return self.fatal(st, NakCode::InvalidRequest, psn);
+                return fail(st, wqe, NakCode::InvalidRequest);
             };
             if !reth_allowed(qp, conn, &reth, Access::REMOTE_WRITE) {
-                return self.fatal(st, NakCode::RemoteAccessError, psn);
+                return fail(st, wqe, NakCode::RemoteAccessError);
             }
             (reth.va, reth.rkey, reth.len, reth.len)
         } else {
@@ -815,37 +867,28 @@ impl RcQp {
                     resid,
                     total,
                 } => (va, rkey, resid, total),
-                _ => return Outcome::DROP,
+                _ => {
+                    if let Some(w) = wqe {
+                        st.spare = Some(w);
+                    }
+                    return Outcome::DROP;
+                }
             }
         };
-        let last = info.position.is_last();
         let fits = if last {
             data.len() == resid as usize && data.len() <= conn.mtu as usize
         } else {
             payload_fits(info.position, data.len(), conn.mtu) && data.len() < resid as usize
         };
         if !fits {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
+            return fail(st, wqe, NakCode::InvalidRequest);
         }
-        // WRITE with immediate consumes a receive WQE with its last packet:
-        // without one, RNR before anything is written.
-        let wqe = if last && info.has_immediate() {
-            match st.take_wqe(qp) {
-                Some(w) => Some(w),
-                None => return self.rnr(st, conn, psn),
-            }
-        } else {
-            None
-        };
         if !data.is_empty()
             && qp
                 .remote_copy_in(rkey, va, data, Access::REMOTE_WRITE)
                 .is_err()
         {
-            if let Some(w) = wqe {
-                st.spare = Some(w);
-            }
-            return self.fatal(st, NakCode::RemoteAccessError, psn);
+            return fail(st, wqe, NakCode::RemoteAccessError);
         }
         st.epsn = psn_add(psn, 1);
         if !last {
@@ -886,7 +929,7 @@ impl RcQp {
     ) -> Outcome {
         let psn = pkt.psn();
         let Some(reth) = pkt.headers.ext.reth else {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         };
         let job = if let Some(feth) = pkt.headers.ext.feth {
             let p = feth.placement_type();
@@ -899,14 +942,14 @@ impl RcQp {
             }
             // The QP must grant the flush too, as with the C rxe.
             if !conn.access.contains(need) {
-                return self.fatal(st, NakCode::InvalidRequest, psn);
+                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
             }
             let len = if feth.selectivity() == 1 { 0 } else { reth.len };
             if qp
                 .remote_check(reth.rkey, reth.va, u64::from(len), need)
                 .is_err()
             {
-                return self.fatal(st, NakCode::RemoteAccessError, psn);
+                return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
             }
             // Memory is the persistence domain here: a full fence is the
             // flush.
@@ -917,8 +960,13 @@ impl RcQp {
                 ..ReadJob::default()
             }
         } else {
+            // A right the QP does not grant: an invalid request, as the
+            // C rxe answers it (its unsupported opcode, class C).
+            if !conn.access.contains(Access::REMOTE_READ) {
+                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+            }
             if !reth_allowed(qp, conn, &reth, Access::REMOTE_READ) {
-                return self.fatal(st, NakCode::RemoteAccessError, psn);
+                return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
             }
             ReadJob {
                 psn,
@@ -936,7 +984,7 @@ impl RcQp {
             if !replay {
                 self.rd.counters.inc(Counter::RdAtomicExceeded);
             }
-            return self.fatal(st, NakCode::InvalidRdRequest, psn);
+            return self.fatal(st, qp, NakCode::InvalidRdRequest, psn);
         }
         Outcome {
             reply: Reply::None,
@@ -955,13 +1003,14 @@ impl RcQp {
     ) -> Outcome {
         let psn = pkt.psn();
         let Some(a) = pkt.headers.ext.atomic_eth else {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         };
-        if a.va % 8 != 0 {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
-        }
+        // As the C rxe: the QP's right not granted is an invalid request.
         if !conn.access.contains(Access::REMOTE_ATOMIC) {
-            return self.fatal(st, NakCode::RemoteAccessError, psn);
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+        }
+        if a.va % 8 != 0 {
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         }
         let cmp = pkt.opcode == Opcode::RcCompareSwap;
         let orig = qp.remote_atomic(a.rkey, a.va, |old| {
@@ -974,7 +1023,7 @@ impl RcQp {
             }
         });
         let Ok(orig) = orig else {
-            return self.fatal(st, NakCode::RemoteAccessError, psn);
+            return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
         };
         st.remember(psn, orig);
         st.epsn = psn_add(psn, 1);
@@ -996,14 +1045,16 @@ impl RcQp {
         let psn = pkt.psn();
         let (Some(reth), Ok(bytes)) = (pkt.headers.ext.reth, <[u8; 8]>::try_from(pkt.payload))
         else {
-            return self.fatal(st, NakCode::InvalidRequest, psn);
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         };
-        if !conn.access.contains(Access::REMOTE_WRITE)
-            || qp
-                .remote_atomic_write(reth.rkey, reth.va, u64::from_ne_bytes(bytes))
-                .is_err()
+        if !conn.access.contains(Access::REMOTE_WRITE) {
+            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+        }
+        if qp
+            .remote_atomic_write(reth.rkey, reth.va, u64::from_ne_bytes(bytes))
+            .is_err()
         {
-            return self.fatal(st, NakCode::RemoteAccessError, psn);
+            return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
         }
         st.epsn = psn_add(psn, 1);
         st.msn = psn_add(st.msn, 1);
@@ -1114,7 +1165,7 @@ impl RcQp {
                 // The memory went away since the request was checked.
                 let out = {
                     let mut st = self.resp.lock();
-                    self.fatal(&mut st, NakCode::RemoteAccessError, psn)
+                    self.fatal(&mut st, qp, NakCode::RemoteAccessError, psn)
                 };
                 self.answer(qp, &conn, out.reply);
                 self.resp_flush(qp);

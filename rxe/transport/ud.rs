@@ -324,7 +324,11 @@ pub(crate) fn deliver(qp: &ProviderQp, pkt: &Packet<'_>, frame: &[u8]) -> Result
     let ok = qp.scatter(rwqe.sges(), 0, &grh).is_ok()
         && qp.scatter(rwqe.sges(), GRH_LEN as u64, payload).is_ok();
     if !ok {
-        wc.status = WcStatus::LocProtErr;
+        // Receive memory that does not check out (a bad lkey, an SGE
+        // outside its MR): as the C rxe (its malformed WQE, class A), the
+        // WQE completes with LOC_QP_OP_ERR and the QP goes to the error
+        // state (`complete_recv` with an error status).
+        wc.status = WcStatus::LocQpOpErr;
     }
     qp.complete_recv(rwqe, wc, pkt.headers.bth.solicited);
     ok.then_some(()).ok_or(Counter::RxDropQp)

@@ -894,11 +894,17 @@ fn many_qps(a: Port<'_>, b: Port<'_>) -> Result {
 /// A request that must fail at the responder: the requester's status, and
 /// both QPs in the error state with the next request flushed.
 fn remote_failure(x: &End, y: &End, op: SendOp<'_>, len: usize) -> Result {
+    remote_failure_with(x, y, op, len, WcStatus::RemAccessErr)
+}
+
+/// [`remote_failure`], the requester's failed WQE completing with
+/// `status`.
+fn remote_failure_with(x: &End, y: &End, op: SendOp<'_>, len: usize, status: WcStatus) -> Result {
     let sg = [x.sge(0, len)?];
     let next = [x.sge(0, 8)?];
     x.qp.post_send(&[SendWr::new(1, op, &sg), SendWr::new(2, SendOp::Send, &next)])
         .map_err(|(_, e)| e)?;
-    expect(&x.cq, 1, WcStatus::RemAccessErr, None)?;
+    expect(&x.cq, 1, status, None)?;
     expect(&x.cq, 2, WcStatus::WrFlushErr, None)?;
     check(x.state()? == QpState::Err, "requester in error")?;
     // The responder went to the error state when it sent the NAK.
@@ -973,7 +979,8 @@ fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
         rkey: y.mr.rkey(),
     };
     remote_failure(&x, &y, no_write, 64)?;
-    // A QP that grants no remote read.
+    // A QP that grants no remote read: an invalid request, as the C rxe
+    // answers it (its unsupported opcode, class C), not an access error.
     let nr = Opts {
         access: Access::REMOTE_WRITE,
         ..o
@@ -983,9 +990,49 @@ fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
         remote_addr: y.buf.addr(0),
         rkey: y.mr.rkey(),
     };
-    remote_failure(&x, &y, no_read, 64)?;
-    // A receive too small for the SEND: the receiver's WQE completes with
-    // a length error, the sender gets a remote invalid request.
+    remote_failure_with(&x, &y, no_read, 64, WcStatus::RemInvReqErr)?;
+    // The same for a WRITE at a QP that grants read only, and an atomic
+    // at one that grants no atomics.
+    let nw = Opts {
+        access: Access::REMOTE_READ,
+        ..o
+    };
+    let (x, y) = pair(a, b, &nw)?;
+    let no_write = SendOp::Write {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+    };
+    remote_failure_with(&x, &y, no_write, 64, WcStatus::RemInvReqErr)?;
+    let (x, y) = pair(a, b, &nr)?;
+    let no_atomic = SendOp::FetchAndAdd {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey(),
+        add: 1,
+    };
+    remote_failure_with(&x, &y, no_atomic, 8, WcStatus::RemInvReqErr)?;
+    // A SEND with invalidate of a key that names nothing: the receive
+    // completes with REM_INV_REQ_ERR, as the C rxe's (class J), and the
+    // responder goes to the error state.
+    let (x, y) = pair(a, b, &o)?;
+    let rs = [y.sge(0, 64)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 9,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    x.qp.post_send(&[SendWr::new(
+        9,
+        SendOp::SendWithInv(y.mr.rkey() ^ 0x8000),
+        &[],
+    )])
+    .map_err(|(_, e)| e)?;
+    expect(&y.cq, 9, WcStatus::RemInvReqErr, None)?;
+    check(y.state()? == QpState::Err, "the responder in error")?;
+    // A receive too small for the SEND: as the C rxe (its copy into the
+    // receive fails, a malformed WQE, class A), the receiver's WQE
+    // completes with LOC_QP_OP_ERR and the sender gets a remote
+    // operational error.
     let (x, y) = pair(a, b, &o)?;
     let rs = [y.sge(0, 10)?];
     y.qp.post_recv(&[RecvWr {
@@ -997,9 +1044,176 @@ fn access_errors(a: Port<'_>, b: Port<'_>) -> Result {
     let sg = [x.sge(0, 100)?];
     x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
         .map_err(|(_, e)| e)?;
-    expect(&x.cq, 1, WcStatus::RemInvReqErr, None)?;
-    expect(&y.cq, 5, WcStatus::LocLenErr, None)?;
-    wait_event(&ev, EventKind::QpReqErr, y.qp.qpn())
+    expect(&x.cq, 1, WcStatus::RemOpErr, None)?;
+    expect(&y.cq, 5, WcStatus::LocQpOpErr, None)?;
+    wait_event(&ev, EventKind::QpFatal, y.qp.qpn())
+}
+
+/// A receive whose memory does not check out, RC and UC: as the C rxe
+/// (its malformed WQE, class A, for every QP type), the receive completes
+/// with LOC_QP_OP_ERR and the responder goes to the error state; RC NAKs
+/// a remote operational error.
+fn bad_recv_memory(a: Port<'_>, b: Port<'_>) -> Result {
+    for qp_type in [QpType::Rc, QpType::Uc] {
+        let o = Opts { qp_type, ..OPTS };
+        // A bad lkey, then an SGE past the end of an MR over the
+        // buffer's first 4 KiB.
+        for outside in [false, true] {
+            let (x, y) = pair(a, b, &o)?;
+            let small = Mr::reg_buffer(y.pd.core(), &y.buf, 0, 4096, o.mr_access)?;
+            let rs = if outside {
+                [y.buf.sge(8192, 64, small.lkey())?]
+            } else {
+                [y.buf.sge(0, 64, y.mr.lkey() ^ 0x80)?]
+            };
+            y.qp.post_recv(&[RecvWr {
+                wr_id: 7,
+                cqe: None,
+                sg: &rs,
+            }])
+            .map_err(|(_, e)| e)?;
+            let sg = [x.sge(0, 64)?];
+            x.qp.post_send(&[SendWr::new(1, SendOp::Send, &sg)])
+                .map_err(|(_, e)| e)?;
+            let want = if qp_type == QpType::Rc {
+                WcStatus::RemOpErr
+            } else {
+                WcStatus::Success
+            };
+            expect(&x.cq, 1, want, None)?;
+            expect(&y.cq, 7, WcStatus::LocQpOpErr, None)?;
+            check(y.state()? == QpState::Err, "the responder in error")?;
+        }
+    }
+    Ok(())
+}
+
+/// A WRITE with immediate whose rkey does not check out, after it took
+/// its receive: as the C rxe, RC completes that receive with
+/// REM_ACCESS_ERR (class C, the QP in error); UC through an SRQ completes
+/// the SRQ's receive with REM_ACCESS_ERR and stays in RTS (class D), its
+/// next receive taking the next message; UC on its own receive queue
+/// drops the message and keeps the receive (class D).
+fn write_imm_bad_rkey(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let rs = [y.sge(0, 64)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 8,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    let bad = SendOp::WriteWithImm {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey() ^ 0x80,
+        imm: 5,
+    };
+    let sg = [x.sge(0, 64)?];
+    x.qp.post_send(&[SendWr::new(1, bad, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::RemAccessErr, None)?;
+    expect(&y.cq, 8, WcStatus::RemAccessErr, None)?;
+    // UC, with an SRQ.
+    let o = Opts {
+        qp_type: QpType::Uc,
+        ..OPTS
+    };
+    let x = End::new(a, &o)?;
+    let y = End::new(b, &o)?;
+    let srq = Srq::create(
+        y.pd.core(),
+        &SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )?;
+    let q = Qp::create(
+        y.pd.core(),
+        &QpInitAttr {
+            qp_type: QpType::Uc,
+            send_cq: y.cq.core(),
+            recv_cq: y.cq.core(),
+            srq: Some(srq.core()),
+            cap: o.cap,
+            sq_sig_all: true,
+            port_num: 1,
+        },
+    )?;
+    let to_q = rc::Remote {
+        qpn: q.qpn(),
+        psn: o.psn,
+        av: x.av(y.gid)?,
+    };
+    let to_x = rc::Remote {
+        qpn: x.qp.qpn(),
+        psn: o.psn,
+        av: y.av(x.gid)?,
+    };
+    rc::modify_to(&x.qp, &o, &to_q, QpState::Rts)?;
+    rc::modify_to(&q, &o, &to_x, QpState::Rts)?;
+    for i in 0..2u64 {
+        let rs = [y.sge(4096 * i as usize, 4096)?];
+        srq.post_recv(&[RecvWr {
+            wr_id: 20 + i,
+            cqe: None,
+            sg: &rs,
+        }])
+        .map_err(|(_, e)| e)?;
+    }
+    // This pair's own SGE and key (the first pair's are of another PD).
+    let sg = [x.sge(0, 64)?];
+    x.qp.post_send(&[SendWr::new(2, bad_key(&y), &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 2, WcStatus::Success, None)?;
+    expect(&y.cq, 20, WcStatus::RemAccessErr, None)?;
+    check(
+        q.query()?.qp_state == QpState::Rts,
+        "UC with an SRQ stays in RTS",
+    )?;
+    fill_pattern(&x.buf, 0, 64, 90)?;
+    x.qp.post_send(&[SendWr::new(3, SendOp::Send, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::Success, None)?;
+    let wc = expect(&y.cq, 21, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(
+        wc.byte_len == 64,
+        "the next SRQ receive takes the next message",
+    )?;
+    check(same(&x.buf, 0, &y.buf, 4096, 64)?, "its bytes")?;
+    // UC on its own receive queue: dropped, the receive kept.
+    let (x, y) = pair(a, b, &o)?;
+    uc_send_imm_bad(&x, &y, bad_key(&y))?;
+    quiet(&y.cq, 200)?;
+    check(y.state()? == QpState::Rts, "UC stays in RTS")?;
+    uc_send(&x, &y, 64, 0, 31, 91)?;
+    let wc = expect(&y.cq, 30, WcStatus::Success, Some(WcOpcode::Recv))?;
+    check(wc.byte_len == 64, "the kept receive takes the next message")
+}
+
+/// A WRITE with immediate to `y` under a bad rkey.
+fn bad_key(y: &End) -> SendOp<'static> {
+    SendOp::WriteWithImm {
+        remote_addr: y.buf.addr(0),
+        rkey: y.mr.rkey() ^ 0x80,
+        imm: 6,
+    }
+}
+
+/// Posts a receive (wr_id 30) on `y` and sends `op` from `x` (UC).
+fn uc_send_imm_bad(x: &End, y: &End, op: SendOp<'_>) -> Result {
+    let rs = [y.sge(0, 4096)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 30,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    let sg = [x.sge(0, 64)?];
+    x.qp.post_send(&[SendWr::new(4, op, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 4, WcStatus::Success, None)?;
+    Ok(())
 }
 
 /// RNR: retried until a receive is posted; with a limit, exhausted.
@@ -1429,6 +1643,8 @@ const CASES: &[FnCase<Ports>] = &[
     }),
     case!("many_qps", |p| many_qps(p.a, p.b)),
     case!("access_errors", |p| access_errors(p.a, p.b)),
+    case!("bad_recv_memory", |p| bad_recv_memory(p.a, p.b)),
+    case!("write_imm_bad_rkey", |p| write_imm_bad_rkey(p.a, p.b)),
     case!("rnr_retry", |p| rnr(p.a, p.b)),
     case!("ack_timeout_retransmit", |p| timeouts(p.a, p.b)),
     case!("flush", |p| flush(p.a, p.b)),

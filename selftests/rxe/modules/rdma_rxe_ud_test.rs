@@ -362,6 +362,27 @@ fn too_long_for_recv(a: &End, b: &End) -> Result {
     )
 }
 
+/// A receive whose memory does not check out (a bad lkey): as the C rxe
+/// (its malformed WQE, class A, for UD too), the receive completes with
+/// LOC_QP_OP_ERR and the QP goes to the error state.
+fn bad_recv_memory(a: &End, b: &End) -> Result {
+    let b = &side(b.dev.name(), b.gid)?;
+    let rs = [b.buf.sge(0, (GRH + 64) as u32, b.mr.lkey() ^ 0x80)?];
+    b.qp.post_recv(&[RecvWr {
+        wr_id: 70,
+        cqe: None,
+        sg: &rs,
+    }])
+    .map_err(|(_, e)| e)?;
+    send_to(a, b, b.qp.qpn(), 64, 71)?;
+    let wc = &poll(&b.cq, 1, 2000)?[0];
+    check(
+        wc.wr_id == 70 && wc.status == WcStatus::LocQpOpErr,
+        "the receive completes with LOC_QP_OP_ERR",
+    )?;
+    check(b.qp.state() == QpState::Err, "the QP in error")
+}
+
 /// To the device's own address: the loopback path, no network stack.
 fn loopback(a: &End) -> Result {
     let c = side(a.dev.name(), a.gid)?;
@@ -837,6 +858,7 @@ const CASES: &[FnCase<Sides>] = &[
         s.with(V4, too_long_and_wrong_qkey)
     }),
     case!("too_long_for_recv", |s| s.with(V4, too_long_for_recv)),
+    case!("bad_recv_memory", |s| s.with(V4, bad_recv_memory)),
     case!("loopback", |s| s.with(V4, |_, b| loopback(b))),
     case!("ud_ipv6_a_to_b", |s| s.with(V6, one_way)),
     case!("ud_ipv6_b_to_a", |s| s.with(V6, |a, b| one_way(b, a))),
