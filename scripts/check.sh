@@ -84,7 +84,7 @@ fi
 echo "=== check: initramfs"
 scripts/initramfs.sh .build/initramfs.cpio || { failed=$((failed + 1)); summary; }
 
-# The suites take about 25 minutes of guest time; the limit leaves room
+# The suites take about 40 minutes of guest time here; the limit leaves room
 # for a slower host.
 guest_run check --timeout 3600 --tests "${GUEST_SUITES:-foundation,core,rxe,peer_mem,rtrs}"
 guest_run multihost --tests multihost --guests 2
