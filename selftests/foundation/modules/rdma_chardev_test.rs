@@ -189,7 +189,11 @@ struct ChardevTest {
 
 impl kernel::Module for ChardevTest {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let dev = MiscDev::register(c_str!("rdma_chardev_test"), Arc::new(Dev, GFP_KERNEL)?, module)?;
+        let dev = MiscDev::register(
+            c_str!("rdma_chardev_test"),
+            Arc::new(Dev, GFP_KERNEL)?,
+            module,
+        )?;
         pr_info!("rdma_chardev_test: ready\n");
         Ok(ChardevTest { _dev: dev })
     }
