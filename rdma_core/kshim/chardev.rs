@@ -401,13 +401,13 @@ impl<T: CharDevOps> OpenFile<T> {
     ) -> u32 {
         // SAFETY: as in `ioctl`.
         let this = unsafe { &*this.cast::<Self>() };
+        // The table's `'a` is the borrow of `this` made here: `this` (the
+        // open file, and the `Arc` of the operations it holds) lives until
+        // the file's release, which comes after every poller has taken its
+        // entries off the queues (`poll`/`select` before they return,
+        // `epoll` when the file is released, before the release operation).
         // SAFETY: `file` and `table` are the poll call's (the function's
-        // contract). The table's `'a` is the borrow of `this` made here:
-        // `this` (the open file, and the `Arc` of the operations it holds)
-        // lives until the file's release, which comes after every poller
-        // has taken its entries off the queues (`poll`/`select` before they
-        // return, `epoll` when the file is released, before the release
-        // operation runs).
+        // contract), and `'a` ends before the file's release (above).
         let table = unsafe { PollTable::new(file, table) };
         this.ops.poll(&this.file, &table)
     }

@@ -128,14 +128,13 @@ impl<'a> PollTable<'a> {
     /// makes the kernel ask the file again.
     #[inline(never)]
     pub fn wait(&self, queue: &'a PollQueue) {
-        // SAFETY:
-        // - `file` and `table` are the current poll call's (type
-        //   invariant); `table` may be NULL, which `poll_wait` allows.
-        // - The head is initialised and pinned, and borrowed for `'a`: it
-        //   lives at least as long as the open file (it is owned by the
-        //   file or by the device's operations, which the file keeps
-        //   alive), and every entry a poller leaves on it is removed by
-        //   the poller or at the file's release, before the file goes.
+        // The head is borrowed for `'a`, so it lives at least as long as
+        // the open file (owned by the file or by the device's operations,
+        // which the file keeps alive); every entry a poller leaves on it is
+        // removed by the poller or at the file's release, before that.
+        // SAFETY: `file` and `table` are the current poll call's (type
+        // invariant; `poll_wait` allows a NULL table), and the head is
+        // initialised, pinned and outlives every entry (above).
         unsafe { bindings::rdma_rs_poll_wait(self.file, queue.raw.get(), self.table) }
     }
 }
