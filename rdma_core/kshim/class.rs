@@ -6,7 +6,9 @@
 //!
 //! C header: [`include/linux/device/class.h`](srctree/include/linux/device/class.h)
 //!
-//! A module registers a [`SysClass`], makes top-level directories in it
+//! A module registers a [`SysClass`] (with files of the class's own,
+//! `/sys/class/<class>/<file>`, through [`SysClass::with_files`]), makes
+//! top-level directories in it
 //! with [`SysDir::top`] and directories below those with
 //! [`SysDir::child`]. Each directory has a table of [`SysFile`]s, whose
 //! text a [`SysFiles`] writes (`show`) and which it may take writes of
@@ -19,7 +21,10 @@
 //! `drop` returns. The directory itself goes with its last child: every
 //! child holds a use of its parent, whatever order the handles are dropped
 //! in. Every [`SysDir`] holds a reference on its [`SysClass`], which is
-//! unregistered when its last reference goes, after every directory.
+//! unregistered when its last reference goes, after every directory; the
+//! class's own files are removed first, waiting for any `show` or `store`
+//! in progress on them, so their [`SysFiles`] is not called once the
+//! class is gone.
 //!
 //! Everything here is non-generic, so the other modules that use it reach
 //! only exported Rust symbols of this crate, never its C glue.
@@ -28,7 +33,8 @@
 //! through a chain of drops: dropping waits for that very `store` to end
 //! (lockdep reports it). A `store` that means to remove its directory (a
 //! `remove_path` file) defers the drop to a work item. Nor may a directory
-//! be dropped under a lock its `show` or `store` takes.
+//! be dropped under a lock its `show` or `store` takes. The same holds for
+//! a class file and the last reference to its [`SysClass`].
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -58,19 +64,26 @@ fn check_name(name: &CStr) -> Result {
 
 /// A class of sysfs directories, `/sys/class/<name>`.
 ///
-/// Registered by [`SysClass::new`]; unregistered when the last reference
-/// goes, which is after every [`SysDir`] of the class (each holds one).
+/// Registered by [`SysClass::new`] or [`SysClass::with_files`];
+/// unregistered when the last reference goes, which is after every
+/// [`SysDir`] of the class (each holds one).
 ///
 /// # Invariants
 ///
-/// `raw` came from a successful `rdma_rs_sysclass_add` and is
-/// unregistered only in `drop`.
+/// - `raw` came from a successful `rdma_rs_sysclass_add` and is
+///   unregistered only in `drop`.
+/// - The context the glue hands `rdma_rs_class_show` and
+///   `rdma_rs_class_store` for the class's own files is the address of
+///   `_ops`' content (if any), freed after `raw` is unregistered (field
+///   drop order).
 pub struct SysClass {
     raw: NonNull<bindings::rdma_rs_sysclass>,
+    /// Handed to C for the class's files; freed after they are removed.
+    _ops: Option<KBox<Arc<dyn SysFiles>>>,
 }
 
 // SAFETY: the class is only unregistered, once, through this handle, from
-// any thread in process context.
+// any thread in process context; `_ops` is `Send + Sync`.
 unsafe impl Send for SysClass {}
 // SAFETY: `&SysClass` only adds directories, which the class's mutex (in
 // the glue) serialises.
@@ -81,22 +94,94 @@ impl SysClass {
     /// copied). `EEXIST` if `/sys/class` has an entry `name` (the kernel's
     /// C stack has its own classes: pick another name). Process context.
     pub fn new(name: &CStr) -> Result<Arc<SysClass>> {
+        Self::add(name, &[], None)
+    }
+
+    /// Registers the class `/sys/class/<name>` as [`SysClass::new`] does,
+    /// with files of its own, `/sys/class/<name>/<file>` (as the C stack's
+    /// `/sys/class/infiniband_verbs/abi_version`), shown and stored by
+    /// `ops`. They are removed, waiting for any `show` or `store` in
+    /// progress, before the class goes. `EINVAL` for a bad name or two
+    /// files of one name; a top-level directory named as one of the files
+    /// is `EEXIST`. Process context.
+    pub fn with_files(
+        name: &CStr,
+        files: &[SysFile],
+        ops: Arc<dyn SysFiles>,
+    ) -> Result<Arc<SysClass>> {
+        Self::add(name, files, Some(ops))
+    }
+
+    fn add(
+        name: &CStr,
+        files: &[SysFile],
+        ops: Option<Arc<dyn SysFiles>>,
+    ) -> Result<Arc<SysClass>> {
         check_name(name)?;
-        // SAFETY: `name` is NUL-terminated and copied; the glue returns a
-        // registered class or an error pointer.
-        let raw = unsafe { bindings::rdma_rs_sysclass_add(name.as_char_ptr()) };
+        let table = file_table(files)?;
+        let ops = match ops {
+            Some(ops) => Some(KBox::new(ops, GFP_KERNEL)?),
+            None => None,
+        };
+        let ctx = ops.as_ref().map_or(core::ptr::null(), |o| {
+            core::ptr::from_ref::<Arc<dyn SysFiles>>(o).cast::<c_void>()
+        });
+        // Why the call is sound:
+        // - `name` and the names `table` points at (`table.len()` of them,
+        //   which fits a `u32`, checked by `file_table`) are
+        //   NUL-terminated and copied.
+        // - `ctx` is null (no files) or only handed to
+        //   `rdma_rs_class_show` and `rdma_rs_class_store`, which run until
+        //   the class's files are removed in `drop`, before `ops` is
+        //   freed; moving the box does not move its content.
+        // SAFETY: as listed above: copied NUL-terminated names, a context
+        // that outlives the files.
+        let raw = unsafe {
+            bindings::rdma_rs_sysclass_add(
+                name.as_char_ptr(),
+                table.as_ptr(),
+                table.len() as u32,
+                ctx,
+            )
+        };
         let raw = from_err_ptr(raw)?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
-        // INVARIANT: registered above; should the allocation fail, `drop`
-        // unregisters it.
-        Ok(Arc::new(SysClass { raw }, GFP_KERNEL)?)
+        // INVARIANT: registered above with `ops`' content as context;
+        // should the allocation fail, `drop` unregisters it.
+        Ok(Arc::new(SysClass { raw, _ops: ops }, GFP_KERNEL)?)
     }
+}
+
+/// The glue's table of `files`: `EINVAL` for a bad name, two files of one
+/// name, or more than `u32::MAX` files. The names are borrowed.
+fn file_table(files: &[SysFile]) -> Result<KVec<bindings::rdma_rs_sysfile>> {
+    u32::try_from(files.len()).map_err(|_| EINVAL)?;
+    let mut table = KVec::with_capacity(files.len(), GFP_KERNEL)?;
+    for (i, f) in files.iter().enumerate() {
+        check_name(f.name)?;
+        if files[..i]
+            .iter()
+            .any(|g| g.name.as_bytes() == f.name.as_bytes())
+        {
+            return Err(EINVAL);
+        }
+        table.push(
+            bindings::rdma_rs_sysfile {
+                name: f.name.as_char_ptr(),
+                id: f.id,
+                writable: f.writable,
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(table)
 }
 
 impl Drop for SysClass {
     fn drop(&mut self) {
         // No directory is left: each `SysDir` holds this `SysClass`, and
-        // the last directory went with the last `SysDir`.
+        // the last directory went with the last `SysDir`. The class's files
+        // go first, waiting for `show` and `store`; `_ops` is freed after.
         // SAFETY: registered (type invariant), unregistered only here, and
         // empty (above).
         unsafe { bindings::rdma_rs_sysclass_del(self.raw.as_ptr()) }
@@ -192,25 +277,9 @@ impl SysDir {
         ops: Arc<dyn SysFiles>,
     ) -> Result<SysDir> {
         check_name(name)?;
-        let n = u32::try_from(files.len()).map_err(|_| EINVAL)?;
-        let mut table = KVec::with_capacity(files.len(), GFP_KERNEL)?;
-        for (i, f) in files.iter().enumerate() {
-            check_name(f.name)?;
-            if files[..i]
-                .iter()
-                .any(|g| g.name.as_bytes() == f.name.as_bytes())
-            {
-                return Err(EINVAL);
-            }
-            table.push(
-                bindings::rdma_rs_sysfile {
-                    name: f.name.as_char_ptr(),
-                    id: f.id,
-                    writable: f.writable,
-                },
-                GFP_KERNEL,
-            )?;
-        }
+        let table = file_table(files)?;
+        // `file_table` checked that the length fits.
+        let n = table.len() as u32;
         let parent = parent.map_or(core::ptr::null_mut(), |p| p.raw.as_ptr());
         let ops = KBox::new(ops, GFP_KERNEL)?;
         let ctx = core::ptr::from_ref::<Arc<dyn SysFiles>>(&ops).cast::<c_void>();
@@ -264,8 +333,8 @@ impl Drop for SysDir {
 ///
 /// # Safety
 ///
-/// `ctx` must be the context of a [`SysDir`] whose files are not removed
-/// yet, and `buf` a PAGE_SIZE buffer.
+/// `ctx` must be the context of a [`SysDir`] or [`SysClass`] whose files
+/// are not removed yet, and `buf` a PAGE_SIZE buffer.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rdma_rs_class_show(
     ctx: *const c_void,
@@ -273,7 +342,7 @@ pub(crate) unsafe extern "C" fn rdma_rs_class_show(
     buf: *mut u8,
 ) -> isize {
     // SAFETY: per the function's contract `ctx` points at the live `ops`
-    // of a directory (type invariant of `SysDir`).
+    // of a directory or class (type invariants of `SysDir`, `SysClass`).
     let ops = unsafe { &*ctx.cast::<Arc<dyn SysFiles>>() };
     // SAFETY: `buf` is a PAGE_SIZE buffer (the function's contract).
     let mut out = unsafe { Page::new(buf) };
@@ -289,8 +358,8 @@ pub(crate) unsafe extern "C" fn rdma_rs_class_show(
 ///
 /// # Safety
 ///
-/// `ctx` must be the context of a [`SysDir`] whose files are not removed
-/// yet, and `buf` non-null and valid for reads of `len` bytes during the
+/// `ctx` must be the context of a [`SysDir`] or [`SysClass`] whose files
+/// are not removed yet, and `buf` non-null and valid for reads of `len` bytes during the
 /// call.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rdma_rs_class_store(
@@ -300,7 +369,7 @@ pub(crate) unsafe extern "C" fn rdma_rs_class_store(
     len: usize,
 ) -> isize {
     // SAFETY: per the function's contract `ctx` points at the live `ops`
-    // of a directory (type invariant of `SysDir`).
+    // of a directory or class (type invariants of `SysDir`, `SysClass`).
     let ops = unsafe { &*ctx.cast::<Arc<dyn SysFiles>>() };
     // SAFETY: `buf` is non-null and valid for reads of `len` bytes during
     // the call (the function's contract; sysfs does not write it

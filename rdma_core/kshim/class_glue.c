@@ -3,7 +3,11 @@
  * Sysfs classes for class.rs (see class_glue.h): a class of a module's own,
  * /sys/class/<class>, holding trees of directories of read/write files.
  *
- * Layout. A class is a struct class of ours. A top-level directory is a
+ * Layout. A class is a struct class of ours, with files of its own
+ * (/sys/class/<class>/<file>, e.g. an ABI version) if Rust gives a table:
+ * they are made once the class is registered and removed, waiting for show
+ * and store calls in progress, before it is unregistered; a top-level
+ * directory may not take a class file's name. A top-level directory is a
  * device of the class with no parent: it lives in
  * /sys/devices/virtual/<class>/<name>, and /sys/class/<class>/<name> links
  * to it. Every directory below is a bare kobject of ours. Each directory has
@@ -47,12 +51,24 @@
 ssize_t rdma_rs_class_show(const void *ctx, u32 id, char *buf);
 ssize_t rdma_rs_class_store(const void *ctx, u32 id, const char *buf, size_t len);
 
+struct rdma_rs_classattr {
+	struct class_attribute cattr;
+	struct rdma_rs_sysclass *cls;
+	u32 id;
+};
+
 struct rdma_rs_sysclass {
 	struct class cls;
 	/* Adding a directory (name check and add) and deleting one. */
 	struct mutex lock;
 	struct lock_class_key lock_key;
 	char *name;
+	/* The class's own files; ctx is for Rust until they are removed. */
+	const void *ctx;
+	struct lock_class_key files_key;	/* their active references */
+	u32 nnames;				/* attrs[] with a name */
+	u32 nfiles;				/* attrs[] in sysfs */
+	struct rdma_rs_classattr *attrs;
 };
 
 /* Serialises our class registrations (name check and register). */
@@ -91,19 +107,34 @@ struct sysdir_kobj {
 
 /* --- classes ------------------------------------------------------------- */
 
-static void sysclass_release(const struct class *cls)
+static void classattrs_free(struct rdma_rs_sysclass *c)
 {
-	struct rdma_rs_sysclass *c = container_of(cls, struct rdma_rs_sysclass, cls);
+	u32 i;
 
+	if (c->attrs) {
+		for (i = 0; i < c->nnames; i++)
+			kfree(c->attrs[i].cattr.attr.name);
+		kfree(c->attrs);
+	}
+}
+
+static void sysclass_free(struct rdma_rs_sysclass *c)
+{
+	classattrs_free(c);
 	kfree(c->name);
 	kfree(c);
+}
+
+static void sysclass_release(const struct class *cls)
+{
+	sysclass_free(container_of(cls, struct rdma_rs_sysclass, cls));
 }
 
 /*
  * Whether /sys/class has an entry called name. The sysfs root is found as
  * the parent of /sys/kernel, which is made at boot and never moves.
  */
-static bool class_name_taken(const char *name)
+bool rdma_rs_class_name_taken(const char *name)
 {
 	struct kernfs_node *classes, *kn;
 
@@ -118,7 +149,91 @@ static bool class_name_taken(const char *name)
 	return true;
 }
 
-struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name)
+static ssize_t classattr_show(const struct class *cls, const struct class_attribute *cattr,
+			      char *buf)
+{
+	const struct rdma_rs_classattr *a = container_of(cattr, struct rdma_rs_classattr, cattr);
+
+	return rdma_rs_class_show(a->cls->ctx, a->id, buf);
+}
+
+static ssize_t classattr_store(const struct class *cls, const struct class_attribute *cattr,
+			       const char *buf, size_t len)
+{
+	const struct rdma_rs_classattr *a = container_of(cattr, struct rdma_rs_classattr, cattr);
+
+	return rdma_rs_class_store(a->cls->ctx, a->id, buf, len);
+}
+
+/* Copies the table of the class's files (names too); not in sysfs yet. */
+static int classattrs_init(struct rdma_rs_sysclass *c, const struct rdma_rs_sysfile *files, u32 n)
+{
+	u32 i;
+
+	if (!n)
+		return 0;
+	c->attrs = kcalloc(n, sizeof(*c->attrs), GFP_KERNEL);
+	if (!c->attrs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct rdma_rs_classattr *a = &c->attrs[i];
+		char *name = kstrdup(files[i].name, GFP_KERNEL);
+
+		if (!name)
+			return -ENOMEM;
+		c->nnames = i + 1;
+		a->cls = c;
+		a->id = files[i].id;
+		a->cattr.attr.name = name;
+		a->cattr.attr.mode = files[i].writable ? 0644 : 0444;
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+		a->cattr.attr.key = &c->files_key;
+#endif
+		a->cattr.show = classattr_show;
+		a->cattr.store = files[i].writable ? classattr_store : NULL;
+	}
+	return 0;
+}
+
+/* Removes the class's files, waiting for show and store calls. Once only. */
+static void classattrs_remove(struct rdma_rs_sysclass *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nfiles; i++)
+		class_remove_file(&c->cls, &c->attrs[i].cattr);
+	c->nfiles = 0;
+	c->ctx = NULL;
+}
+
+static int classattrs_add(struct rdma_rs_sysclass *c)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < c->nnames; i++) {
+		ret = class_create_file(&c->cls, &c->attrs[i].cattr);
+		if (ret)
+			return ret;
+		c->nfiles = i + 1;
+	}
+	return 0;
+}
+
+/* Whether name is one of the class's files. */
+static bool is_class_file(struct rdma_rs_sysclass *c, const char *name)
+{
+	u32 i;
+
+	for (i = 0; i < c->nnames; i++)
+		if (!strcmp(c->attrs[i].cattr.attr.name, name))
+			return true;
+	return false;
+}
+
+struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name,
+					      const struct rdma_rs_sysfile *files, u32 nfiles,
+					      const void *ctx)
 {
 	struct rdma_rs_sysclass *c;
 	int ret;
@@ -127,32 +242,50 @@ struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name)
 	if (!c)
 		return ERR_PTR(-ENOMEM);
 	c->name = kstrdup(name, GFP_KERNEL);
-	if (!c->name) {
-		kfree(c);
-		return ERR_PTR(-ENOMEM);
+	ret = c->name ? classattrs_init(c, files, nfiles) : -ENOMEM;
+	if (ret) {
+		sysclass_free(c);
+		return ERR_PTR(ret);
 	}
+	c->ctx = ctx;
 	lockdep_register_key(&c->lock_key);
+	lockdep_register_key(&c->files_key);
 	__mutex_init(&c->lock, "rdma_rs_sysclass", &c->lock_key);
 	c->cls.name = c->name;
 	c->cls.class_release = sysclass_release;
 
 	/* class_register() would fail too, but with a warning and a backtrace. */
 	mutex_lock(&class_add_lock);
-	ret = class_name_taken(name) ? -EEXIST : class_register(&c->cls);
+	ret = rdma_rs_class_name_taken(name) ? -EEXIST : class_register(&c->cls);
 	mutex_unlock(&class_add_lock);
 	if (ret) {
 		mutex_destroy(&c->lock);
+		lockdep_unregister_key(&c->files_key);
 		lockdep_unregister_key(&c->lock_key);
-		kfree(c->name);
-		kfree(c);
+		sysclass_free(c);
+		return ERR_PTR(ret);
+	}
+	ret = classattrs_add(c);
+	if (ret) {
+		rdma_rs_sysclass_del(c);
 		return ERR_PTR(ret);
 	}
 	return c;
 }
 
-/* Every directory of the class is gone; the memory goes with the class. */
+struct class *rdma_rs_sysclass_class(struct rdma_rs_sysclass *c)
+{
+	return &c->cls;
+}
+
+/*
+ * Every directory of the class is gone: its files go (no show or store runs
+ * once they are removed), then the class; the memory goes with the class.
+ */
 void rdma_rs_sysclass_del(struct rdma_rs_sysclass *c)
 {
+	classattrs_remove(c);
+	lockdep_unregister_key(&c->files_key);
 	mutex_destroy(&c->lock);
 	lockdep_unregister_key(&c->lock_key);
 	class_unregister(&c->cls);
@@ -334,6 +467,9 @@ static struct rdma_rs_sysdir *add_top(struct rdma_rs_sysclass *c, const char *na
 	struct device *other;
 	int ret;
 
+	/* The link in /sys/class/<class> would clash with a class file. */
+	if (is_class_file(c, name))
+		return ERR_PTR(-EEXIST);
 	/* device_add() would fail too, but with a warning and a backtrace. */
 	other = class_find_device_by_name(&c->cls, name);
 	if (other) {

@@ -18,8 +18,15 @@ struct rdma_rs_sysfile {
 	bool writable;
 };
 
-struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name);
+struct rdma_rs_sysclass *rdma_rs_sysclass_add(const char *name,
+					      const struct rdma_rs_sysfile *files, u32 nfiles,
+					      const void *ctx);
 void rdma_rs_sysclass_del(struct rdma_rs_sysclass *c);
+struct class;
+/* The driver-core class, for trees made elsewhere (sysfs_glue.c). */
+struct class *rdma_rs_sysclass_class(struct rdma_rs_sysclass *c);
+/* Whether /sys/class has an entry called name (for sysfs_glue.c too). */
+bool rdma_rs_class_name_taken(const char *name);
 
 struct rdma_rs_sysdir *rdma_rs_sysdir_add(struct rdma_rs_sysclass *c, struct rdma_rs_sysdir *parent,
 					  const char *name, const struct rdma_rs_sysfile *files,

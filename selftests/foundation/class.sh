@@ -1,6 +1,7 @@
 #!/bin/sh
 # Sysfs classes of other modules (rdma::kshim::class): rdma_class_test's
-# cases, then its tree read and written from user space, a store that
+# cases, then its tree and the class's own files read and written from user
+# space, a store that
 # removes its own directory through a work item, and unload while files
 # are being read.
 . ../lib/ktap.sh
@@ -26,6 +27,13 @@ stores_and_shows() {
 	write_to "$sess/limit" 42 && [ "$(cat "$sess/limit")" = 42 ] &&
 		write_to "$path2/stats/rdma" 7 && [ "$(cat "$path2/stats/rdma")" = 7 ] &&
 		[ "$(cat "$path3/stats/rdma")" = 0 ]
+}
+
+class_files() {
+	[ "$(cat "$cls/abi_version")" = 6 ] && [ "$(mode_of "$cls/abi_version")" = -r--r--r-- ] &&
+		! write_to "$cls/abi_version" 7 2> /dev/null &&
+		[ "$(cat "$cls/class_limit")" = 10 ] && write_to "$cls/class_limit" 5 &&
+		[ "$(cat "$cls/class_limit")" = 5 ] && ! write_to "$cls/class_limit" x 2> /dev/null
 }
 
 store_error_reaches_writer() {
@@ -60,7 +68,8 @@ remove_path_from_work() {
 # in progress and later reads fail; no splat (the harness checks the log).
 unload_while_reading() {
 	pids=
-	for f in "$sess/reads" "$sess/limit" "$path3/stats/rdma" "$path3/remove_path"; do
+	for f in "$sess/reads" "$sess/limit" "$path3/stats/rdma" "$path3/remove_path" \
+		"$cls/abi_version" "$cls/class_limit"; do
 		(while :; do cat "$f" > /dev/null 2>&1 || exit 0; done) &
 		pids="$pids $!"
 	done
@@ -80,6 +89,7 @@ ktap_check "top_dir_is_a_class_device" test -L "$sess" -a -d "$sess"
 ktap_check "child_dirs" test -d "$path2/stats" -a -d "$path3/stats"
 ktap_check "shows_initial_values" test "$(cat "$sess/limit")" = 10
 ktap_check "stores_and_shows" stores_and_shows
+ktap_check "class_files" class_files
 ktap_check "store_error_reaches_writer" store_error_reaches_writer
 ktap_check "readonly_file" readonly_file
 ktap_check "show_runs_per_read" show_runs_per_read

@@ -12,6 +12,9 @@
 //! /sys/class/rdma_rs_class_test/sess0/paths/ip:10.0.0.1@ip:10.0.0.<2|3>/stats/rdma
 //! ```
 //!
+//! The class has files of its own, `/sys/class/rdma_rs_class_test/abi_version`
+//! (0444, `6`) and `.../class_limit` (0644, as `limit`).
+//!
 //! `reads` (0444) counts the reads of itself; `limit` and `rdma` (0644)
 //! show the last number written; writing to `remove_path` removes its path
 //! from a work item, as a store must not drop its own directory.
@@ -53,6 +56,7 @@ const READS: u32 = 0;
 const LIMIT: u32 = 1;
 const REMOVE: u32 = 2;
 const RDMA: u32 = 3;
+const ABI: u32 = 4;
 
 const SESS_FILES: &[SysFile] = &[
     SysFile {
@@ -76,6 +80,19 @@ const STATS_FILES: &[SysFile] = &[SysFile {
     id: RDMA,
     writable: true,
 }];
+/// The class's own files.
+const CLASS_FILES: &[SysFile] = &[
+    SysFile {
+        name: c_str!("abi_version"),
+        id: ABI,
+        writable: false,
+    },
+    SysFile {
+        name: c_str!("class_limit"),
+        id: LIMIT,
+        writable: true,
+    },
+];
 /// A file named as one a class device has of its own.
 const UEVENT_FILES: &[SysFile] = &[SysFile {
     name: c_str!("uevent"),
@@ -122,6 +139,7 @@ impl SysFiles for Sess {
         let v = match id {
             READS => self.reads.fetch_add(1, Ordering::Relaxed) + 1,
             LIMIT => self.limit.load(Ordering::Relaxed),
+            ABI => 6,
             _ => return Err(EINVAL),
         };
         writeln!(out, "{v}").map_err(|_| EINVAL)
@@ -271,10 +289,25 @@ fn class_names_are_checked() -> Result {
 }
 
 fn class_registers_once(c: &mut Ctx) -> Result {
-    c.class = Some(SysClass::new(CLASS)?);
+    check(
+        is(SysClass::with_files(CLASS, DUP_FILES, sess_ops()?), EINVAL)
+            && is(
+                SysClass::with_files(CLASS, SLASH_FILES, sess_ops()?),
+                EINVAL,
+            ),
+        "class files of one name, or with a '/', are EINVAL",
+    )?;
+    c.class = Some(SysClass::with_files(CLASS, CLASS_FILES, sess_ops()?)?);
     check(
         is(SysClass::new(CLASS), EEXIST),
         "a second class of one name is EEXIST",
+    )?;
+    check(
+        is(
+            SysDir::top(c.class()?, c_str!("abi_version"), SESS_FILES, sess_ops()?),
+            EEXIST,
+        ),
+        "a top-level directory named as a class file is EEXIST",
     )
 }
 
@@ -360,7 +393,7 @@ fn parent_waits_for_children(c: &mut Ctx) -> Result {
 }
 
 fn class_waits_for_its_directories() -> Result {
-    let class = SysClass::new(CLASS2)?;
+    let class = SysClass::with_files(CLASS2, CLASS_FILES, sess_ops()?)?;
     let dir = SysDir::top(&class, c_str!("x"), SESS_FILES, sess_ops()?)?;
     drop(class);
     check(
@@ -368,7 +401,10 @@ fn class_waits_for_its_directories() -> Result {
         "the class stays while a directory is there",
     )?;
     drop(dir);
-    check(SysClass::new(CLASS2).is_ok(), "it goes with the last one")
+    check(
+        SysClass::with_files(CLASS2, CLASS_FILES, sess_ops()?).is_ok(),
+        "it goes with the last one, files and all",
+    )
 }
 
 const CASES: &[FnCase<Ctx>] = &[
