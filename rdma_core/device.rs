@@ -209,6 +209,12 @@ pub trait DeviceOps: Send + Sync {
         &[]
     }
 
+    /// The node description (`ib_device.node_desc`, at most 64 bytes
+    /// shown), the sysfs file `node_desc`. Empty unless the provider says.
+    fn node_desc(&self) -> &'static CStr {
+        kernel::c_str!("")
+    }
+
     /// The value of counter `index` (into [`DeviceOps::hw_counter_names`])
     /// of `port`. Process context.
     fn hw_counter(&self, _port: u32, _index: usize) -> u64 {

@@ -287,6 +287,11 @@ impl DeviceOps for RxeOps {
         Some(self.rd.netdev.clone())
     }
 
+    /// As the C rxe's.
+    fn node_desc(&self) -> &'static CStr {
+        kernel::c_str!("rxe")
+    }
+
     fn hw_counter_names(&self) -> &'static [&'static CStr] {
         crate::counters::NAMES
     }

@@ -1,10 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Introspection in sysfs: `/sys/class/rdma_rs`, laid out as
-//! `/sys/class/infiniband` is (see `sysfs_glue.c` for the tree), and the
-//! port groups other layers register (`ib_port_register_client_groups`).
+//! `/sys/class/infiniband` is (see `sysfs_glue.c` for the tree), the port
+//! groups other layers register (`ib_port_register_client_groups`), and,
+//! on demand, the `/sys/class/infiniband` view.
 //!
 //! The class has its own name so that it never collides with the C stack's.
+//!
+//! # The `infiniband` view
+//!
+//! Unchanged user space (libibverbs, rdma-core's tests) looks for devices
+//! in `/sys/class/infiniband/<dev>/` only. While an [`IbView`] from
+//! [`register_ib_view`] is held, every registered device (now and later)
+//! has a second tree there, made by the same code in a class of the bottom
+//! layer's (`kshim::class`), with the same files as its `rdma_rs` tree less
+//! `resources` and the port groups. The name belongs to the C stack's
+//! ib_core: while that is loaded the registration fails (`EEXIST`), and
+//! while the view is held ib_core cannot load.
 //! The kobject plumbing is the bottom layer's (`kshim/sysfs.rs`,
 //! `sysfs_glue.c` and, for the groups, `kshim/kobj.rs`); every file of the
 //! device model is made here, from the same verbs a client would call.
@@ -18,16 +30,19 @@
 //! [`PortGroupsRegistration`] is dropped. The directories of one device
 //! live in its [`Sysfs`], before its tree, and go before the tree does.
 //!
-//! Locks, outermost first:
+//! # Locks
 //!
-//! - `Registry::state` (`device/registry.rs`): held while a device's tree
+//! Outermost first:
+//!
+//! - `Registry::state` (`device/registry.rs`): held while a device's trees
 //!   and its groups are made, and while [`Registry::find_listed`] looks
-//!   for a device whose groups to add or remove;
+//!   for a device whose groups or view tree to add or remove;
 //! - `Device::sysfs` (mutex): the device's [`Sysfs`]; held while group
-//!   directories are added to it or removed from it, so a group's removal
-//!   and the device's cannot interleave;
-//! - `PortGroups::list` (mutex): the registered groups; nothing is taken
-//!   inside it.
+//!   directories or the view tree are added to it or removed from it, so
+//!   a group's or the view's removal and the device's cannot interleave;
+//! - `PortGroups::list` (mutex): the registered groups, and `View::class`
+//!   (mutex): the view's class while an [`IbView`] is held; nothing is
+//!   taken inside either, and neither inside the other.
 //!
 //! Removing a directory waits for the `show` calls in progress on its
 //! files, so a [`PortGroupShow::show`] must take none of these locks
@@ -39,30 +54,42 @@
 //! `PortGroupShow`, so neither goes while a file can be read; once
 //! [`PortGroupsRegistration`]'s drop returns, no `show` of it runs.
 //!
+//! The view goes the same way: [`register_ib_view`] registers the class
+//! and lists it in `View::class`, then adds a tree to each device that has
+//! none; [`IbView`]'s drop unlists the class, then takes the tree off each
+//! device that has one, and drops the class last (each tree holds a
+//! reference to it, so it goes with the last tree in any order).
+//!
 //! [`Registry::find_listed`]: crate::device::registry::Registry::find_listed
 
 use core::fmt::{self, Write};
 
-use kernel::error::code::{EINVAL, ENODEV};
+use kernel::c_str;
+use kernel::error::code::{EEXIST, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use crate::device::{registry, Device};
+use crate::kshim::class::SysClass;
 use crate::kshim::global::Global;
 use crate::kshim::kobj::{KobjShow, StatsDir};
 use crate::kshim::sysfs::{attr_id as id, Shape, SysfsShow, Tree};
 
 use crate::kshim::sysfs::Page;
+use crate::spec::attr::PortRate;
 
 /// A registered device's tree, with the registered port groups'
-/// directories on its ports; removed when dropped. It holds a reference
-/// to the device, given back when unregistration drops the tree.
+/// directories on its ports, and its tree in the `infiniband` view while
+/// one is held; removed when dropped. It holds a reference to the device,
+/// given back when unregistration drops the tree.
 pub(crate) struct Sysfs {
     /// The port groups' directories, one entry per registration (empty if
     /// no port of the device wants them). Dropped before `tree` (field
     /// order): the tree's removal takes the device's whole directory.
     groups: KVec<GroupDirs>,
+    /// The device's tree in `/sys/class/infiniband` (see [`IbView`]).
+    view: Option<Tree>,
     tree: Tree,
 }
 
@@ -70,17 +97,16 @@ impl Sysfs {
     /// Creates the tree of a registered device, with the port groups
     /// registered now. The caller holds `Registry::state`.
     pub(crate) fn add(dev: &Arc<Device>) -> Result<Sysfs> {
-        let shape = Shape {
-            ports: dev.port_count(),
-            gids: dev.gid_tbl_len(),
-            pkeys: dev.pkey_tbl_len(),
-            counters: dev.ops()?.hw_counter_names(),
-        };
+        let shape = shape(dev)?;
         let source: Arc<dyn SysfsShow> = dev.clone();
         let mut sysfs = Sysfs {
             groups: KVec::new(),
-            tree: Tree::add(dev.name(), source, shape)?,
+            view: None,
+            tree: Tree::add(None, dev.name(), source, shape)?,
         };
+        if let Some(class) = VIEW.get().and_then(|v| v.class.lock().clone()) {
+            sysfs.view = Some(view_tree(dev, &class)?);
+        }
         let entries = match GROUPS.get() {
             Some(groups) => groups.snapshot()?,
             None => KVec::new(),
@@ -95,6 +121,107 @@ impl Sysfs {
 
     fn has(&self, id: u64) -> bool {
         self.groups.iter().any(|g| g.id == id)
+    }
+}
+
+/// The shape of `dev`'s trees.
+fn shape(dev: &Device) -> Result<Shape> {
+    Ok(Shape {
+        ports: dev.port_count(),
+        gids: dev.gid_tbl_len(),
+        pkeys: dev.pkey_tbl_len(),
+        counters: dev.ops()?.hw_counter_names(),
+    })
+}
+
+/// Makes `dev`'s tree in the view's class.
+fn view_tree(dev: &Arc<Device>, class: &Arc<SysClass>) -> Result<Tree> {
+    let source: Arc<dyn SysfsShow> = dev.clone();
+    Tree::add(Some(class), dev.name(), source, shape(dev)?)
+}
+
+/// The class the C stack's ib_core registers, and the view's.
+const IB_CLASS: &CStr = c_str!("infiniband");
+
+/// The `infiniband` view's class, while an [`IbView`] is held.
+#[pin_data]
+struct View {
+    #[pin]
+    class: Mutex<Option<Arc<SysClass>>>,
+}
+
+/// The view's state while the module is loaded.
+static VIEW: Global<View> = Global::new();
+
+/// A held `/sys/class/infiniband` view of our devices (see the [module
+/// docs](self)); dropping it removes the view.
+pub struct IbView {
+    view: Arc<View>,
+}
+
+/// Registers the class `/sys/class/infiniband` and gives every registered
+/// device, now and later, a tree there, laid out as the C stack's, until
+/// the returned [`IbView`] is dropped. For user space that reads only that
+/// class (libibverbs). `EEXIST`, with a line in the kernel log, if
+/// `/sys/class/infiniband` exists: the C stack's ib_core is loaded (or
+/// another view is held). Process context, outside the device registry's
+/// callbacks (a client's `add` or `remove`): register at module init.
+pub fn register_ib_view() -> Result<IbView> {
+    crate::kshim::verb::might_sleep();
+    let view = VIEW.get().ok_or(ENODEV)?;
+    let class = match SysClass::new(IB_CLASS) {
+        Ok(class) => class,
+        Err(e) if e == EEXIST => {
+            pr_info!(
+                "/sys/class/infiniband exists (the C stack's ib_core owns it): no infiniband view\n"
+            );
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    {
+        let mut cur = view.class.lock();
+        // The class name is ours: no other view is listed.
+        if cur.is_some() {
+            return Err(EEXIST);
+        }
+        *cur = Some(class.clone());
+    }
+    // From here on `reg`'s drop undoes what is done, failure included.
+    let reg = IbView { view };
+    // The devices registered before the class was listed, one at a time.
+    let devs = registry::get();
+    while let Some(dev) =
+        devs.find_listed(|d| d.sysfs.lock().as_ref().is_some_and(|s| s.view.is_none()))
+    {
+        let mut sysfs = dev.sysfs.lock();
+        // Unregistered meanwhile, or given the view by its own `add`.
+        let Some(s) = sysfs.as_mut().filter(|s| s.view.is_none()) else {
+            continue;
+        };
+        s.view = Some(view_tree(&dev, &class)?);
+    }
+    Ok(reg)
+}
+
+impl Drop for IbView {
+    fn drop(&mut self) {
+        crate::kshim::verb::might_sleep();
+        // No device gets a view tree any more.
+        let class = self.view.class.lock().take();
+        // Take the trees off the devices that have one, one at a time.
+        let devs = registry::get();
+        while let Some(dev) =
+            devs.find_listed(|d| d.sysfs.lock().as_ref().is_some_and(|s| s.view.is_some()))
+        {
+            let mut sysfs = dev.sysfs.lock();
+            let tree = sysfs.as_mut().and_then(|s| s.view.take());
+            // Under `Device::sysfs`, as the device's own removal.
+            drop(tree);
+        }
+        // The last reference unless a tree is still being removed by its
+        // device's unregistration, which then unregisters the class.
+        drop(class);
     }
 }
 
@@ -294,21 +421,29 @@ pub(crate) fn init() -> Result {
         }),
         GFP_KERNEL,
     );
-    match groups {
-        Ok(groups) => {
+    let view = Arc::pin_init(
+        pin_init!(View {
+            class <- new_mutex!(None, "View::class"),
+        }),
+        GFP_KERNEL,
+    );
+    match (groups, view) {
+        (Ok(groups), Ok(view)) => {
             drop(GROUPS.replace(Some(groups)));
+            drop(VIEW.replace(Some(view)));
             Ok(())
         }
-        Err(e) => {
+        (Err(e), _) | (_, Err(e)) => {
             crate::kshim::sysfs::exit();
             Err(e)
         }
     }
 }
 
-/// Undoes [`init`]. Module exit, once every device and every group
-/// registration is gone.
+/// Undoes [`init`]. Module exit, once every device, every group
+/// registration and every view is gone.
 pub(crate) fn exit() {
+    drop(VIEW.replace(None));
     drop(GROUPS.replace(None));
     crate::kshim::sysfs::exit();
 }
@@ -338,6 +473,12 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
         id::RDMA_RS_ATTR_SYS_IMAGE_GUID => w(write_guid(out, dev.query_device()?.sys_image_guid)),
         id::RDMA_RS_ATTR_RESOURCES => w(dev.res.write_counts(out)),
         id::RDMA_RS_ATTR_NODE_TYPE => w(writeln!(out, "{}", dev.node_type().sysfs_name())),
+        id::RDMA_RS_ATTR_NODE_DESC => {
+            // At most 64 bytes, as the C stack keeps.
+            let d = dev.ops()?.node_desc().as_bytes();
+            let d = core::str::from_utf8(&d[..d.len().min(64)]).map_err(|_| EINVAL)?;
+            w(writeln!(out, "{d}"))
+        }
         id::RDMA_RS_ATTR_FW_VER => {
             let v = dev.query_device()?.fw_ver;
             w(writeln!(
@@ -361,6 +502,14 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
         id::RDMA_RS_ATTR_PORT_LINK_LAYER => {
             w(writeln!(out, "{}", dev.link_layer(port)?.sysfs_name()))
         }
+        id::RDMA_RS_ATTR_PORT_RATE => {
+            let a = dev.query_port(port)?;
+            let rate = PortRate {
+                speed: a.active_speed,
+                width: a.active_width,
+            };
+            w(rate.write_sysfs(out).and_then(|()| out.write_char('\n')))
+        }
         id::RDMA_RS_ATTR_PORT_LID => w(writeln!(out, "0x{:x}", dev.query_port(port)?.lid)),
         id::RDMA_RS_ATTR_PORT_SM_LID => w(writeln!(out, "0x{:x}", dev.query_port(port)?.sm_lid)),
         id::RDMA_RS_ATTR_PORT_CAP_MASK => w(writeln!(
@@ -381,6 +530,21 @@ fn show(dev: &Device, attr: u32, port: u32, index: u32, out: &mut Page) -> Resul
             "{}",
             dev.query_gid(port, index)?.gid_type.sysfs_name()
         )),
+        id::RDMA_RS_ATTR_GID_NDEV => {
+            // An entry without a netdev fails the read, as in the C stack.
+            let e = dev.query_gid(port, index)?;
+            if e.ifindex == 0 {
+                return Err(EINVAL);
+            }
+            let nd = dev.netdev(port).ok_or(EINVAL)?;
+            let nd = if nd.ifindex() == e.ifindex {
+                nd
+            } else {
+                nd.get_by_index_near(e.ifindex).ok_or(EINVAL)?
+            };
+            let name = nd.name().to_str().map_err(|_| EINVAL)?;
+            w(writeln!(out, "{name}"))
+        }
         id::RDMA_RS_ATTR_PKEY => w(writeln!(out, "0x{:04x}", dev.query_pkey(port, index)?)),
         id::RDMA_RS_ATTR_HW_COUNTER => w(writeln!(
             out,

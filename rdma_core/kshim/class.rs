@@ -152,6 +152,14 @@ impl SysClass {
     }
 }
 
+impl SysClass {
+    /// The registered class, for the crate's glue (`sysfs.rs` makes
+    /// device trees in a class of this module).
+    pub(crate) fn as_raw(&self) -> *mut bindings::rdma_rs_sysclass {
+        self.raw.as_ptr()
+    }
+}
+
 /// The glue's table of `files`: `EINVAL` for a bad name, two files of one
 /// name, or more than `u32::MAX` files. The names are borrowed.
 fn file_table(files: &[SysFile]) -> Result<KVec<bindings::rdma_rs_sysfile>> {

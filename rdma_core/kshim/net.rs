@@ -108,6 +108,17 @@ impl NetDevice {
         Ok(unsafe { ARef::from_raw(dev.cast::<NetDevice>()) })
     }
 
+    /// The device of index `ifindex` in this one's network namespace (a
+    /// GID's netdev, next to its port's), if there is one.
+    pub fn get_by_index_near(&self, ifindex: i32) -> Option<ARef<NetDevice>> {
+        // SAFETY: by the type invariant `self` is live, and its namespace
+        // with it; the function returns a held device or NULL.
+        let dev = unsafe { bindings::rdma_rs_dev_get_by_index_near(self.0.get(), ifindex) };
+        let dev = NonNull::new(dev)?;
+        // SAFETY: as in `get_by_name`.
+        Some(unsafe { ARef::from_raw(dev.cast::<NetDevice>()) })
+    }
+
     /// The raw pointer, for the crate's glue.
     pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.0.get()

@@ -29,6 +29,12 @@ struct net_device *rdma_rs_dev_get_by_name_current(const char *name)
 	return dev_get_by_name(current->nsproxy->net_ns, name);
 }
 
+/* The device of index ifindex in dev's namespace, held, or NULL. */
+struct net_device *rdma_rs_dev_get_by_index_near(struct net_device *dev, int ifindex)
+{
+	return dev_get_by_index(dev_net(dev), ifindex);
+}
+
 bool rdma_rs_netdev_running(const struct net_device *dev)
 {
 	return netif_running(dev);

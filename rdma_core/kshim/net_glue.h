@@ -12,6 +12,7 @@ struct in6_addr;
 #define RDMA_RS_NET_ADDR_CHANGE 0x10000
 
 struct net_device *rdma_rs_dev_get_by_name_current(const char *name);
+struct net_device *rdma_rs_dev_get_by_index_near(struct net_device *dev, int ifindex);
 bool rdma_rs_netdev_running(const struct net_device *dev);
 bool rdma_rs_netdev_carrier(const struct net_device *dev);
 int rdma_rs_netdev_mc(struct net_device *dev, const u8 *gid, bool join);

@@ -3,6 +3,10 @@
 //! The kobject side of `/sys/class/rdma_rs`: the class, one tree of files
 //! per device, and the page a `show` callback writes.
 //!
+//! A tree can also be made in a [`SysClass`] (`/sys/class/infiniband`, for
+//! the view of `rdma::device::sysfs`): the same files, less `resources`,
+//! which the C stack's tree does not have.
+//!
 //! The kobject plumbing is C (`sysfs_glue.c`, which lays the tree out as
 //! `/sys/class/infiniband` is); every file's text comes from a
 //! [`SysfsShow`] (the device model's is `rdma::device::sysfs`), called
@@ -21,6 +25,7 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 use crate::kshim::bindings;
+use crate::kshim::class::SysClass;
 use crate::kshim::kobj::KobjDir;
 
 pub(crate) use crate::kshim::bindings::rdma_rs_attr_id as attr_id;
@@ -66,10 +71,13 @@ pub(crate) struct Shape {
 /// - `raw` came from a successful `rdma_rs_sysfs_add` and is not freed yet.
 /// - The pointer the C side hands back to `show` is that of `source`'s
 ///   content, alive as long as the tree (it is freed after `raw`).
+/// - `raw` is in `class` if that is `Some`, which outlives it.
 pub(crate) struct Tree {
     raw: NonNull<bindings::rdma_rs_sysfs>,
     /// Freed after `raw` (field order is drop order; see `drop`).
     _source: KBox<Arc<dyn SysfsShow>>,
+    /// The class the tree is in (`None`: `rdma_rs`); dropped after `raw`.
+    _class: Option<Arc<SysClass>>,
 }
 
 // SAFETY: the tree is only created and removed through this handle, and the
@@ -78,9 +86,16 @@ pub(crate) struct Tree {
 unsafe impl Send for Tree {}
 
 impl Tree {
-    /// Creates the tree `name` whose files `source` shows. The tree holds a
-    /// reference to `source` until it is dropped.
-    pub(crate) fn add(name: &CStr, source: Arc<dyn SysfsShow>, shape: Shape) -> Result<Tree> {
+    /// Creates the tree `name` whose files `source` shows, in `class` or,
+    /// if `None`, in `rdma_rs`. The tree holds a reference to `source` and
+    /// to `class` until it is dropped. `EEXIST` if the class has a
+    /// directory `name`. Process context.
+    pub(crate) fn add(
+        class: Option<&Arc<SysClass>>,
+        name: &CStr,
+        source: Arc<dyn SysfsShow>,
+        shape: Shape,
+    ) -> Result<Tree> {
         let source = KBox::new(source, GFP_KERNEL)?;
         let cookie = core::ptr::from_ref::<Arc<dyn SysfsShow>>(&source).cast::<c_void>();
         let mut names = KVec::with_capacity(shape.counters.len(), GFP_KERNEL)?;
@@ -90,12 +105,16 @@ impl Tree {
             }
             names.push(n.as_char_ptr(), GFP_KERNEL)?;
         }
-        // SAFETY: the name and the counter names (`names.len()` pointers to
-        // NUL-terminated strings, alive during the call) are copied; `cookie` is only
+        let cls = class.map_or(core::ptr::null_mut(), |c| c.as_raw());
+        // SAFETY: `cls` is null or a registered class (type invariant of
+        // `SysClass`), which the tree keeps until it is removed; the name
+        // and the counter names (`names.len()` pointers to NUL-terminated
+        // strings, alive during the call) are copied; `cookie` is only
         // handed back to `rdma_rs_sysfs_show`, which runs until the tree is
         // removed in `drop`, before `source` is freed.
         let raw = unsafe {
             bindings::rdma_rs_sysfs_add(
+                cls,
                 name.as_char_ptr(),
                 cookie,
                 shape.ports,
@@ -107,11 +126,12 @@ impl Tree {
         };
         let raw = from_err_ptr(raw)?;
         // INVARIANT: not an error pointer, hence a valid tree showing
-        // `source`.
+        // `source`, in `class` if given.
         let raw = NonNull::new(raw).ok_or(EINVAL)?;
         Ok(Tree {
             raw,
             _source: source,
+            _class: class.cloned(),
         })
     }
 

@@ -2,11 +2,12 @@
 /*
  * The sysfs tree of our devices, in the layout of /sys/class/infiniband:
  *
- *   /sys/class/rdma_rs/<dev>/{node_guid,sys_image_guid,node_type,fw_ver,resources}
- *   /sys/class/rdma_rs/<dev>/ports/<N>/{state,phys_state,link_layer,lid,
+ *   /sys/class/rdma_rs/<dev>/{node_guid,sys_image_guid,node_type,node_desc,
+ *                             fw_ver,resources}
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/{state,phys_state,link_layer,rate,lid,
  *                                       sm_lid,cap_mask}
  *   /sys/class/rdma_rs/<dev>/ports/<N>/gids/<I>
- *   /sys/class/rdma_rs/<dev>/ports/<N>/gid_attrs/types/<I>
+ *   /sys/class/rdma_rs/<dev>/ports/<N>/gid_attrs/{types,ndevs}/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/pkeys/<I>
  *   /sys/class/rdma_rs/<dev>/ports/<N>/hw_counters/<name>   (the provider's)
  *   /sys/class/rdma_rs/<dev>/ports/<N>/<group>/<file>       (other layers')
@@ -17,6 +18,10 @@
  * are not made here: rdma_rs_sysfs_port_dir() hands out a port's directory,
  * in which they add directories of their own (kobj_glue.c), removed before
  * the tree.
+ *
+ * The same tree can be made in another class, a class of class_glue.c (the
+ * "infiniband" view of device/sysfs.rs): without "resources", which the C
+ * stack does not have, and without the other layers' groups.
  */
 #include <linux/device.h>
 #include <linux/kdev_t.h>
@@ -24,6 +29,7 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
+#include "class_glue.h"
 #include "sysfs_glue.h"
 
 /* Implemented in Rust (sysfs.rs). */
@@ -45,7 +51,7 @@ struct rdma_rs_kobj_attr {
 };
 
 struct rdma_rs_port {
-	struct kobject *dir, *gids, *gid_attrs, *types, *pkeys, *counters;
+	struct kobject *dir, *gids, *gid_attrs, *types, *ndevs, *pkeys, *counters;
 	struct rdma_rs_kobj_attr *attrs; /* port files, then the tables */
 	u32 nattrs;
 };
@@ -54,7 +60,7 @@ struct rdma_rs_sysfs {
 	struct device *device;
 	const void *dev;
 	struct kobject *ports_dir;
-	struct rdma_rs_dev_attr dev_attrs[5];
+	struct rdma_rs_dev_attr dev_attrs[6];
 	struct rdma_rs_port *ports;
 	u32 nports;
 };
@@ -65,6 +71,7 @@ static const char *const dev_files[] = {
 	[RDMA_RS_ATTR_FW_VER] = "fw_ver",
 	[RDMA_RS_ATTR_SYS_IMAGE_GUID] = "sys_image_guid",
 	[RDMA_RS_ATTR_RESOURCES] = "resources",
+	[RDMA_RS_ATTR_NODE_DESC] = "node_desc",
 };
 
 static const struct {
@@ -74,6 +81,7 @@ static const struct {
 	{ "state", RDMA_RS_ATTR_PORT_STATE },
 	{ "phys_state", RDMA_RS_ATTR_PORT_PHYS_STATE },
 	{ "link_layer", RDMA_RS_ATTR_PORT_LINK_LAYER },
+	{ "rate", RDMA_RS_ATTR_PORT_RATE },
 	{ "lid", RDMA_RS_ATTR_PORT_LID },
 	{ "sm_lid", RDMA_RS_ATTR_PORT_SM_LID },
 	{ "cap_mask", RDMA_RS_ATTR_PORT_CAP_MASK },
@@ -141,6 +149,7 @@ static void del_port(struct rdma_rs_port *p)
 	/* Children before parents; every file is gone before p->attrs. */
 	del_dir(p->counters);
 	del_dir(p->pkeys);
+	del_dir(p->ndevs);
 	del_dir(p->types);
 	del_dir(p->gid_attrs);
 	del_dir(p->gids);
@@ -155,7 +164,7 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 	u32 i;
 	int ret = -ENOMEM;
 
-	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 2 * gid_len + pkey_len + ncounters,
+	p->attrs = kcalloc(ARRAY_SIZE(port_files) + 3 * gid_len + pkey_len + ncounters,
 			   sizeof(*p->attrs), GFP_KERNEL);
 	if (!p->attrs)
 		return -ENOMEM;
@@ -166,8 +175,9 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 	p->gids = kobject_create_and_add("gids", p->dir);
 	p->gid_attrs = kobject_create_and_add("gid_attrs", p->dir);
 	p->types = p->gid_attrs ? kobject_create_and_add("types", p->gid_attrs) : NULL;
+	p->ndevs = p->gid_attrs ? kobject_create_and_add("ndevs", p->gid_attrs) : NULL;
 	p->pkeys = kobject_create_and_add("pkeys", p->dir);
-	if (!p->gids || !p->types || !p->pkeys)
+	if (!p->gids || !p->types || !p->ndevs || !p->pkeys)
 		return -ENOMEM;
 	for (i = 0; i < ARRAY_SIZE(port_files); i++) {
 		ret = add_kobj_attr(s, p, p->dir, port_files[i].name, port_files[i].id, port, 0);
@@ -179,6 +189,8 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 		ret = add_kobj_attr(s, p, p->gids, name, RDMA_RS_ATTR_GID, port, i);
 		if (!ret)
 			ret = add_kobj_attr(s, p, p->types, name, RDMA_RS_ATTR_GID_TYPE, port, i);
+		if (!ret)
+			ret = add_kobj_attr(s, p, p->ndevs, name, RDMA_RS_ATTR_GID_NDEV, port, i);
 		if (ret)
 			return ret;
 	}
@@ -202,9 +214,9 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 	return 0;
 }
 
-struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 nports,
-					u32 gid_len, u32 pkey_len, const char *const *counter_names,
-					u32 ncounters)
+struct rdma_rs_sysfs *rdma_rs_sysfs_add(struct rdma_rs_sysclass *cls, const char *name,
+					const void *dev, u32 nports, u32 gid_len, u32 pkey_len,
+					const char *const *counter_names, u32 ncounters)
 {
 	struct rdma_rs_sysfs *s;
 	u32 i;
@@ -214,7 +226,8 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 n
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	s->dev = dev;
-	s->device = device_create(rdma_rs_class, NULL, MKDEV(0, 0), NULL, "%s", name);
+	s->device = device_create(cls ? rdma_rs_sysclass_class(cls) : rdma_rs_class, NULL,
+				  MKDEV(0, 0), NULL, "%s", name);
 	if (IS_ERR(s->device)) {
 		ret = PTR_ERR(s->device);
 		kfree(s);
@@ -223,6 +236,9 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(const char *name, const void *dev, u32 n
 	for (i = 0; i < ARRAY_SIZE(s->dev_attrs); i++) {
 		struct rdma_rs_dev_attr *a = &s->dev_attrs[i];
 
+		/* The C stack's tree has no "resources". */
+		if (cls && i == RDMA_RS_ATTR_RESOURCES)
+			continue;
 		a->owner = s;
 		a->id = i;
 		sysfs_attr_init(&a->dattr.attr);

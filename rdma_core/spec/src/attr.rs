@@ -302,6 +302,58 @@ impl Gid {
     }
 }
 
+/// A port's active speed and width (`enum ib_port_speed`, `enum
+/// ib_port_width` values), as its sysfs `rate` file shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRate {
+    /// `PortAttr::active_speed`: 1 SDR, 2 DDR, 4 QDR, 8 FDR10, 16 FDR,
+    /// 32 EDR, 64 HDR, 128 NDR, 256 XDR; anything else counts as SDR.
+    pub speed: u16,
+    /// `PortAttr::active_width`: 1 1X, 16 2X, 2 4X, 4 8X, 8 12X.
+    pub width: u8,
+}
+
+impl PortRate {
+    /// The number of lanes, `None` for a width that has no number.
+    pub const fn lanes(self) -> Option<u32> {
+        match self.width {
+            1 => Some(1),
+            16 => Some(2),
+            2 => Some(4),
+            4 => Some(8),
+            8 => Some(12),
+            _ => None,
+        }
+    }
+
+    /// The speed's name and a lane's rate in tenths of Gb/s.
+    pub const fn lane(self) -> (&'static str, u32) {
+        match self.speed {
+            2 => ("DDR", 50),
+            4 => ("QDR", 100),
+            8 => ("FDR10", 100),
+            16 => ("FDR", 140),
+            32 => ("EDR", 250),
+            64 => ("HDR", 500),
+            128 => ("NDR", 1000),
+            256 => ("XDR", 2000),
+            _ => ("SDR", 25),
+        }
+    }
+
+    /// Writes the `rate` text without its newline (`10 Gb/sec (4X QDR)`,
+    /// `2.5 Gb/sec (1X SDR)`), as the C stack does; `Err` for a width
+    /// without a number of lanes (the C stack's read fails then), as for
+    /// a full `out`.
+    pub fn write_sysfs(self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let lanes = self.lanes().ok_or(core::fmt::Error)?;
+        let (name, lane) = self.lane();
+        let rate = lane * lanes;
+        let half = if rate % 10 != 0 { ".5" } else { "" };
+        write!(out, "{}{} Gb/sec ({}X {})", rate / 10, half, lanes, name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -389,5 +441,25 @@ mod tests {
         assert_eq!(PhysState::Disabled.sysfs_name(), "3: Disabled");
         assert_eq!(LinkLayer::Ethernet.sysfs_name(), "Ethernet");
         assert_eq!(GidType::RoceV2.sysfs_name(), "RoCE v2");
+    }
+
+    fn rate(speed: u16, width: u8) -> Option<String> {
+        let mut s = String::new();
+        PortRate { speed, width }.write_sysfs(&mut s).ok()?;
+        Some(s)
+    }
+
+    #[test]
+    fn rate_text_matches_the_c_stack() {
+        assert_eq!(rate(1, 1).as_deref(), Some("2.5 Gb/sec (1X SDR)"));
+        assert_eq!(rate(4, 2).as_deref(), Some("40 Gb/sec (4X QDR)"));
+        assert_eq!(rate(2, 16).as_deref(), Some("10 Gb/sec (2X DDR)"));
+        assert_eq!(rate(16, 4).as_deref(), Some("112 Gb/sec (8X FDR)"));
+        assert_eq!(rate(32, 8).as_deref(), Some("300 Gb/sec (12X EDR)"));
+        assert_eq!(rate(256, 1).as_deref(), Some("200 Gb/sec (1X XDR)"));
+        // An unknown speed counts as SDR; an unknown width fails the read.
+        assert_eq!(rate(3, 1).as_deref(), Some("2.5 Gb/sec (1X SDR)"));
+        assert_eq!(rate(1, 3), None);
+        assert_eq!(rate(1, 0), None);
     }
 }
