@@ -144,10 +144,21 @@ device_added_and_removed_under_view() {
 		[ ! -e /sys/devices/virtual/infiniband/rxw ] && [ -d "$ib/rxv" ]
 }
 
-# The view removed before the device: the class and every tree go, the
+# The view removed before the device, while its files are being read: the
+# class and every tree go (removal waits for the reads in progress), the
 # rdma_rs trees stay; then the device goes, leaving nothing.
 view_removed_before_device() {
-	rmmod rdma_ib_view_test && [ ! -e "$ib" ] && [ ! -e /sys/devices/virtual/infiniband ] &&
+	pids=
+	for f in gids/1 gid_attrs/ndevs/1 gid_attrs/types/1 rate; do
+		(while :; do cat "$ib/rxv/ports/1/$f" > /dev/null 2>&1 || exit 0; done) &
+		pids="$pids $!"
+	done
+	sleep 1
+	rmmod rdma_ib_view_test || return 1
+	# shellcheck disable=SC2086 # one word per pid
+	kill $pids 2> /dev/null
+	wait
+	[ ! -e "$ib" ] && [ ! -e /sys/devices/virtual/infiniband ] &&
 		[ "$(cat /sys/class/rdma_rs/rxv/ports/1/gids/1)" = "$v4gid" ] &&
 		rxe_item_remove rxv && [ ! -e /sys/class/rdma_rs/rxv ] && rmmod rdma_rs_rxe
 }
