@@ -128,6 +128,16 @@ pub struct DeviceAttr {
     pub max_qp_rd_atom: u32,
     /// Largest number of outstanding RDMA READ/atomic as a requester.
     pub max_qp_init_rd_atom: u32,
+    /// Largest number of outstanding RDMA READ/atomic as a responder, over
+    /// all QPs.
+    pub max_res_rd_atom: u32,
+    /// Largest scatter/gather list of an RDMA READ.
+    pub max_sge_rd: u32,
+    /// Atomic support (`enum ib_atomic_cap`): 0 none, 1 atomic within the
+    /// device (`IB_ATOMIC_HCA`), 2 with the CPU too (`IB_ATOMIC_GLOB`).
+    pub atomic_cap: u32,
+    /// Local CA ACK delay (the exponent of 4.096 us, as in PortInfo).
+    pub local_ca_ack_delay: u8,
     /// Largest number of SRQs.
     pub max_srq: u32,
     /// Largest SRQ.

@@ -243,6 +243,13 @@ impl DeviceOps for RxeOps {
             max_pd: 0x1_0000,
             max_qp_rd_atom: 128,
             max_qp_init_rd_atom: 128,
+            // Responder resources are a bound per QP (max_qp_rd_atom),
+            // so this is what all QPs can hold at once.
+            max_res_rd_atom: 0x1_0000 * 128,
+            max_sge_rd: 8,
+            // Atomics are executed by this device alone, under its lock.
+            atomic_cap: 1,
+            local_ca_ack_delay: 15,
             max_srq: 0x1_0000,
             max_srq_wr: 0x4000,
             max_srq_sge: 8,

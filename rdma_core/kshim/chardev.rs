@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Misc character devices (`/dev/<name>`, mode 0600) for test modules and
-//! example drivers: `open`, `read`, `write`, `poll`, `ioctl`, `mmap` and
-//! `release` in safe Rust.
+//! Misc character devices (`/dev/<name>`, or a node path and mode of the
+//! caller's, such as `/dev/infiniband/uverbs0`, 0666) and anonymous files
+//! (descriptors with no node, the event files of uverbs): `open`, `read`,
+//! `write`, `poll`, `ioctl`, `mmap` and `release` in safe Rust.
 //!
 //! C header: [`include/linux/miscdevice.h`](srctree/include/linux/miscdevice.h)
 //!
@@ -13,6 +14,9 @@
 //! are still open, and those keep working. Every open file also pins the
 //! module that registered the device, so the driver's code stays loaded
 //! until the last file is closed.
+//!
+//! An [`AnonFile`] is a file served by the same operations with an object
+//! the caller made, handed to the calling process as a new descriptor.
 //!
 //! `read` and `write` get the caller's buffer (a [`UserSliceWriter`] or
 //! [`UserSliceReader`]) and
@@ -223,8 +227,27 @@ impl<T: CharDevOps> MiscDev<T> {
         ops: Arc<T>,
         module: &'static ThisModule,
     ) -> Result<Pin<KBox<Self>>> {
+        Self::register_node(name, None, 0o600, ops, module)
+    }
+
+    /// As [`MiscDev::register`], with the device's name copied, its node
+    /// at `/dev/<node>` if `node` is given (a relative path such as
+    /// `infiniband/uverbs0`; the directory is made as needed) and the
+    /// node's permission bits `mode`. `EINVAL` for an empty name, a name
+    /// with a `/`, or a node path that is absolute or has an empty, `.` or
+    /// `..` component.
+    pub fn register_node(
+        name: &CStr,
+        node: Option<&CStr>,
+        mode: u16,
+        ops: Arc<T>,
+        module: &'static ThisModule,
+    ) -> Result<Pin<KBox<Self>>> {
         if name.is_empty() || name.as_bytes().contains(&b'/') {
             return Err(EINVAL);
+        }
+        if let Some(node) = node {
+            check_node(node)?;
         }
         let ctx = KBox::new(
             DevCtx {
@@ -235,16 +258,50 @@ impl<T: CharDevOps> MiscDev<T> {
         )?;
         let ctx_ptr = core::ptr::from_ref::<DevCtx<T>>(&ctx).cast::<c_void>();
         // SAFETY:
-        // - `name` is NUL-terminated and copied by the glue.
+        // - `name` and `node` are NUL-terminated and copied by the glue.
         // - `ctx_ptr` is only used by the glue's open, which cannot run once
         //   the device is unregistered; `drop` does that before it frees
         //   `ctx` (field order), and moving the box does not move its
         //   content.
         // - `module` is the caller's module (documented), alive while it
         //   runs; the glue only takes references on it.
-        let raw = unsafe { register_raw(module, name, ctx_ptr)? };
+        let raw = unsafe { register_raw(module, name, node, mode, ctx_ptr)? };
         // INVARIANT: registered above, with `ctx`'s content as context.
         Ok(KBox::pin(MiscDev { raw, _ctx: ctx }, GFP_KERNEL)?)
+    }
+
+    /// The device number of the node, `(major, minor)`.
+    pub fn devt(&self) -> (u32, u32) {
+        devt_raw(self.raw)
+    }
+}
+
+/// `EINVAL` unless `node` is a relative path of non-empty components
+/// other than `.` and `..`.
+fn check_node(node: &CStr) -> Result {
+    let b = node.as_bytes();
+    if b.is_empty() || b[0] == b'/' {
+        return Err(EINVAL);
+    }
+    for part in b.split(|&c| c == b'/') {
+        if part.is_empty() || part == b"." || part == b".." {
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
+}
+
+/// The device number of a registered device, non-generic (see
+/// [`register_raw`]).
+#[inline(never)]
+fn devt_raw(raw: NonNull<bindings::rdma_rs_chardev>) -> (u32, u32) {
+    // SAFETY: `raw` is registered (the `MiscDev` invariant of the caller,
+    // which borrows the device for this call).
+    unsafe {
+        (
+            bindings::rdma_rs_chardev_major(raw.as_ptr()),
+            bindings::rdma_rs_chardev_minor(raw.as_ptr()),
+        )
     }
 }
 
@@ -255,6 +312,151 @@ impl<T: CharDevOps> Drop for MiscDev<T> {
         // open can start after it, so `_ctx` is unused when freed next.
         unsafe { unregister_raw(self.raw) }
     }
+}
+
+/// An anonymous file (a descriptor with no node, as an `eventfd` is)
+/// served by a [`CharDevOps`] with a file object of its own, and the
+/// descriptor reserved for it in the calling process, not yet visible to
+/// it.
+///
+/// [`AnonFile::install`] makes the descriptor live and gives its number;
+/// dropping the value instead gives the descriptor back and releases the
+/// file (the `release` of its operations runs). That is the order a call
+/// that returns a new descriptor in a reply wants: reserve, write the
+/// reply, install only once that worked, so that a failed reply leaves
+/// no descriptor behind.
+///
+/// The value belongs to the calling task's descriptor table, so it is not
+/// `Send`: the task that made it installs it or drops it.
+///
+/// # Invariants
+///
+/// `fd` is a descriptor reserved (not installed) in the table of the task
+/// that made the value, and `file` an anonymous file of `chardev_glue.c`
+/// whose only reference is ours; both are consumed once, by `install` or
+/// by `drop`.
+pub struct AnonFile {
+    fd: i32,
+    file: NonNull<bindings::file>,
+}
+
+impl AnonFile {
+    /// Makes a file named `name` (as `/proc/<pid>/fdinfo` shows it,
+    /// `anon_inode:<name>`) whose calls `ops` serves with `file` as the
+    /// open file's object, readable, and writable if `writable`; it pins
+    /// `module`, the caller's `THIS_MODULE`, until released. The
+    /// descriptor is close-on-exec. Process context.
+    pub fn new<T: CharDevOps>(
+        name: &'static CStr,
+        ops: Arc<T>,
+        file: T::File,
+        writable: bool,
+        module: &'static ThisModule,
+    ) -> Result<AnonFile> {
+        let obj = KBox::new(
+            OpenFile {
+                vtable: &OpenFile::<T>::VTABLE,
+                ops,
+                file,
+            },
+            GFP_KERNEL,
+        )?;
+        let ctx = KBox::into_raw(obj).cast::<c_void>();
+        // SAFETY: `ctx` is a live `OpenFile<T>`, handed over to the file on
+        // success (its release frees it); `module` is the caller's.
+        match unsafe { anon_raw(module, name, ctx, writable) } {
+            // INVARIANT: reserved and made just now, by this task.
+            Ok((fd, file)) => Ok(AnonFile { fd, file }),
+            Err(e) => {
+                // SAFETY: on failure the glue kept nothing of `ctx`, which
+                // came from `KBox::into_raw` above and is not used again.
+                unsafe { OpenFile::<T>::release(ctx) };
+                Err(e)
+            }
+        }
+    }
+
+    /// The reserved descriptor's number.
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// Installs the descriptor in the calling task's table and returns its
+    /// number; from then on the file is the process's.
+    pub fn install(self) -> i32 {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: reserved by this task and not yet consumed (type
+        // invariant); `this` is not dropped, so this is its only use.
+        unsafe { anon_install_raw(this.fd, this.file) };
+        this.fd
+    }
+}
+
+impl Drop for AnonFile {
+    fn drop(&mut self) {
+        // SAFETY: not consumed by `install` (which does not drop), so the
+        // descriptor is still reserved and the reference ours (type
+        // invariant).
+        unsafe { anon_abort_raw(self.fd, self.file) }
+    }
+}
+
+/// `rdma_rs_anon_file`, non-generic (see [`register_raw`]): the
+/// descriptor and the file.
+///
+/// # Safety
+///
+/// `ctx` must be a live open-file object (`OpenFile`), owned by the file
+/// from success on; `module` the caller's own module.
+#[inline(never)]
+unsafe fn anon_raw(
+    module: &'static ThisModule,
+    name: &CStr,
+    ctx: *mut c_void,
+    writable: bool,
+) -> Result<(i32, NonNull<bindings::file>)> {
+    let mut file: *mut bindings::file = core::ptr::null_mut();
+    // SAFETY: the caller's guarantees; `name` is NUL-terminated and
+    // static (the anonymous inode keeps the pointer); `file` is writable.
+    let fd = unsafe {
+        bindings::rdma_rs_anon_file(
+            module.as_ptr().cast(),
+            name.as_char_ptr(),
+            ctx,
+            writable,
+            &mut file,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::from_errno(fd));
+    }
+    let Some(file) = NonNull::new(file) else {
+        // Not reached: the glue sets the file whenever it succeeds.
+        return Err(EINVAL);
+    };
+    Ok((fd, file))
+}
+
+/// `rdma_rs_anon_file_install`, non-generic.
+///
+/// # Safety
+///
+/// `fd` and `file` from [`anon_raw`] in this task, not consumed.
+#[inline(never)]
+unsafe fn anon_install_raw(fd: i32, file: NonNull<bindings::file>) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdma_rs_anon_file_install(fd, file.as_ptr()) }
+}
+
+/// `rdma_rs_anon_file_abort`, non-generic.
+///
+/// # Safety
+///
+/// As for [`anon_install_raw`].
+#[inline(never)]
+unsafe fn anon_abort_raw(fd: i32, file: NonNull<bindings::file>) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdma_rs_anon_file_abort(fd, file.as_ptr()) }
 }
 
 /// `rdma_rs_chardev_register`, from this crate's object whatever the `T`
@@ -269,11 +471,21 @@ impl<T: CharDevOps> Drop for MiscDev<T> {
 unsafe fn register_raw(
     module: &'static ThisModule,
     name: &CStr,
+    node: Option<&CStr>,
+    mode: u16,
     ctx: *const c_void,
 ) -> Result<NonNull<bindings::rdma_rs_chardev>> {
-    // SAFETY: the caller's guarantees; `name` is NUL-terminated and copied.
+    let node = node.map_or(core::ptr::null(), |n| n.as_char_ptr());
+    // SAFETY: the caller's guarantees; `name` and `node` (or null) are
+    // NUL-terminated and copied.
     let raw = unsafe {
-        bindings::rdma_rs_chardev_register(module.as_ptr().cast(), name.as_char_ptr(), ctx)
+        bindings::rdma_rs_chardev_register(
+            module.as_ptr().cast(),
+            name.as_char_ptr(),
+            node,
+            mode,
+            ctx,
+        )
     };
     let raw = from_err_ptr(raw)?;
     NonNull::new(raw).ok_or(EINVAL)

@@ -27,6 +27,8 @@
  * the VMAs that point at it (vm_ops open/close); splitting is refused so
  * that the mapping stays whole.
  */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -55,6 +57,7 @@ struct rdma_rs_chardev {
 	struct file_operations fops;
 	const void *ctx;
 	char *name;
+	char *nodename;
 };
 
 /* What file->private_data points at once a file is open. */
@@ -162,7 +165,20 @@ fail:
 	return ret;
 }
 
+static void chardev_free(struct rdma_rs_chardev *d)
+{
+	kfree(d->nodename);
+	kfree(d->name);
+	kfree(d);
+}
+
+/*
+ * The node is /dev/<nodename> if nodename is given (it may hold a
+ * directory, "infiniband/uverbs0"), else /dev/<name>; mode is its
+ * permission bits.
+ */
 struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
+						 const char *nodename, unsigned short mode,
 						 const void *ctx)
 {
 	struct rdma_rs_chardev *d;
@@ -172,8 +188,10 @@ struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const cha
 	if (!d)
 		return ERR_PTR(-ENOMEM);
 	d->name = kstrdup(name, GFP_KERNEL);
-	if (!d->name) {
-		kfree(d);
+	if (nodename)
+		d->nodename = kstrdup(nodename, GFP_KERNEL);
+	if (!d->name || (nodename && !d->nodename)) {
+		chardev_free(d);
 		return ERR_PTR(-ENOMEM);
 	}
 	d->ctx = ctx;
@@ -182,12 +200,12 @@ struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const cha
 	d->fops.llseek = noop_llseek;
 	d->misc.minor = MISC_DYNAMIC_MINOR;
 	d->misc.name = d->name;
+	d->misc.nodename = d->nodename;
 	d->misc.fops = &d->fops;
-	d->misc.mode = 0600;
+	d->misc.mode = mode & 0777;
 	ret = misc_register(&d->misc);
 	if (ret) {
-		kfree(d->name);
-		kfree(d);
+		chardev_free(d);
 		return ERR_PTR(ret);
 	}
 	return d;
@@ -197,8 +215,66 @@ struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const cha
 void rdma_rs_chardev_unregister(struct rdma_rs_chardev *d)
 {
 	misc_deregister(&d->misc);
-	kfree(d->name);
-	kfree(d);
+	chardev_free(d);
+}
+
+unsigned int rdma_rs_chardev_major(const struct rdma_rs_chardev *d)
+{
+	return MISC_MAJOR;
+}
+
+unsigned int rdma_rs_chardev_minor(const struct rdma_rs_chardev *d)
+{
+	return d->misc.minor;
+}
+
+/*
+ * An anonymous file served by ctx (an open file object of chardev.rs) and
+ * the descriptor reserved for it, not yet installed: *out gets the file
+ * and the value is the descriptor, or an error, in which case ctx is still
+ * the caller's. From then on the file owns ctx, as an opened device file
+ * does, and pins owner until its release. The caller either installs the
+ * descriptor (rdma_rs_anon_file_install) or gives both back
+ * (rdma_rs_anon_file_abort), which releases the file.
+ */
+int rdma_rs_anon_file(struct module *owner, const char *name, void *ctx, bool writable,
+		      struct file **out)
+{
+	struct rdma_rs_chardev_file *f;
+	struct file *file;
+	int fd;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		kfree(f);
+		return fd;
+	}
+	f->ctx = ctx;
+	f->owner = owner;
+	/* anon_inode_getfile() pins this module, the owner of the fops. */
+	file = anon_inode_getfile(name, &chardev_file_fops, f, writable ? O_RDWR : O_RDONLY);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		kfree(f);
+		return PTR_ERR(file);
+	}
+	__module_get(owner);
+	*out = file;
+	return fd;
+}
+
+void rdma_rs_anon_file_install(int fd, struct file *file)
+{
+	fd_install(fd, file);
+}
+
+void rdma_rs_anon_file_abort(int fd, struct file *file)
+{
+	put_unused_fd(fd);
+	fput(file);
 }
 
 unsigned long rdma_rs_vma_start(const struct vm_area_struct *vma)

@@ -2,8 +2,9 @@
 /*
  * The misc character device glue of chardev_glue.c, bound for chardev.rs:
  * one /dev/<name> per rdma_rs_chardev_register, whose open files call the
- * rdma_rs_chardev_* functions of chardev.rs, and the accessors an mmap
- * handler needs on the VMA it is given.
+ * rdma_rs_chardev_* functions of chardev.rs; anonymous files (a descriptor
+ * with no node) served the same way; and the accessors an mmap handler
+ * needs on the VMA it is given.
  */
 #ifndef RDMA_RS_CHARDEV_GLUE_H
 #define RDMA_RS_CHARDEV_GLUE_H
@@ -19,8 +20,16 @@ struct vm_area_struct;
 struct rdma_rs_chardev;
 
 struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
+						 const char *nodename, unsigned short mode,
 						 const void *ctx);
 void rdma_rs_chardev_unregister(struct rdma_rs_chardev *d);
+unsigned int rdma_rs_chardev_major(const struct rdma_rs_chardev *d);
+unsigned int rdma_rs_chardev_minor(const struct rdma_rs_chardev *d);
+
+int rdma_rs_anon_file(struct module *owner, const char *name, void *ctx, bool writable,
+		      struct file **out);
+void rdma_rs_anon_file_install(int fd, struct file *file);
+void rdma_rs_anon_file_abort(int fd, struct file *file);
 
 unsigned long rdma_rs_vma_start(const struct vm_area_struct *vma);
 unsigned long rdma_rs_vma_end(const struct vm_area_struct *vma);

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The commands, one file per kind of object, and the response writing
+//! they share.
+//!
+//! - [`device`]: `GET_CONTEXT`, `QUERY_DEVICE` (legacy and extended),
+//!   `QUERY_PORT`.
+//! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
+//!
+//! Every other command of the table fails with `EOPNOTSUPP` (not built
+//! yet: Documentation/uverbs.rst). Every command but `GET_CONTEXT` needs a
+//! context (`EINVAL` without, as in C).
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::uaccess::UserSlice;
+use rdma::kshim::errno::eopnotsupp;
+
+use rdma::spec::uverbs::cmd::Cmd;
+use rdma::spec::uverbs::framing::UserOut;
+use rdma::spec::uverbs::{Request, WireStruct};
+
+use crate::file::{FileState, UFile};
+
+mod device;
+mod pd_mr;
+
+/// Runs the command of `req` on `file`, whose lock the caller holds.
+pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> Result {
+    if req.spec.cmd == Cmd::GetContext {
+        return device::get_context(file, st, req);
+    }
+    let ctx = st.ctx.as_mut().ok_or(EINVAL)?;
+    let dev = &file.udev.dev;
+    match req.spec.cmd {
+        Cmd::QueryDevice => device::query_device(dev, req),
+        Cmd::ExQueryDevice => device::ex_query_device(dev, req),
+        Cmd::QueryPort => device::query_port(dev, req),
+        Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),
+        Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
+        Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),
+        Cmd::DeregMr => pd_mr::dereg_mr(&mut ctx.objects, req),
+        _ => Err(eopnotsupp()),
+    }
+}
+
+/// Decodes the core request as `T` (errors as the C uverbs gives them).
+fn core<T: WireStruct>(req: &Request<'_>) -> Result<T> {
+    req.core::<T>().map_err(crate::dispatch::abi_err)
+}
+
+/// Writes `resp` to the command's response area: for a legacy command
+/// the structure, cut to the area; for an extended one the structure then
+/// zeros to the area's end. Returns the bytes of the structure written.
+fn respond<T: WireStruct>(req: &Request<'_>, resp: &T) -> Result<usize> {
+    let Some(UserOut { addr, len }) = req.core_out else {
+        return Ok(0);
+    };
+    let mut bytes = [0u8; 512];
+    let n = T::SIZE.min(len);
+    let Some(area) = bytes.get_mut(..T::SIZE) else {
+        // Not reached: every response of the ABI is shorter.
+        return Err(EINVAL);
+    };
+    resp.encode(area).map_err(crate::dispatch::abi_err)?;
+    let mut w = UserSlice::new(addr as usize, len).writer();
+    w.write_slice(&bytes[..n])?;
+    if req.spec.extended {
+        let zeros = [0u8; 512];
+        let mut left = len - n;
+        while left > 0 {
+            let k = left.min(zeros.len());
+            w.write_slice(&zeros[..k])?;
+            left -= k;
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The asynchronous event file of a context: the descriptor `GET_CONTEXT`
+//! returns, from which user space reads 16-byte
+//! `ib_uverbs_async_event_desc` records (`ibv_get_async_event`).
+//!
+//! A read takes the oldest whole record (a buffer shorter than one:
+//! `EINVAL`); with none queued it waits, interruptibly, or fails with
+//! `EAGAIN` if the file is non-blocking. `poll` says readable while a
+//! record is queued. Once the context is gone (its uverbs file released or
+//! its device removed) the file is closed: readers get what is queued,
+//! then `EIO`, and poll says `POLLIN | POLLERR` so that waiters wake.
+//!
+//! At most [`QUEUE_MAX`] records wait; beyond, new ones are counted and
+//! dropped (a process that never reads its events cannot make the kernel
+//! hold memory without bound).
+
+use kernel::c_str;
+use kernel::error::code::{EAGAIN, EINTR, EIO};
+use kernel::prelude::*;
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::uaccess::UserSliceWriter;
+
+use rdma::kshim::chardev::{AnonFile, CharDevOps};
+use rdma::kshim::poll::{PollQueue, PollTable, POLLERR, POLLIN, POLLRDNORM};
+use rdma::spec::uverbs::event::AsyncEventDesc;
+use rdma::spec::uverbs::WireStruct;
+
+/// Records queued at most.
+const QUEUE_MAX: usize = 256;
+
+const REC: usize = 16;
+
+struct Queue {
+    recs: KVec<[u8; REC]>,
+    closed: bool,
+    dropped: u64,
+}
+
+/// The queue behind one event file.
+#[pin_data]
+pub(crate) struct EventQueue {
+    #[pin]
+    q: Mutex<Queue>,
+    #[pin]
+    changed: CondVar,
+    #[pin]
+    pollq: PollQueue,
+}
+
+impl EventQueue {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(EventQueue {
+                q <- new_mutex!(Queue { recs: KVec::new(), closed: false, dropped: 0 }),
+                changed <- new_condvar!(),
+                pollq <- PollQueue::new(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Queues an event about `element` (a port number or an object's
+    /// user handle).
+    pub(crate) fn push(&self, element: u64, event_type: u32) {
+        let desc = AsyncEventDesc {
+            element,
+            event_type,
+            reserved: 0,
+        };
+        let mut rec = [0u8; REC];
+        if desc.encode(&mut rec).is_err() {
+            return;
+        }
+        {
+            let mut q = self.q.lock();
+            if q.closed {
+                return;
+            }
+            if q.recs.len() >= QUEUE_MAX || q.recs.push(rec, GFP_KERNEL).is_err() {
+                q.dropped += 1;
+                return;
+            }
+        }
+        self.changed.notify_all();
+        self.pollq.wake(POLLIN | POLLRDNORM);
+    }
+
+    /// The context is gone: wake every reader and poller.
+    pub(crate) fn close(&self) {
+        self.q.lock().closed = true;
+        self.changed.notify_all();
+        self.pollq.wake(POLLIN | POLLRDNORM | POLLERR);
+    }
+
+    /// A reserved descriptor of a new event file on this queue.
+    pub(crate) fn new_file(self: &Arc<Self>, module: &'static ThisModule) -> Result<AnonFile> {
+        let ops = Arc::new(EventFileOps, GFP_KERNEL)?;
+        AnonFile::new(
+            c_str!("[infinibandevent]"),
+            ops,
+            self.clone(),
+            false,
+            module,
+        )
+    }
+}
+
+/// The operations of event files.
+struct EventFileOps;
+
+impl CharDevOps for EventFileOps {
+    type File = Arc<EventQueue>;
+
+    fn open(&self) -> Result<Arc<EventQueue>> {
+        // Event files have no node: nothing opens them.
+        Err(ENODEV)
+    }
+
+    fn ioctl(&self, _q: &Arc<EventQueue>, _cmd: u32, _arg: usize) -> Result<isize> {
+        Err(ENOTTY)
+    }
+
+    fn read(
+        &self,
+        ev: &Arc<EventQueue>,
+        mut out: UserSliceWriter,
+        nonblock: bool,
+    ) -> Result<usize> {
+        if out.len() < REC {
+            return Err(EINVAL);
+        }
+        let rec = {
+            let mut q = ev.q.lock();
+            loop {
+                if let Some(rec) = rdma::kshim::vec::remove(&mut q.recs, 0) {
+                    break rec;
+                }
+                if q.closed {
+                    return Err(EIO);
+                }
+                if nonblock {
+                    return Err(EAGAIN);
+                }
+                if ev.changed.wait_interruptible(&mut q) {
+                    return Err(EINTR);
+                }
+            }
+        };
+        out.write_slice(&rec)?;
+        Ok(REC)
+    }
+
+    fn poll<'a>(&'a self, ev: &'a Arc<EventQueue>, table: &PollTable<'a>) -> u32 {
+        table.wait(&ev.pollq);
+        let q = ev.q.lock();
+        let mut mask = 0;
+        if !q.recs.is_empty() {
+            mask |= POLLIN | POLLRDNORM;
+        }
+        if q.closed {
+            mask |= POLLIN | POLLRDNORM | POLLERR;
+        }
+        mask
+    }
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One of our devices as uverbs sees it ([`UverbsDev`]: its open files),
+//! and an open `/dev/infiniband/uverbsN` ([`UFile`]): its context (made by `GET_CONTEXT`,
+//! once) with its asynchronous event file and its objects.
+//!
+//! The file is disassociated when it is released or its device goes,
+//! whichever comes first: every object is destroyed (users before what they
+//! use), the event file is closed, and every later command fails with
+//! `EIO`. Both paths may race; the state lock makes the second a no-op.
+
+use kernel::error::code::ENODEV;
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::device::event::{Element, Event};
+use rdma::prelude::Device;
+
+use crate::event_file::EventQueue;
+use crate::objects::Objects;
+
+/// One of our devices as user space sees it: the device, and its open
+/// files (for disassociation when it goes, and for its events).
+#[pin_data]
+pub(crate) struct UverbsDev {
+    /// `N` of `uverbsN`.
+    pub(crate) index: u32,
+    pub(crate) dev: Arc<Device>,
+    /// The module, pinned by every anonymous file made for this device's
+    /// files.
+    pub(crate) module: &'static ThisModule,
+    /// The open files; `None` once the device is gone (no file may join).
+    #[pin]
+    files: Mutex<Option<KVec<Arc<UFile>>>>,
+}
+
+impl UverbsDev {
+    pub(crate) fn new(
+        index: u32,
+        dev: Arc<Device>,
+        module: &'static ThisModule,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(UverbsDev {
+                index,
+                dev,
+                module,
+                files <- new_mutex!(Some(KVec::new())),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Adds an open file, unless the device is gone (`ENODEV`).
+    pub(crate) fn attach(&self, file: &Arc<UFile>) -> Result {
+        let mut files = self.files.lock();
+        let list = files.as_mut().ok_or(ENODEV)?;
+        list.push(file.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Takes a released file off the list.
+    pub(crate) fn detach(&self, file: &Arc<UFile>) {
+        if let Some(list) = self.files.lock().as_mut() {
+            rdma::kshim::vec::remove_first(list, |f| Arc::ptr_eq(f, file));
+        }
+    }
+
+    /// The device is going: no more files, and every open one
+    /// disassociated.
+    pub(crate) fn disassociate_all(&self) {
+        let files = self.files.lock().take();
+        for f in files.iter().flatten() {
+            f.disassociate();
+        }
+    }
+
+    /// A device event, for every open file's context. Object events need
+    /// the objects' user handles, which only their files know.
+    pub(crate) fn device_event(&self, event: &Event) {
+        let files = self.files.lock();
+        for f in files.iter().flatten() {
+            f.device_event(event);
+        }
+    }
+}
+
+/// A context: what `GET_CONTEXT` made.
+pub(crate) struct UContext {
+    pub(crate) async_events: Arc<EventQueue>,
+    pub(crate) objects: Objects,
+}
+
+/// What a file's lock guards.
+pub(crate) struct FileState {
+    /// Disassociated: every command fails with `EIO`.
+    pub(crate) dead: bool,
+    pub(crate) ctx: Option<UContext>,
+}
+
+/// An open uverbs file.
+#[pin_data]
+pub(crate) struct UFile {
+    pub(crate) udev: Arc<UverbsDev>,
+    #[pin]
+    pub(crate) state: Mutex<FileState>,
+}
+
+impl UFile {
+    pub(crate) fn new(udev: Arc<UverbsDev>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(UFile {
+                udev,
+                state <- new_mutex!(FileState { dead: false, ctx: None }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Destroys the context and its objects, closes its event file; every
+    /// later command fails with `EIO`. May sleep.
+    pub(crate) fn disassociate(&self) {
+        let ctx = {
+            let mut st = self.state.lock();
+            st.dead = true;
+            st.ctx.take()
+        };
+        if let Some(mut ctx) = ctx {
+            ctx.objects.destroy_all();
+            ctx.async_events.close();
+        }
+    }
+
+    /// A device event: port events go to the context's event file with the
+    /// port number as element, as in C; the device's fatal error too.
+    pub(crate) fn device_event(&self, event: &Event) {
+        let element = match event.element {
+            Element::Port(p) => u64::from(p),
+            Element::Device => 0,
+            // Object events carry the object's user handle, which needs
+            // the user objects (not made by this file yet).
+            _ => return,
+        };
+        let st = self.state.lock();
+        if let Some(ctx) = st.ctx.as_ref() {
+            ctx.async_events.push(element, event.kind as u32);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The objects of one open `uverbsN` file, named by the handles user space
+//! got back from the create commands.
+//!
+//! A handle is an index into the file's table; the lowest free index is
+//! handed out, as the C uverbs does. A handle of another file, of an object
+//! already destroyed, or of another kind of object finds nothing (`EINVAL`
+//! from the command, as in C). The table holds the verbs objects' owner
+//! handles: destroying one is taking it out and calling its `destroy`
+//! (which gives it back on `EBUSY`); dropping the table drops them in an
+//! order that respects their dependencies ([`Objects::destroy_all`]).
+
+use kernel::error::code::EMFILE;
+use kernel::prelude::*;
+
+use rdma::prelude::{Mr, Pd};
+
+/// Handles a file may hold at once.
+const MAX_OBJECTS: usize = 1 << 16;
+
+/// An object of a file.
+pub(crate) enum Obj {
+    Pd(Pd),
+    Mr(Mr),
+}
+
+impl Obj {
+    /// The order of teardown: objects of a lower rank go first (they use
+    /// those of higher ranks).
+    fn rank(&self) -> u8 {
+        match self {
+            Obj::Mr(_) => 0,
+            Obj::Pd(_) => 1,
+        }
+    }
+}
+
+/// The table of one file.
+pub(crate) struct Objects {
+    slots: KVec<Option<Obj>>,
+}
+
+impl Objects {
+    pub(crate) fn new() -> Self {
+        Objects { slots: KVec::new() }
+    }
+
+    /// Stores `obj` and returns its handle; `EMFILE` past the limit (the
+    /// object is given back with the error so the caller destroys it).
+    pub(crate) fn insert(&mut self, obj: Obj) -> core::result::Result<u32, (Obj, Error)> {
+        if let Some(i) = self.slots.iter().position(|s| s.is_none()) {
+            self.slots[i] = Some(obj);
+            return Ok(i as u32);
+        }
+        if self.slots.len() >= MAX_OBJECTS {
+            return Err((obj, EMFILE));
+        }
+        let i = self.slots.len();
+        match self.slots.push(None, GFP_KERNEL) {
+            Ok(()) => {
+                self.slots[i] = Some(obj);
+                Ok(i as u32)
+            }
+            Err(e) => Err((obj, e.into())),
+        }
+    }
+
+    /// The object of `handle`, if any.
+    pub(crate) fn get(&self, handle: u32) -> Option<&Obj> {
+        self.slots.get(handle as usize)?.as_ref()
+    }
+
+    /// The PD of `handle`, if that handle is a PD.
+    pub(crate) fn pd(&self, handle: u32) -> Option<&Pd> {
+        match self.get(handle)? {
+            Obj::Pd(pd) => Some(pd),
+            _ => None,
+        }
+    }
+
+    /// Takes the object of `handle` out if `pick` says it is of the
+    /// wanted kind.
+    pub(crate) fn take_if(&mut self, handle: u32, pick: impl Fn(&Obj) -> bool) -> Option<Obj> {
+        let slot = self.slots.get_mut(handle as usize)?;
+        if !slot.as_ref().is_some_and(pick) {
+            return None;
+        }
+        slot.take()
+    }
+
+    /// Puts an object back at its handle (a destroy that failed).
+    pub(crate) fn put_back(&mut self, handle: u32, obj: Obj) {
+        if let Some(slot) = self.slots.get_mut(handle as usize) {
+            if slot.is_none() {
+                *slot = Some(obj);
+            }
+        }
+    }
+
+    /// Destroys every object, users before what they use. May sleep.
+    pub(crate) fn destroy_all(&mut self) {
+        for rank in 0..=1 {
+            for slot in self.slots.iter_mut() {
+                if slot.as_ref().is_some_and(|o| o.rank() == rank) {
+                    // Dropping an owner handle destroys the object once its
+                    // users are gone; they went in the earlier ranks.
+                    drop(slot.take());
+                }
+            }
+        }
+        self.slots = KVec::new();
+    }
+}
+
+impl Drop for Objects {
+    fn drop(&mut self) {
+        self.destroy_all();
+    }
+}

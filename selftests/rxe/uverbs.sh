@@ -1,0 +1,133 @@
+#!/bin/sh
+# rdma_rs_uverbs: unchanged libibverbs (rdma-core 44) finds and queries our
+# rxe through /dev/infiniband/uverbsN and sysfs, with the kernel's C stack
+# absent and kept from autoloading; the write() ABI answers malformed and
+# hostile use with errnos and leaks nothing (uverbs_user); a device removed
+# under open files, the module pinned by them, and the C stack's
+# ib_uverbs keeping ours out.
+. ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
+. ../lib/rxe.sh
+
+ktap_plan
+
+# libibverbs asks the RDMA netlink family first; opening it would load the
+# C ib_core, whose answer (no devices) would hide ours.
+nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
+mkdir -p /etc/modprobe.d
+printf 'install ib_core /bin/false\ninstall ib_uverbs /bin/false\n' > "$nocore"
+cleanup_add rm -f "$nocore"
+c_stack_absent() {
+	! grep -q "^ib_core " /proc/modules
+}
+ktap_check "c_stack_absent" c_stack_absent
+ktap_check "load" sh -c "modprobe rdma_rs_rxe && modprobe rdma_rs_uverbs"
+class_abi_version() {
+	[ "$(cat /sys/class/infiniband_verbs/abi_version)" = 6 ]
+}
+ktap_check "class_abi_version" class_abi_version
+
+netns_pair uvx uvy 10.79.1
+ktap_check "device" rxe_bind uvx veth_a rxeu0
+
+uv=/sys/class/infiniband_verbs/uverbs0
+node=/dev/infiniband/uverbs0
+uverbs_node() {
+	if [ "$(cat "$uv/ibdev")" != rxeu0 ] || [ "$(cat "$uv/abi_version")" != 2 ]; then
+		echo "ibdev $(cat "$uv/ibdev"), abi_version $(cat "$uv/abi_version")"
+		return 1
+	fi
+	st=$(stat -c '%t %T %a' "$node") || return 1
+	# shellcheck disable=SC2086 # three words, split on purpose
+	set -- $st
+	got="$(printf '%d:%d' "0x$1" "0x$2") $3"
+	want="$(cat "$uv/dev") 666"
+	[ "$got" = "$want" ] || { echo "node $got, sysfs $want"; return 1; }
+}
+ktap_check "uverbs_node" uverbs_node
+
+guid=$(cat /sys/class/rdma_rs/rxeu0/node_guid)
+ibv_devices_lists() {
+	ibv_devices > "$tmpd/devices" 2>&1
+	want="rxeu0 $(echo "$guid" | tr -d :)"
+	got=$(awk '$1 == "rxeu0" { print $1, $2 }' "$tmpd/devices")
+	[ "$got" = "$want" ] || { sed 's/^/    # /' "$tmpd/devices"; return 1; }
+}
+ktap_check "ibv_devices" ibv_devices_lists
+
+# ibv_devinfo -v: the device's attributes and its port, through
+# GET_CONTEXT, QUERY_DEVICE (extended), QUERY_PORT and the GID table in
+# /sys/class/infiniband.
+has() { # pattern
+	grep -Eq "$1" "$tmpd/devinfo" || { echo "no line matching '$1'"; return 1; }
+}
+ibv_devinfo_reports() {
+	ibv_devinfo -v -d rxeu0 > "$tmpd/devinfo" 2>&1 || { sed 's/^/    # /' "$tmpd/devinfo"; return 1; }
+	has "^hca_id:[[:space:]]+rxeu0$" && has "node_guid:[[:space:]]+$guid$" &&
+		has "phys_port_cnt:[[:space:]]+1$" && has "max_qp:[[:space:]]+65536$" &&
+		has "max_qp_wr:[[:space:]]+16384$" && has "max_sge:[[:space:]]+8$" &&
+		has "atomic_cap:[[:space:]]+ATOMIC_HCA \(1\)$" &&
+		has "state:[[:space:]]+PORT_ACTIVE \(4\)$" &&
+		has "link_layer:[[:space:]]+Ethernet$" &&
+		has "GID\[ *[0-9]+\]:[[:space:]]+::ffff:10\.79\.1\.1, RoCE v2$" && return 0
+	sed 's/^/    # /' "$tmpd/devinfo"
+	return 1
+}
+ktap_check "ibv_devinfo" ibv_devinfo_reports
+
+# The hostile program's cases; every object it leaves is gone after.
+res=/sys/class/rdma_rs/rxeu0/resources
+cat "$res" > "$tmpd/res0"
+ktap_check "abi_ioctl" uverbs_user ioctl "$node"
+ktap_check "abi_framing" uverbs_user framing "$node"
+ktap_check "abi_handles" uverbs_user handles "$node"
+ktap_check "abi_events" uverbs_user events "$node"
+ktap_check "nothing_left" cmp -s "$tmpd/res0" "$res"
+
+# A file held open pins the module; the device removed under it
+# disassociates it: its commands fail with EIO, its objects are gone.
+device_gone() {
+	mkfifo "$tmpd/in"
+	uverbs_user gone "$node" < "$tmpd/in" > "$tmpd/gone" 2>&1 &
+	pid=$!
+	exec 7> "$tmpd/in"
+	n=0
+	until grep -q ready "$tmpd/gone"; do
+		n=$((n + 1))
+		[ "$n" -lt 100 ] || { echo "not ready"; kill "$pid"; return 1; }
+		sleep 0.1
+	done
+	if rmmod rdma_rs_uverbs 2>/dev/null; then
+		echo "unloaded under an open file"
+		return 1
+	fi
+	rxe_item_remove rxeu0
+	if [ -e "$uv" ] || [ -e "$node" ]; then
+		echo "uverbs0 still there"
+		return 1
+	fi
+	echo go >&7
+	exec 7>&-
+	wait "$pid" || { sed 's/^/    # /' "$tmpd/gone"; return 1; }
+}
+ktap_check "device_removed_under_file" device_gone
+ktap_check "unload" rmmod rdma_rs_uverbs
+ktap_check "class_gone" test ! -e /sys/class/infiniband_verbs
+
+# With the kernel's ib_uverbs loaded, ours stays out and says why.
+c_first() {
+	rm -f "$nocore"
+	modprobe ib_uverbs || return 1
+	before=$(dmesg | grep -c "ib_uverbs is loaded")
+	modprobe rdma_rs_uverbs 2>/dev/null
+	if grep -q "^rdma_rs_uverbs " /proc/modules; then
+		echo "loaded next to ib_uverbs"
+		return 1
+	fi
+	after=$(dmesg | grep -c "ib_uverbs is loaded")
+	[ "$after" -gt "$before" ] || { echo "no log line"; return 1; }
+	modprobe -r ib_uverbs ib_core
+}
+ktap_check "c_stack_first" c_first
+ktap_finish
