@@ -6,6 +6,7 @@
 //! - [`device`]: `GET_CONTEXT`, `QUERY_DEVICE` (legacy and extended),
 //!   `QUERY_PORT`.
 //! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
+//! - [`cq`]: `CREATE_COMP_CHANNEL` (the completion channels).
 //!
 //! Every other command of the table fails with `EOPNOTSUPP` (not built
 //! yet: Documentation/uverbs.rst). Every command but `GET_CONTEXT` needs a
@@ -22,6 +23,7 @@ use rdma::spec::uverbs::{Request, WireStruct};
 
 use crate::file::{FileState, UFile};
 
+mod cq;
 mod device;
 mod pd_mr;
 
@@ -36,6 +38,7 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::QueryDevice => device::query_device(dev, req),
         Cmd::ExQueryDevice => device::ex_query_device(dev, req),
         Cmd::QueryPort => device::query_port(dev, req),
+        Cmd::CreateCompChannel => cq::create_comp_channel(file, &mut ctx.channels, req),
         Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),
         Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
         Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),

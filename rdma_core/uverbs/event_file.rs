@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The asynchronous event file of a context: the descriptor `GET_CONTEXT`
-//! returns, from which user space reads 16-byte
-//! `ib_uverbs_async_event_desc` records (`ibv_get_async_event`).
+//! The event files of a context: the asynchronous event file, the
+//! descriptor `GET_CONTEXT` returns, from which user space reads 16-byte
+//! `ib_uverbs_async_event_desc` records (`ibv_get_async_event`), and the
+//! completion channels (`CREATE_COMP_CHANNEL`), which give 8-byte
+//! `ib_uverbs_comp_event_desc` records (`ibv_get_cq_event`).
 //!
 //! A read takes the oldest whole record (a buffer shorter than one:
 //! `EINVAL`); with none queued it waits, interruptibly, or fails with
@@ -23,23 +25,28 @@ use kernel::uaccess::UserSliceWriter;
 
 use rdma::kshim::chardev::{AnonFile, CharDevOps};
 use rdma::kshim::poll::{PollQueue, PollTable, POLLERR, POLLIN, POLLRDNORM};
-use rdma::spec::uverbs::event::AsyncEventDesc;
-use rdma::spec::uverbs::WireStruct;
+use rdma::spec::uverbs::event::{AsyncEventDesc, CompEventDesc};
+use rdma::spec::uverbs::{Wire, WireStruct};
 
 /// Records queued at most.
 const QUEUE_MAX: usize = 256;
 
+/// The longest record (an asynchronous event's).
 const REC: usize = 16;
 
 struct Queue {
     recs: KVec<[u8; REC]>,
     closed: bool,
+    /// The file was released: nobody reads the queue any more.
+    released: bool,
     dropped: u64,
 }
 
 /// The queue behind one event file.
 #[pin_data]
 pub(crate) struct EventQueue {
+    /// The length of this file's records: 16 or 8.
+    rec_len: usize,
     #[pin]
     q: Mutex<Queue>,
     #[pin]
@@ -49,10 +56,26 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// The queue of an asynchronous event file.
+    pub(crate) fn new_async() -> Result<Arc<Self>> {
+        Self::new(AsyncEventDesc::SIZE)
+    }
+
+    /// The queue of a completion channel.
+    pub(crate) fn new_comp() -> Result<Arc<Self>> {
+        Self::new(CompEventDesc::SIZE)
+    }
+
+    fn new(rec_len: usize) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(EventQueue {
-                q <- new_mutex!(Queue { recs: KVec::new(), closed: false, dropped: 0 }),
+                rec_len,
+                q <- new_mutex!(Queue {
+                    recs: KVec::new(),
+                    closed: false,
+                    released: false,
+                    dropped: 0,
+                }),
                 changed <- new_condvar!(),
                 pollq <- PollQueue::new(),
             }),
@@ -60,8 +83,8 @@ impl EventQueue {
         )
     }
 
-    /// Queues an event about `element` (a port number or an object's
-    /// user handle).
+    /// Queues an asynchronous event about `element` (a port number or an
+    /// object's user handle).
     pub(crate) fn push(&self, element: u64, event_type: u32) {
         let desc = AsyncEventDesc {
             element,
@@ -69,9 +92,12 @@ impl EventQueue {
             reserved: 0,
         };
         let mut rec = [0u8; REC];
-        if desc.encode(&mut rec).is_err() {
-            return;
+        if desc.encode(&mut rec).is_ok() {
+            self.queue(rec);
         }
+    }
+
+    fn queue(&self, rec: [u8; REC]) {
         {
             let mut q = self.q.lock();
             if q.closed {
@@ -84,6 +110,11 @@ impl EventQueue {
         }
         self.changed.notify_all();
         self.pollq.wake(POLLIN | POLLRDNORM);
+    }
+
+    /// Whether the file was released (the queue can be forgotten).
+    pub(crate) fn is_released(&self) -> bool {
+        self.q.lock().released
     }
 
     /// The context is gone: wake every reader and poller.
@@ -127,7 +158,8 @@ impl CharDevOps for EventFileOps {
         mut out: UserSliceWriter,
         nonblock: bool,
     ) -> Result<usize> {
-        if out.len() < REC {
+        let len = ev.rec_len;
+        if out.len() < len {
             return Err(EINVAL);
         }
         let rec = {
@@ -147,8 +179,12 @@ impl CharDevOps for EventFileOps {
                 }
             }
         };
-        out.write_slice(&rec)?;
-        Ok(REC)
+        out.write_slice(&rec[..len])?;
+        Ok(len)
+    }
+
+    fn release(&self, ev: Arc<EventQueue>) {
+        ev.q.lock().released = true;
     }
 
     fn poll<'a>(&'a self, ev: &'a Arc<EventQueue>, table: &PollTable<'a>) -> u32 {

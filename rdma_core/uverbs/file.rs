@@ -88,6 +88,10 @@ impl UverbsDev {
 /// A context: what `GET_CONTEXT` made.
 pub(crate) struct UContext {
     pub(crate) async_events: Arc<EventQueue>,
+    /// The completion channels made in this context whose files are
+    /// not released yet (released ones are forgotten at the next
+    /// `CREATE_COMP_CHANNEL`).
+    pub(crate) channels: KVec<Arc<EventQueue>>,
     pub(crate) objects: Objects,
 }
 
@@ -128,6 +132,9 @@ impl UFile {
         if let Some(mut ctx) = ctx {
             ctx.objects.destroy_all();
             ctx.async_events.close();
+            for ch in ctx.channels.iter() {
+                ch.close();
+            }
         }
     }
 

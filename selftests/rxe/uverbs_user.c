@@ -42,6 +42,7 @@ enum {
 	DEALLOC_PD = 4,
 	REG_MR = 9,
 	DEREG_MR = 13,
+	CREATE_COMP_CHANNEL = 17,
 	CREATE_CQ = 18,
 };
 
@@ -235,6 +236,57 @@ static void case_events(void)
 	close(ev);
 }
 
+static int comp_channel(int fd)
+{
+	uint32_t resp = ~0u;
+	uint64_t req[1] = { (uintptr_t)&resp };
+
+	if (cmd(fd, CREATE_COMP_CHANNEL, req, sizeof(req), 1) != 16)
+		return -1;
+	return (int)resp;
+}
+
+/*
+ * Completion channels: 8-byte records, non-blocking reads, poll, EIO once
+ * the context is gone; many made and closed leave nothing behind.
+ */
+static void case_channel(void)
+{
+	int fd = open_dev();
+	uint32_t resp;
+	uint64_t req[1] = { (uintptr_t)&resp };
+	uint8_t rec[8];
+	int i, ch;
+
+	CHECK(cmd(fd, CREATE_COMP_CHANNEL, req, 8, 1) < 0 && errno == EINVAL, "no context");
+	close(get_context(fd));
+	for (i = 0; i < 1000; i++) {
+		ch = comp_channel(fd);
+		CHECK(ch >= 0, "channel %d", i);
+		close(ch);
+	}
+	ch = comp_channel(fd);
+	CHECK(ch >= 0, "channel");
+	struct pollfd p = { .fd = ch, .events = POLLIN };
+
+	CHECK(fcntl(ch, F_SETFL, O_NONBLOCK) == 0, "nonblock");
+	CHECK(read(ch, rec, sizeof(rec)) < 0 && errno == EAGAIN, "empty read");
+	CHECK(read(ch, rec, 4) < 0 && errno == EINVAL, "short read");
+	CHECK(poll(&p, 1, 0) == 0, "poll empty");
+	/* A bad response address: no descriptor is left behind. */
+	int probe = dup(0);
+	req[0] = 8;
+	CHECK(cmd(fd, CREATE_COMP_CHANNEL, req, 8, 1) < 0 && errno == EFAULT, "bad response");
+	int next = dup(0);
+	CHECK(next == probe + 1, "descriptor leaked: %d after %d", next, probe);
+	close(next);
+	close(probe);
+	close(fd);
+	CHECK(poll(&p, 1, 1000) == 1 && (p.revents & POLLIN), "poll closed %x", p.revents);
+	CHECK(read(ch, rec, sizeof(rec)) < 0 && errno == EIO, "read closed");
+	close(ch);
+}
+
 /* A file whose device went: EIO for commands (uverbs.sh removes it). */
 static void case_gone(void)
 {
@@ -273,6 +325,8 @@ int main(int argc, char **argv)
 		case_handles();
 	else if (!strcmp(argv[1], "events"))
 		case_events();
+	else if (!strcmp(argv[1], "channel"))
+		case_channel();
 	else if (!strcmp(argv[1], "gone"))
 		case_gone();
 	else

@@ -34,7 +34,7 @@ pub(super) fn get_context(file: &Arc<UFile>, st: &mut FileState, req: &Request<'
     if st.ctx.is_some() {
         return Err(EINVAL);
     }
-    let events = EventQueue::new()?;
+    let events = EventQueue::new_async()?;
     let afile = events.new_file(file.udev.module)?;
     let resp = GetContextResp {
         async_fd: afile.fd() as u32,
@@ -43,6 +43,7 @@ pub(super) fn get_context(file: &Arc<UFile>, st: &mut FileState, req: &Request<'
     respond(req, &resp)?;
     st.ctx = Some(UContext {
         async_events: events,
+        channels: KVec::new(),
         objects: Objects::new(),
     });
     afile.install();
