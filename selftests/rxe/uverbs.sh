@@ -12,6 +12,20 @@
 
 ktap_plan
 
+# The kernel's rdma_rxe on a veth of the same kind, as ibv_devinfo shows it
+# through the C stack, for the comparison below; then the C stack goes.
+netns_pair uvc uvd 10.79.2
+c_devinfo() {
+	modprobe rdma_rxe || return 1
+	ip netns exec uvc rdma link add crx0 type rxe netdev veth_a || return 1
+	ip netns exec uvc ibv_devinfo -v -d crx0 > "$tmpd/c_devinfo" 2>&1
+	_rc=$?
+	ip netns exec uvc rdma link delete crx0
+	modprobe -r rdma_rxe && modprobe -r ib_uverbs ib_core || return 1
+	[ "$_rc" = 0 ] || { sed 's/^/    # /' "$tmpd/c_devinfo"; return 1; }
+}
+ktap_check "c_devinfo" c_devinfo
+
 # libibverbs asks the RDMA netlink family first; opening it would load the
 # C ib_core, whose answer (no devices) would hide ours.
 nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
@@ -75,6 +89,32 @@ ibv_devinfo_reports() {
 	return 1
 }
 ktap_check "ibv_devinfo" ibv_devinfo_reports
+
+# The port as both stacks report it, field by field: what the link and the
+# RoCE v2 protocol fix must be the same (device limits are each stack's own
+# and are left out, and so is active_speed: ours does not derive it from
+# the netdev's ethtool speed yet, Documentation/uverbs.rst).
+port_fields="state max_mtu active_mtu sm_lid port_lid port_lmc link_layer
+max_vl_num bad_pkey_cntr qkey_viol_cntr sm_sl pkey_tbl_len
+subnet_timeout init_type_reply active_width phys_state transport
+phys_port_cnt"
+field() { # file name
+	awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }' "$1"
+}
+devinfo_as_c() {
+	_bad=0
+	# shellcheck disable=SC2086 # a list of words
+	for f in $port_fields; do
+		c=$(field "$tmpd/c_devinfo" "$f")
+		o=$(field "$tmpd/devinfo" "$f")
+		if [ -z "$c" ] || [ "$c" != "$o" ]; then
+			echo "$f: C '$c', ours '$o'"
+			_bad=1
+		fi
+	done
+	return "$_bad"
+}
+ktap_check "devinfo_as_c_rxe" devinfo_as_c
 
 # The hostile program's cases; every object it leaves is gone after.
 res=/sys/class/rdma_rs/rxeu0/resources
