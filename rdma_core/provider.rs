@@ -49,7 +49,9 @@ pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps, RqTake};
 pub use crate::verbs::wc::Wc;
 pub use crate::verbs::wr::{RecvWqe, SendWqe, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
 
-pub use crate::spec::attr::{Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortState};
+pub use crate::spec::attr::{
+    Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortRate, PortState,
+};
 pub use crate::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode};
 pub use crate::spec::qp_state::{AttrMask, QpState, QpType};
 

@@ -11,7 +11,7 @@
 //! rest in process context: port events, GID table, or unregistration when
 //! the netdev goes away.
 
-use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -20,8 +20,8 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 use rdma::provider::{
     net::NetDevice, sync::SpinLockIrq, DeviceAttr, DeviceCaps, DeviceOps, Element, Event,
-    EventKind, Gid, GidEntry, GidType, Mtu, PhysState, PortAttr, PortState, ProviderDevice, QpInfo,
-    QpOps, QpType,
+    EventKind, Gid, GidEntry, GidType, Mtu, PhysState, PortAttr, PortRate, PortState,
+    ProviderDevice, QpInfo, QpOps, QpType,
 };
 
 use crate::counters::{Counter, Counters};
@@ -61,6 +61,11 @@ pub(crate) struct RxeDev {
     dev: SpinLockIrq<Option<ProviderDevice>>,
     /// The port state last announced.
     active: AtomicBool,
+    /// The port's rate from the netdev's ethtool speed, as the C rxe
+    /// reports it (`ib_get_eth_speed`): width << 16 | speed. Read when the
+    /// port is synced, since reading it takes RTNL, which the port query
+    /// (on the send path) cannot.
+    rate: AtomicU32,
     /// Netdev state or addresses changed.
     refresh: AtomicBool,
     /// The netdev is being unregistered.
@@ -99,6 +104,7 @@ impl RxeDev {
                 rxe,
                 dev <- rdma::provider::new_spinlock_irq!(None, "RxeDev::dev"),
                 active: AtomicBool::new(false),
+                rate: AtomicU32::new(1 << 16 | 1),
                 refresh: AtomicBool::new(false),
                 gone: AtomicBool::new(false),
                 work <- new_work!("RxeDev::work"),
@@ -164,6 +170,13 @@ impl RxeDev {
             return;
         };
         self.sync_gids(&dev);
+        // An unknown speed counts as 1 Gb/s, as in the C stack.
+        let (mbps, lanes) = self.netdev.eth_speed().unwrap_or((1000, 0));
+        let rate = PortRate::of_ethernet(mbps, lanes);
+        self.rate.store(
+            u32::from(rate.width) << 16 | u32::from(rate.speed),
+            Ordering::Relaxed,
+        );
         let up = self.link_up();
         if self.active.swap(up, Ordering::AcqRel) != up {
             if !up {
@@ -309,6 +322,7 @@ impl DeviceOps for RxeOps {
 
     fn query_port(&self, _port: u32) -> Result<PortAttr> {
         let up = self.rd.link_up();
+        let rate = self.rd.rate.load(Ordering::Relaxed);
         Ok(PortAttr {
             state: if up {
                 PortState::Active
@@ -325,6 +339,8 @@ impl DeviceOps for RxeOps {
             // IB_PORT_CM_SUP, as rxe.
             port_cap_flags: 1 << 16,
             max_msg_sz: 1 << 31,
+            active_width: (rate >> 16) as u8,
+            active_speed: rate as u16,
             ..PortAttr::down(Mtu::Mtu4096)
         })
     }

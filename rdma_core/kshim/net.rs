@@ -141,6 +141,20 @@ impl NetDevice {
         unsafe { bindings::rdma_rs_netdev_running(self.0.get()) }
     }
 
+    /// The link's ethtool speed in Mb/s and its lane count (0 if the
+    /// driver does not say), or `None` if the speed is unknown or the
+    /// device is going. Takes RTNL: process context, and never from code
+    /// that holds RTNL or that an RTNL holder waits for (a netdev
+    /// notifier, work that a notifier flushes).
+    pub fn eth_speed(&self) -> Option<(u32, u32)> {
+        let (mut speed, mut lanes) = (0u32, 0u32);
+        // SAFETY: by the type invariant the device is live; the outputs
+        // are writable locals.
+        let rc =
+            unsafe { bindings::rdma_rs_netdev_eth_speed(self.0.get(), &mut speed, &mut lanes) };
+        (rc == 0).then_some((speed, lanes))
+    }
+
     /// Whether the link has carrier (`netif_carrier_ok`).
     pub fn has_carrier(&self) -> bool {
         // SAFETY: by the type invariant the device is live.

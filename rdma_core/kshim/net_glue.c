@@ -4,6 +4,7 @@
  * link state, addresses, and one set of notifiers (netdevice, IPv4 and
  * IPv6 address) whose events go to rdma_rs_net_event() in Rust.
  */
+#include <linux/ethtool.h>
 #include <linux/if_arp.h>
 #include <linux/if_vlan.h>
 #include <linux/igmp.h>
@@ -38,6 +39,32 @@ struct net_device *rdma_rs_dev_get_by_index_near(struct net_device *dev, int ifi
 bool rdma_rs_netdev_running(const struct net_device *dev)
 {
 	return netif_running(dev);
+}
+
+/*
+ * The link's ethtool speed (Mb/s) and lane count (0 if not reported), under
+ * RTNL, which __ethtool_get_link_ksettings() requires: -ENODEV if the
+ * device is being unregistered, the driver's error, or -ENODATA for an
+ * unknown speed.
+ */
+int rdma_rs_netdev_eth_speed(struct net_device *dev, u32 *speed, u32 *lanes)
+{
+	struct ethtool_link_ksettings ks = {};
+	int rc;
+
+	rtnl_lock();
+	if (READ_ONCE(dev->reg_state) != NETREG_REGISTERED)
+		rc = -ENODEV;
+	else
+		rc = __ethtool_get_link_ksettings(dev, &ks);
+	rtnl_unlock();
+	if (rc)
+		return rc;
+	if (ks.base.speed == (u32)SPEED_UNKNOWN)
+		return -ENODATA;
+	*speed = ks.base.speed;
+	*lanes = ks.lanes;
+	return 0;
 }
 
 bool rdma_rs_netdev_carrier(const struct net_device *dev)

@@ -15,6 +15,7 @@ struct net_device *rdma_rs_dev_get_by_name_current(const char *name);
 struct net_device *rdma_rs_dev_get_by_index_near(struct net_device *dev, int ifindex);
 bool rdma_rs_netdev_running(const struct net_device *dev);
 bool rdma_rs_netdev_carrier(const struct net_device *dev);
+int rdma_rs_netdev_eth_speed(struct net_device *dev, u32 *speed, u32 *lanes);
 int rdma_rs_netdev_mc(struct net_device *dev, const u8 *gid, bool join);
 bool rdma_rs_netdev_is_vlan(const struct net_device *dev);
 bool rdma_rs_netdev_is_loopback(const struct net_device *dev);

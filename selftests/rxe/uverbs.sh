@@ -92,12 +92,11 @@ ktap_check "ibv_devinfo" ibv_devinfo_reports
 
 # The port as both stacks report it, field by field: what the link and the
 # RoCE v2 protocol fix must be the same (device limits are each stack's own
-# and are left out, and so is active_speed: ours does not derive it from
-# the netdev's ethtool speed yet, Documentation/uverbs.rst).
+# and are left out).
 port_fields="state max_mtu active_mtu sm_lid port_lid port_lmc link_layer
 max_vl_num bad_pkey_cntr qkey_viol_cntr sm_sl pkey_tbl_len
-subnet_timeout init_type_reply active_width phys_state transport
-phys_port_cnt"
+subnet_timeout init_type_reply active_width active_speed phys_state
+transport phys_port_cnt"
 field() { # file name
 	awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }' "$1"
 }

@@ -314,6 +314,58 @@ pub struct PortRate {
 }
 
 impl PortRate {
+    /// The rate a RoCE port reports for its netdev's ethtool speed
+    /// (`mbps`, Mb/s; 0 or unknown: the caller passes 1000, as the C
+    /// stack assumes) and lane count (0: not reported), as the C stack's
+    /// `ib_get_eth_speed` maps it: without lanes, by speed bands; with
+    /// lanes, the width from their number and the speed from a lane's
+    /// rate (SDR for a rate with no name).
+    pub const fn of_ethernet(mbps: u32, lanes: u32) -> PortRate {
+        const SDR: u16 = 1;
+        const DDR: u16 = 2;
+        const FDR10: u16 = 8;
+        const FDR: u16 = 16;
+        const EDR: u16 = 32;
+        const HDR: u16 = 64;
+        const NDR: u16 = 128;
+        const X1: u8 = 1;
+        const X2: u8 = 16;
+        const X4: u8 = 2;
+        const X8: u8 = 4;
+        const X12: u8 = 8;
+        if lanes == 0 {
+            let (width, speed) = match mbps {
+                0..=1_000 => (X1, SDR),
+                1_001..=10_000 => (X1, FDR10),
+                10_001..=20_000 => (X4, DDR),
+                20_001..=25_000 => (X1, EDR),
+                25_001..=40_000 => (X4, FDR10),
+                40_001..=50_000 => (X2, EDR),
+                50_001..=100_000 => (X4, EDR),
+                100_001..=200_000 => (X4, HDR),
+                _ => (X4, NDR),
+            };
+            return PortRate { speed, width };
+        }
+        let width = match lanes {
+            2 => X2,
+            4 => X4,
+            8 => X8,
+            12 => X12,
+            _ => X1,
+        };
+        let speed = match mbps / lanes {
+            5_000 => DDR,
+            10_000 => FDR10,
+            14_000 => FDR,
+            25_000 => EDR,
+            50_000 => HDR,
+            100_000 => NDR,
+            _ => SDR,
+        };
+        PortRate { speed, width }
+    }
+
     /// The number of lanes, `None` for a width that has no number.
     pub const fn lanes(self) -> Option<u32> {
         match self.width {
@@ -447,6 +499,31 @@ mod tests {
         let mut s = String::new();
         PortRate { speed, width }.write_sysfs(&mut s).ok()?;
         Some(s)
+    }
+
+    #[test]
+    fn ethernet_speeds_map_as_the_c_stack() {
+        let r = |mbps, lanes| {
+            let p = PortRate::of_ethernet(mbps, lanes);
+            (p.width, p.speed)
+        };
+        // Bands, without lanes: a veth (10000) is 1X FDR10.
+        assert_eq!(r(100, 0), (1, 1));
+        assert_eq!(r(1_000, 0), (1, 1));
+        assert_eq!(r(10_000, 0), (1, 8));
+        assert_eq!(r(20_000, 0), (2, 2));
+        assert_eq!(r(25_000, 0), (1, 32));
+        assert_eq!(r(40_000, 0), (2, 8));
+        assert_eq!(r(50_000, 0), (16, 32));
+        assert_eq!(r(100_000, 0), (2, 32));
+        assert_eq!(r(200_000, 0), (2, 64));
+        assert_eq!(r(400_000, 0), (2, 128));
+        // With lanes: width from the count, speed from a lane's rate.
+        assert_eq!(r(100_000, 4), (2, 32));
+        assert_eq!(r(200_000, 4), (2, 64));
+        assert_eq!(r(56_000, 4), (2, 16));
+        assert_eq!(r(10_000, 1), (1, 8));
+        assert_eq!(r(7_000, 3), (1, 1));
     }
 
     #[test]
