@@ -33,7 +33,6 @@
 use kernel::error::code::EAGAIN;
 use kernel::prelude::*;
 
-use rdma::kshim::time;
 use rdma::spec::opcodes::WcStatus;
 use rdma::spec::qp_state::QpState;
 use rdma::verbs::wr::RecvWr;
@@ -68,22 +67,7 @@ fn read_limit(a: Port<'_>, b: Port<'_>) -> Result {
         ..rc::RC
     };
     let (x, y) = pair(a, b, &o)?;
-    pr_info!(
-        "resources: qpn {} psn {} rkey {} va {}\n",
-        y.qp.qpn(),
-        PSN,
-        y.mr.rkey(),
-        y.buf.addr(0)
-    );
-    for _ in 0..1200 {
-        if y.state()? == QpState::Err {
-            check(x.state()? == QpState::Rts, "our requester unharmed")?;
-            return Ok(());
-        }
-        time::msleep(50);
-    }
-    pr_err!("the responder never refused the second READ\n");
-    Err(EAGAIN)
+    named_until_refused(&x, &y, "resources", PSN, 0)
 }
 
 /// A READ request whose RETH asks for more than 2^31 bytes (IBTA C9-94),
@@ -95,22 +79,30 @@ fn read_limit(a: Port<'_>, b: Port<'_>) -> Result {
 fn reth_len(a: Port<'_>, b: Port<'_>) -> Result {
     let o = Opts { psn: PSN, ..rc::RC };
     let (x, y) = pair(a, b, &o)?;
+    named_until_refused(&x, &y, "reth_len", PSN, 0)
+}
+
+/// Names responder `y` to the script (`NAME: qpn Q psn P rkey K va V`,
+/// its expected PSN `psn` and an address `va_off` into its buffer), waits
+/// until it has refused what the script sent (it is in the error state)
+/// and checks that `x`, our requester, is unharmed.
+fn named_until_refused(x: &End, y: &End, name: &str, psn: u32, va_off: usize) -> Result {
     pr_info!(
-        "reth_len: qpn {} psn {} rkey {} va {}\n",
+        "{}: qpn {} psn {} rkey {} va {}\n",
+        name,
         y.qp.qpn(),
-        PSN,
+        psn,
         y.mr.rkey(),
-        y.buf.addr(0)
+        y.buf.addr(va_off)
     );
-    for _ in 0..1200 {
-        if y.state()? == QpState::Err {
-            check(x.state()? == QpState::Rts, "our requester unharmed")?;
-            return Ok(());
-        }
-        time::msleep(50);
+    if !verify::wait_until(60_000, 50, || y.state().is_ok_and(|s| s == QpState::Err)) {
+        pr_err!(
+            "{}: the responder never refused the script's request\n",
+            name
+        );
+        return Err(EAGAIN);
     }
-    pr_err!("the responder never refused the READ\n");
-    Err(EAGAIN)
+    check(x.state()? == QpState::Rts, "our requester unharmed")
 }
 
 /// Where the receives of the out-of-place cases go in the responder's
@@ -208,18 +200,7 @@ fn out_of_place(p: &RxePair, c: &OutOfPlace) -> Result {
         }])
         .map_err(|(_, e)| e)?;
     }
-    pr_info!(
-        "{}: qpn {} psn {} rkey {} va {}\n",
-        c.name,
-        y.qp.qpn(),
-        c.psn,
-        y.mr.rkey(),
-        y.buf.addr(c.va_off)
-    );
-    if !verify::wait_until(60_000, 50, || y.state().is_ok_and(|s| s == QpState::Err)) {
-        pr_err!("{}: the responder never left RTS\n", c.name);
-        return Err(EAGAIN);
-    }
+    named_until_refused(&x, &y, c.name, c.psn, c.va_off)?;
     for (i, &status) in c.want.iter().enumerate() {
         verify::expect(y.cq.core(), i as u64 + 1, status, None)?;
     }
@@ -228,7 +209,6 @@ fn out_of_place(p: &RxePair, c: &OutOfPlace) -> Result {
         memory_as(&y, c.written)?,
         "the responder's memory as the C rxe leaves it",
     )?;
-    check(x.state()? == QpState::Rts, "our requester unharmed")?;
     verify::quiet(x.cq.core(), 0)
 }
 
