@@ -1009,6 +1009,15 @@ impl RcQp {
         if !conn.access.contains(Access::REMOTE_ATOMIC) {
             return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         }
+        // Then, as the C rxe, the key, the bounds and the MR's right (a
+        // violation: remote access error), and only then the alignment (a
+        // misaligned address: an invalid request), whatever the key.
+        if qp
+            .remote_check(a.rkey, a.va, 8, Access::REMOTE_ATOMIC)
+            .is_err()
+        {
+            return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
+        }
         if a.va % 8 != 0 {
             return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         }

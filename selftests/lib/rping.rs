@@ -3,7 +3,9 @@
 //! rping's protocol (rdma-core's `librdmacm/examples/rping.c`) on our
 //! rdma_cm, for the test modules that meet rping or each other with it:
 //! a device's objects ([`Ep`]), an event recorder, the server
-//! ([`serve`]) and the client ([`ping`]).
+//! ([`serve`]) and the client ([`ping`]); and the connect sequence the
+//! rdma_cm test modules share ([`CmPair`], [`listen`], [`client_id`], [`request_pair`],
+//! [`accept_pair`], [`connect_pair`]).
 //!
 //! Per iteration: the client SENDs the address, key and size of its
 //! source buffer (16 bytes, big-endian `u64`, `u32`, `u32`); the server
@@ -13,6 +15,7 @@
 //! `rdma-ping-<n>: ` and then letters from `A` + n, wrapping after `z`,
 //! and a NUL at the end.
 
+use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -349,6 +352,102 @@ pub(crate) fn param() -> ConnParam {
         rnr_retry_count: 7,
         ..ConnParam::default()
     }
+}
+
+/// `rxa` and `rxb` of an rxe suite, a recorder each, and a listener on
+/// `rxb`: what the rdma_cm test modules between the two start from.
+/// Fields in destruction order.
+pub(crate) struct CmPair {
+    pub(crate) a: Ep,
+    pub(crate) b: Ep,
+    pub(crate) ra: Rec,
+    pub(crate) rb: Rec,
+    _listener: CmId,
+}
+
+impl CmPair {
+    /// The two devices' objects and a listener on `rxb`'s port `port`.
+    pub(crate) fn new(port: u16) -> Result<CmPair> {
+        let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+        let (ra, rb) = (Recorder::make()?, Recorder::make()?);
+        let listener = listen(&b, &rb, port)?;
+        Ok(CmPair {
+            a,
+            b,
+            ra,
+            rb,
+            _listener: listener,
+        })
+    }
+}
+
+/// A listener on `ep`'s namespace, port `port` of any address, its
+/// events to `rec`.
+pub(crate) fn listen(ep: &Ep, rec: &Rec, port: u16) -> Result<CmId> {
+    let listener = CmId::new(ep.ns()?, rec.0.clone())?;
+    listener.bind_addr(SockAddr {
+        ip: IpAddr::V4([0; 4]),
+        port,
+    })?;
+    listener.listen()?;
+    Ok(listener)
+}
+
+/// A client id in `ns` (`ep`'s device's namespace), its events to `rec`,
+/// towards `dst` (from `src` if given): address and route resolved and
+/// its QP made on `ep`, not yet connecting.
+pub(crate) fn client_id(
+    ep: &Ep,
+    ns: NetNs,
+    rec: &Rec,
+    src: Option<SockAddr>,
+    dst: SockAddr,
+) -> Result<CmId> {
+    let id = CmId::new(ns, rec.0.clone())?;
+    id.resolve_addr(src, dst)?;
+    rec.take(EventKind::AddrResolved, 20)?;
+    id.resolve_route()?;
+    rec.take(EventKind::RouteResolved, 20)?;
+    ep.make_qp(&id)?;
+    Ok(id)
+}
+
+/// A connection from `a` (events to `ra`) to a listener of `b`'s (events
+/// to `rb`) at `dst`, up to the connect request at `b`, not accepted:
+/// the client's id and the server's, each with its QP.
+pub(crate) fn request_pair(
+    (a, ra): (&Ep, &Rec),
+    (b, rb): (&Ep, &Rec),
+    dst: SockAddr,
+) -> Result<(CmId, CmId)> {
+    let client = client_id(a, a.ns()?, ra, None, dst)?;
+    client.connect(&param())?;
+    let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
+    let server = ev.new_id.take().ok_or(EINVAL)?;
+    b.make_qp(&server)?;
+    Ok((client, server))
+}
+
+/// The server's side (events to `rb`) accepts; both ends, the client's
+/// events to `ra`, see Established.
+pub(crate) fn accept_pair(server: &CmId, ra: &Rec, rb: &Rec) -> Result {
+    server.accept(&param())?;
+    ra.take(EventKind::Established, 20)?;
+    rb.take(EventKind::Established, 20)?;
+    Ok(())
+}
+
+/// A connection from `a` to a listener of `b`'s at `dst`, established at
+/// both ends ([`request_pair`], then [`accept_pair`]): the client's id and
+/// the server's.
+pub(crate) fn connect_pair(
+    (a, ra): (&Ep, &Rec),
+    (b, rb): (&Ep, &Rec),
+    dst: SockAddr,
+) -> Result<(CmId, CmId)> {
+    let (client, server) = request_pair((a, ra), (b, rb), dst)?;
+    accept_pair(&server, ra, rb)?;
+    Ok((client, server))
 }
 
 /// rping's server on `ep`'s device, port `port` of any address of its

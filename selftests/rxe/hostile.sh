@@ -115,13 +115,16 @@ under_traffic() {
 # good for 64 KiB, goes to it: refused as an invalid request before the key
 # is looked at (the QP then in error, as the C rxe leaves an RC QP after an
 # invalid request; the module checks the states), which reth_len below
-# finds counted once in length_err.
+# finds counted once in length_err. The module goes on with the cases of
+# out_of_place below.
 read_limit() {
 	e0=$(rxe_counter rxb rd_atomic_exceeded)
 	rxe_counter rxb length_err > "$tmpd/length_err0"
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_resources_test > "$tmpd/res.err" 2>&1 &
 	mod=$!
+	# For out_of_place (each check runs in a subshell of its own).
+	echo "$mod" > "$tmpd/res.pid"
 	where=
 	for _ in $(seq 300); do
 		where=$(dmesg | sed -n 's/.*resources: //p' | tail -1)
@@ -140,14 +143,120 @@ read_limit() {
 		sleep 0.1
 	done
 	[ -n "$where" ] || { wait "$mod"; cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+	# The module named reth_len's QP once read_limit's had failed.
+	[ "$(rxe_counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
+		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 	# shellcheck disable=SC2086 # as above
 	set -- $where
 	inject 10.78.3.1 10.78.3.2 bad-read 1 --qpn "$2" --psn "$4" \
-		--rkey "$6" --va "$8" --len 0 --dma-len 0x80000001 || return 1
-	wait "$mod" || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+		--rkey "$6" --va "$8" --len 0 --dma-len 0x80000001
+}
+
+# Requests out of place at live responders of rdma_rxe_resources_test
+# (its cases after reth_len), each forged from rxa's address at the QP and
+# PSN the module names (pktinject rc-op, the BTH opcode in hex), and the
+# answer rxa gets, as the C rxe (rxe_resp.c) gives it:
+#
+#   case                       sent at PSN P            answers (psn syndrome)
+#   missing_first              SEND MIDDLE              P 0x61 (NAK invalid
+#                                                       request: missing first)
+#   missing_first_write        WRITE LAST               P 0x61
+#   missing_last               SEND FIRST, SEND ONLY    P 0x1f (ACK), P+1 0x61
+#                                                       (missing last)
+#   missing_last_write         WRITE FIRST, SEND FIRST  P 0x1f, P+1 0x61
+#   misaligned_atomic          COMPARE_SWAP at VA + 4   P 0x61 (misaligned)
+#   misaligned_atomic_bad_key  FETCH_ADD at VA + 4,     P 0x62 (NAK remote
+#                              a bad key                access error: the key
+#                                                       is checked first)
+#
+# (VA + 4 is the address the module names for those two: an 8-byte
+# atomic inside the MR, misaligned.) Every answer carries MSN 0, and after the NAK the responder is in the
+# error state (the module checks it, its completions and its memory).
+# pktcap on rxa's netdev records the answers. On rxb the 8 packets are
+# received and taken (rcvd_pkts, rx_packets), 8 answers sent (sent_pkts),
+# no drop or error counter moves (the C rxe counts none of these); on rxa
+# each answer, for no request of its requester's, is dropped (rx_drop_qp).
+# The module, started by read_limit, is not this shell's child: it has
+# passed when its last case says ok and none says not ok.
+res_done() {
+	for _ in $(seq 600); do
+		kill -0 "$mod" 2>/dev/null || break
+		sleep 0.1
+	done
+	dmesg | grep -q "rdma_rxe_resources_test: ktap: ok 8 misaligned_atomic_bad_key" &&
+		! dmesg | grep -q "rdma_rxe_resources_test: ktap: not ok"
+}
+
+out_of_place() {
+	mod=$(cat "$tmpd/res.pid") || return 1
+	_cases="missing_first missing_first_write missing_last missing_last_write misaligned_atomic misaligned_atomic_bad_key"
+	_cnt="rcvd_pkts rx_packets sent_pkts rx_dropped rx_drop_qp out_of_seq_request duplicate_request length_err rd_atomic_exceeded send_rnr_err rdma_recvs"
+	_want_b="8 8 8 0 0 0 0 0 0 0 0" _want_a="8 0 0 8 8 0 0 0 0 0 0"
+	where=
+	for c in $_cases; do
+		for _ in $(seq 600); do
+			where=$(dmesg | sed -n "s/.*: $c: //p" | tail -1)
+			[ -n "$where" ] && break
+			kill -0 "$mod" 2>/dev/null || break
+			sleep 0.1
+		done
+		[ -n "$where" ] || { res_done; cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+		if [ "$c" = missing_first ]; then
+			# From here on, every packet of rxa's and rxb's is the cases'.
+			b0=$(for n in $_cnt; do rxe_counter rxb "$n"; done)
+			a0=$(for n in $_cnt; do rxe_counter rxa "$n"; done)
+			ip netns exec hoa pktcap ha 8 60 > "$tmpd/answers.hex" &
+			cap=$!
+			sleep 0.3
+		fi
+		# shellcheck disable=SC2086 # "qpn Q psn P rkey K va V"
+		set -- $where
+		q=$2 p=$4 k=$6 va=$8
+		op() { # OPCODE [ARGS...]
+			_o=$1
+			shift
+			inject 10.78.3.1 10.78.3.2 rc-op 1 --qpn "$q" --op "$_o" "$@"
+		}
+		case $c in
+		missing_first) op 0x01 --psn "$p" --len 1024 ;;
+		missing_first_write) op 0x08 --psn "$p" --len 64 ;;
+		missing_last) op 0x00 --psn "$p" --len 1024 && op 0x04 --psn $((p + 1)) --len 64 ;;
+		missing_last_write)
+			op 0x06 --psn "$p" --len 1024 --dma-len 4096 --rkey "$k" --va "$va" &&
+				op 0x00 --psn $((p + 1)) --len 1024
+			;;
+		misaligned_atomic) op 0x13 --psn "$p" --rkey "$k" --va "$va" ;;
+		misaligned_atomic_bad_key) op 0x14 --psn "$p" --rkey $((k ^ 0xff)) --va "$va" ;;
+		esac || { res_done; return 1; }
+	done
+	_ok=1
+	res_done || _ok=0
+	wait "$cap"
 	dmesg | sed -n 's/^.*: ktap: /# /p'
-	[ "$(rxe_counter rxb rd_atomic_exceeded)" = $((e0 + 1)) ] ||
-		{ tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
+	[ "$_ok" = 1 ] || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
+	# The answers: opcode, PSN, AETH syndrome and MSN of each (IPv4, BTH at
+	# byte 28); the module's PSNs are 0x123500, 0x123600, ... 0x123a00.
+	got=$(while read -r h; do
+		echo "$(echo "$h" | cut -c57-58) $(echo "$h" | cut -c75-80) $(echo "$h" | cut -c81-82) $(echo "$h" | cut -c83-88)"
+	done < "$tmpd/answers.hex" | tr '\n' ' ')
+	want="11 123500 61 000000 11 123600 61 000000 11 123700 1f 000000 11 123701 61 000000 "
+	want="${want}11 123800 1f 000000 11 123801 61 000000 11 123900 61 000000 11 123a00 62 000000 "
+	echo "# answers (opcode psn syndrome msn): $got"
+	[ "$got" = "$want" ] || { echo "want $want"; return 1; }
+	_bad=0
+	for dev in rxb rxa; do
+		if [ "$dev" = rxb ]; then _w=$_want_b _0=$b0; else _w=$_want_a _0=$a0; fi
+		# shellcheck disable=SC2086 # one expected delta a counter
+		set -- $_w
+		for n in $_cnt; do
+			v0=$(echo "$_0" | head -n 1)
+			_0=$(echo "$_0" | tail -n +2)
+			d=$(($(rxe_counter "$dev" "$n") - v0))
+			[ "$d" = "$1" ] || { echo "$dev $n: $d more, want $1"; _bad=1; }
+			shift
+		done
+	done
+	[ "$_bad" = 0 ] || { tr '\n' ' ' < "$rxe_cfs/rxb/counters"; return 1; }
 }
 
 # The READ over 2^31 that read_limit sent: counted once as a length error.
@@ -357,6 +466,7 @@ ktap_check "setup" setup
 ktap_check "idle_malformed" idle_malformed
 ktap_check "under_traffic" under_traffic
 ktap_check "read_limit" read_limit
+ktap_check "out_of_place" out_of_place
 ktap_check "reth_len" reth_len
 ktap_check "qp1" qp1
 ktap_check "cm_live" cm_live

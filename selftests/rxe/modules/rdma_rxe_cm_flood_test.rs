@@ -57,7 +57,7 @@ use rc::{End, Opts, Port};
 #[path = "../../lib/rping.rs"]
 #[allow(dead_code)]
 mod rping;
-use rping::{param, Ep, Recorder};
+use rping::{client_id, param, Ep, Recorder};
 
 module! {
     type: RxeCmFloodTest,
@@ -174,8 +174,10 @@ struct Legit {
 /// One legitimate connection: resolve, connect (timed), disconnect.
 fn legit_once(ep: &Ep, ns: &rdma::kshim::route::NetNs, stats: &Legit) -> Result {
     let rec = Recorder::make()?;
-    let id = CmId::new(ns.try_clone()?, rec.clone())?;
-    id.resolve_addr(
+    let id = client_id(
+        ep,
+        ns.try_clone()?,
+        &rec,
         Some(SockAddr {
             ip: IpAddr::V4(CLIENT),
             port: 0,
@@ -185,10 +187,6 @@ fn legit_once(ep: &Ep, ns: &rdma::kshim::route::NetNs, stats: &Legit) -> Result 
             port: PORT,
         },
     )?;
-    rec.take(EventKind::AddrResolved, 20)?;
-    id.resolve_route()?;
-    rec.take(EventKind::RouteResolved, 20)?;
-    ep.make_qp(&id)?;
     let t0 = time::now_ms();
     id.connect(&param())?;
     rec.take(EventKind::Established, 20)?;

@@ -33,7 +33,6 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 
@@ -54,7 +53,7 @@ use ktap::{case, check, FnCase};
 #[path = "../../lib/rping.rs"]
 #[allow(dead_code)]
 mod rping;
-use rping::{param, Ep, Rec, Recorder};
+use rping::{accept_pair, listen, request_pair, CmPair, Ep, Rec};
 
 module! {
     type: RxeCmLiveTest,
@@ -70,62 +69,25 @@ const PORT: u16 = 5071;
 const WAIT_MS: u64 = 120_000;
 
 /// The two sides and the listener on rxb.
-struct Ctx {
-    a: Ep,
-    b: Ep,
-    ra: Rec,
-    rb: Rec,
-    _listener: CmId,
-}
+type Ctx = CmPair;
 
 impl Ctx {
-    fn new() -> Result<Ctx> {
-        let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
-        let (ra, rb) = (Recorder::make()?, Recorder::make()?);
-        let listener = CmId::new(b.ns()?, rb.0.clone())?;
-        listener.bind_addr(SockAddr {
-            ip: IpAddr::V4([0; 4]),
-            port: PORT,
-        })?;
-        listener.listen()?;
-        Ok(Ctx {
-            a,
-            b,
-            ra,
-            rb,
-            _listener: listener,
-        })
-    }
-
     /// A connection from rxa up to rxb's connect request (not accepted):
     /// the client and the server's id.
     fn request(&self) -> Result<(CmId, CmId)> {
-        let (a, b, ra, rb) = (&self.a, &self.b, &self.ra, &self.rb);
-        let client = CmId::new(a.ns()?, ra.0.clone())?;
-        client.resolve_addr(
-            None,
+        request_pair(
+            (&self.a, &self.ra),
+            (&self.b, &self.rb),
             SockAddr {
                 ip: IpAddr::V4([10, 78, 3, 2]),
                 port: PORT,
             },
-        )?;
-        ra.take(EventKind::AddrResolved, 20)?;
-        client.resolve_route()?;
-        ra.take(EventKind::RouteResolved, 20)?;
-        a.make_qp(&client)?;
-        client.connect(&param())?;
-        let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
-        let server = ev.new_id.take().ok_or(EINVAL)?;
-        b.make_qp(&server)?;
-        Ok((client, server))
+        )
     }
 
     /// rxb accepts; both ends see Established.
     fn accept(&self, server: &CmId) -> Result {
-        server.accept(&param())?;
-        self.ra.take(EventKind::Established, 20)?;
-        self.rb.take(EventKind::Established, 20)?;
-        Ok(())
+        accept_pair(server, &self.ra, &self.rb)
     }
 
     /// A SEND from rxa arrives at rxb with its bytes.
@@ -155,7 +117,7 @@ fn send_arrives(from: (&Ep, &Rec, &CmIdCore), to: (&Ep, &Rec, &CmIdCore)) -> Res
 
 fn ctx(c: &mut Option<Ctx>) -> Result<&Ctx> {
     if c.is_none() {
-        *c = Some(Ctx::new()?);
+        *c = Some(Ctx::new(PORT)?);
     }
     c.as_ref().ok_or(ENODEV)
 }
@@ -353,28 +315,15 @@ fn req_rcvd(c: &mut Option<Ctx>) -> Result {
 /// accepts: established, data flows from rxb to rxa.
 fn req_sent(c: &mut Option<Ctx>) -> Result {
     let c = ctx(c)?;
-    let listener = CmId::new(c.a.ns()?, c.ra.0.clone())?;
-    listener.bind_addr(SockAddr {
-        ip: IpAddr::V4([0; 4]),
-        port: PORT + 1,
-    })?;
-    listener.listen()?;
-    let client = CmId::new(c.b.ns()?, c.rb.0.clone())?;
-    client.resolve_addr(
-        None,
+    let listener = listen(&c.a, &c.ra, PORT + 1)?;
+    let (client, server) = request_pair(
+        (&c.b, &c.rb),
+        (&c.a, &c.ra),
         SockAddr {
             ip: IpAddr::V4([10, 78, 3, 1]),
             port: PORT + 1,
         },
     )?;
-    c.rb.take(EventKind::AddrResolved, 20)?;
-    client.resolve_route()?;
-    c.rb.take(EventKind::RouteResolved, 20)?;
-    c.b.make_qp(&client)?;
-    client.connect(&param())?;
-    let mut ev = c.ra.take(EventKind::ConnectRequest, 20)?;
-    let server = ev.new_id.take().ok_or(EINVAL)?;
-    c.a.make_qp(&server)?;
     // An MRA from rxa (for a resent REQ) may come too: wait on the drops.
     let d = aim(c, "req_sent", &server, &client, |d| d.unknown >= 4)?;
     check(
@@ -390,16 +339,13 @@ fn req_sent(c: &mut Option<Ctx>) -> Result {
         !c.ra.has(EventKind::Rejected) && !c.rb.has(EventKind::Rejected),
         "nobody rejected",
     )?;
-    server.accept(&param())?;
-    c.ra.take(EventKind::Established, 20)?;
-    c.rb.take(EventKind::Established, 20)?;
+    accept_pair(&server, &c.rb, &c.ra)?;
     send_arrives((&c.b, &c.rb, &client), (&c.a, &c.ra, &server))?;
     client.disconnect()?;
     c.ra.take(EventKind::Disconnected, 20)?;
     c.rb.take(EventKind::Disconnected, 20)?;
     drop(client);
     drop(server);
-    drop(ev);
     drop(listener);
     c.ra.clear();
     c.rb.clear();

@@ -10,10 +10,9 @@
 #![forbid(unsafe_code)]
 
 use kernel::c_str;
-use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 
-use rdma::cma::{CmId, EventKind, IpAddr, SockAddr};
+use rdma::cma::{CmId, IpAddr, SockAddr};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -21,7 +20,7 @@ mod ktap;
 #[path = "../../lib/rping.rs"]
 #[allow(dead_code)]
 mod rping;
-use rping::{param, Ep, Recorder};
+use rping::{connect_pair, listen, Ep, Recorder};
 
 module! {
     type: RxeCmUlp,
@@ -44,31 +43,15 @@ impl kernel::Module for RxeCmUlp {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
         let (ra, rb) = (Recorder::make()?, Recorder::make()?);
-        let listener = CmId::new(b.ns()?, rb.clone())?;
-        listener.bind_addr(SockAddr {
-            ip: IpAddr::V4([0; 4]),
-            port: 5050,
-        })?;
-        listener.listen()?;
-        let client = CmId::new(a.ns()?, ra.clone())?;
-        client.resolve_addr(
-            None,
+        let listener = listen(&b, &rb, 5050)?;
+        let (client, server) = connect_pair(
+            (&a, &ra),
+            (&b, &rb),
             SockAddr {
                 ip: IpAddr::V4([10, 84, 0, 2]),
                 port: 5050,
             },
         )?;
-        ra.take(EventKind::AddrResolved, 20)?;
-        client.resolve_route()?;
-        ra.take(EventKind::RouteResolved, 20)?;
-        a.make_qp(&client)?;
-        client.connect(&param())?;
-        let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
-        let server = ev.new_id.take().ok_or(EINVAL)?;
-        b.make_qp(&server)?;
-        server.accept(&param())?;
-        ra.take(EventKind::Established, 20)?;
-        rb.take(EventKind::Established, 20)?;
         pr_info!("cm ulp: connected; unload me\n");
         Ok(RxeCmUlp {
             _client: client,

@@ -37,6 +37,7 @@ mod ktap;
 use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rping.rs"]
+#[allow(dead_code)]
 mod rping;
 use rping::{param, Ep, Recorder, COUNT, SINK, SRC};
 

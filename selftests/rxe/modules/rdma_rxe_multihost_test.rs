@@ -31,6 +31,7 @@ mod ktap;
 use ktap::{case, check, FnCase};
 
 #[path = "../../lib/rping.rs"]
+#[allow(dead_code)]
 mod rping;
 use rping::{Ep, COUNT};
 

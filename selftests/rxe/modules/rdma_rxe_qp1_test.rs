@@ -14,11 +14,10 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::c_str;
-use kernel::error::code::{EINVAL, ENODEV};
+use kernel::error::code::ENODEV;
 use kernel::prelude::*;
 
-use rdma::cma::{CmId, EventKind, IpAddr, SockAddr};
+use rdma::cma::{EventKind, IpAddr, SockAddr};
 use rdma::kshim::time;
 use rdma::spec::qp_state::{AttrMask, QpState};
 use rdma::verbs::qp::QpAttr;
@@ -30,7 +29,7 @@ use ktap::{case, check, FnCase};
 #[path = "../../lib/rping.rs"]
 #[allow(dead_code)]
 mod rping;
-use rping::{param, Ep, Rec, Recorder};
+use rping::{connect_pair, CmPair, Ep};
 
 module! {
     type: RxeQp1Test,
@@ -46,62 +45,26 @@ const LOOP_MS: u64 = 40_000;
 const PORT: u16 = 5070;
 
 /// The two sides and the listener on rxb.
-struct Ctx {
-    a: Ep,
-    b: Ep,
-    ra: Rec,
-    rb: Rec,
-    _listener: CmId,
-}
+type Ctx = CmPair;
 
 impl Ctx {
-    fn new() -> Result<Ctx> {
-        let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
-        let (ra, rb) = (Recorder::make()?, Recorder::make()?);
-        let listener = CmId::new(b.ns()?, rb.0.clone())?;
-        listener.bind_addr(SockAddr {
-            ip: IpAddr::V4([0; 4]),
-            port: PORT,
-        })?;
-        listener.listen()?;
-        Ok(Ctx {
-            a,
-            b,
-            ra,
-            rb,
-            _listener: listener,
-        })
-    }
-
     /// One connection from rxa to rxb, then its disconnection from the
     /// client; both sides see every event.
     fn connect_once(&self) -> Result {
-        let (a, b, ra, rb) = (&self.a, &self.b, &self.ra, &self.rb);
-        let client = CmId::new(a.ns()?, ra.0.clone())?;
-        client.resolve_addr(
-            None,
+        let (ra, rb) = (&self.ra, &self.rb);
+        let (client, server) = connect_pair(
+            (&self.a, ra),
+            (&self.b, rb),
             SockAddr {
                 ip: IpAddr::V4([10, 78, 3, 2]),
                 port: PORT,
             },
         )?;
-        ra.take(EventKind::AddrResolved, 20)?;
-        client.resolve_route()?;
-        ra.take(EventKind::RouteResolved, 20)?;
-        a.make_qp(&client)?;
-        client.connect(&param())?;
-        let mut ev = rb.take(EventKind::ConnectRequest, 20)?;
-        let server = ev.new_id.take().ok_or(EINVAL)?;
-        b.make_qp(&server)?;
-        server.accept(&param())?;
-        ra.take(EventKind::Established, 20)?;
-        rb.take(EventKind::Established, 20)?;
         client.disconnect()?;
         ra.take(EventKind::Disconnected, 20)?;
         rb.take(EventKind::Disconnected, 20)?;
         drop(client);
         drop(server);
-        drop(ev);
         ra.clear();
         rb.clear();
         Ok(())
@@ -110,7 +73,7 @@ impl Ctx {
 
 fn ctx(c: &mut Option<Ctx>) -> Result<&Ctx> {
     if c.is_none() {
-        *c = Some(Ctx::new()?);
+        *c = Some(Ctx::new(PORT)?);
     }
     c.as_ref().ok_or(ENODEV)
 }

@@ -41,7 +41,7 @@ use rxe_wire::headers::{
     Aeth, AtomicAckEth, AtomicEth, Bth, Deth, ExtHeaders, Feth, Ieth, ImmDt, Rdeth, Reth,
 };
 use rxe_wire::icrc::{self, crc32_le, ICRC_SEED};
-use rxe_wire::opcode::{ExtHeader, Opcode, BTH_LEN, ICRC_LEN, MAX_HEADER_LEN};
+use rxe_wire::opcode::{Class, ExtHeader, Opcode, BTH_LEN, ICRC_LEN, MAX_HEADER_LEN};
 use rxe_wire::packet::{
     pad_for, IPPROTO_UDP, IPV4_HEADER_LEN, IPV6_HEADER_LEN, ROCE_V2_UDP_PORT, UDP_HEADER_LEN,
 };
@@ -100,6 +100,12 @@ pub enum Kind {
     /// On the command line: a pseudo-random mix of every other kind and of
     /// random bytes. As the kind of one crafted packet: random bytes.
     Random,
+    /// One RC request packet of the opcode `--op` (a first, middle, last
+    /// or only packet of a SEND or WRITE, an atomic, a READ), its headers
+    /// filled from the command line, with the ICRC right: well-formed but
+    /// out of place (a middle packet with no message begun, an atomic at
+    /// a misaligned address) at a live QP's expected PSN.
+    RcOp,
     /// QP1: a MAD shorter than 256 bytes (a DREQ cut short).
     MadShort,
     /// QP1: a datagram longer than a MAD (a DREQ and more bytes).
@@ -122,7 +128,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order of the usage text.
-    pub const ALL: [Kind; 20] = [
+    pub const ALL: [Kind; 21] = [
         Kind::BadIcrc,
         Kind::Truncated,
         Kind::Short,
@@ -136,6 +142,7 @@ impl Kind {
         Kind::OobWrite,
         Kind::BadRead,
         Kind::Random,
+        Kind::RcOp,
         Kind::MadShort,
         Kind::MadLong,
         Kind::MadBadVersion,
@@ -193,6 +200,7 @@ impl Kind {
             Kind::OobWrite => "oob-write",
             Kind::BadRead => "bad-read",
             Kind::Random => "random",
+            Kind::RcOp => "rc-op",
             Kind::MadShort => "mad-short",
             Kind::MadLong => "mad-long",
             Kind::MadBadVersion => "mad-bad-version",
@@ -239,6 +247,8 @@ pub struct Params {
     pub psn_step: u32,
     /// The message of `cm-at`.
     pub cm: qp1::CmAt,
+    /// The opcode of `rc-op`.
+    pub op: Opcode,
 }
 
 impl Default for Params {
@@ -254,6 +264,7 @@ impl Default for Params {
             dma_len: None,
             psn_step: 0,
             cm: qp1::CmAt::default(),
+            op: Opcode::RcSendOnly,
         }
     }
 }
@@ -760,6 +771,15 @@ fn craft(
             good(b, &ext[..n], &[], frame)
         }
         Kind::Random => random_bytes(flow, p, variant, frame),
+        Kind::RcOp => {
+            let n = ext_bytes(p.op, p, &mut ext)?;
+            let payload = if p.op.info().payload {
+                payload_of(p.len)?
+            } else {
+                &[]
+            };
+            good(bth(p.op, p, true), &ext[..n], payload, frame)
+        }
         Kind::MadShort
         | Kind::MadLong
         | Kind::MadBadVersion
@@ -970,7 +990,7 @@ usage: pktinject --src IP --dst IP --kind KIND [--qpn N] [--psn N] [--pkey N]
                  [--qkey N] [--rkey N] [--va N] [--len N] [--dma-len N]
                  [--count N] [--psn-step N] [--seed N] [--sport N]
                  [--msg M] [--local-id N] [--remote-id N] [--msg-qpn N]
-                 [--of M] [--guid N] [--service-id N]
+                 [--of M] [--guid N] [--service-id N] [--op N]
 
 Sends --count hostile RoCE v2 packets of KIND from --src (UDP port --sport,
 0 for any) to --dst port 4791, one datagram each. Numbers are decimal or
@@ -996,6 +1016,13 @@ kinds:
   bad-read        RC RDMA READ REQUEST, RETH --va --rkey --len
   random          a --seed-determined mix of all of them and random bytes,
                   to --qpn with random PSNs
+  rc-op           one RC request of BTH opcode --op (0x00 to 0x14: SEND
+                  FIRST 0x00, MIDDLE 0x01, LAST 0x02, ONLY 0x04, WRITE
+                  FIRST 0x06, MIDDLE 0x07, LAST 0x08, ONLY 0x0a, READ
+                  0x0c, COMPARE_SWAP 0x13, FETCH_ADD 0x14, ...) to --qpn
+                  at --psn, AckReq set, RETH or AtomicETH from --va --rkey
+                  --len (--dma-len), --len bytes of payload where the
+                  opcode has one, good ICRC
 
 QP1 kinds: a UD SEND ONLY to --qpn (default 1) with DETH Q_Key --qkey
 (default 0x80010000, QP1's) and source QP 1, P_Key --pkey, carrying:
@@ -1142,6 +1169,11 @@ where
             }
             "--guid" => p.cm.guid = number(opt, v, u64::MAX)?,
             "--service-id" => p.cm.service_id = number(opt, v, u64::MAX)?,
+            "--op" => {
+                p.op = Opcode::from_u8(number(opt, v, 0x1f)? as u8)
+                    .filter(|o| o.info().class == Class::Request)
+                    .ok_or_else(|| format!("--op {v}: not an RC request opcode"))?
+            }
             _ => return Err(format!("unknown option {opt}")),
         }
     }
@@ -1202,6 +1234,7 @@ mod tests {
             dma_len: None,
             psn_step: 0,
             cm: qp1::CmAt::default(),
+            op: Opcode::RcSendOnly,
         }
     }
 
@@ -1270,6 +1303,60 @@ mod tests {
         cm.mad(0, &mut mad);
         let (_, r) = SidrReq::parse_mad(&mad).unwrap();
         assert_eq!((r.request_id, r.service_id), (5, cm.service_id));
+    }
+
+    /// `rc-op`: the opcode asked for, its headers from the command line,
+    /// a payload only where the opcode has one, parsing with a good ICRC;
+    /// opcodes that are not RC requests are refused.
+    #[test]
+    fn rc_op_packets() {
+        let run = |op: &str, extra: &[&str]| {
+            let mut args = vec![
+                "--src", "10.0.0.1", "--dst", "10.0.0.2", "--kind", "rc-op", "--qpn", "0x12",
+                "--psn", "0x1234", "--op", op,
+            ];
+            args.extend_from_slice(extra);
+            match parse_args(args) {
+                Ok(Command::Run(o)) => Ok(o),
+                Ok(Command::Help) => panic!(),
+                Err(e) => Err(e),
+            }
+        };
+        let flow = flows()[0];
+        for (op, want, len) in [
+            ("0x01", Opcode::RcSendMiddle, 1024),
+            ("0x08", Opcode::RcRdmaWriteLast, 100),
+            ("0x13", Opcode::RcCompareSwap, 0),
+            ("0x14", Opcode::RcFetchAdd, 0),
+        ] {
+            let o = run(op, &["--len", "1024", "--va", "0x1004", "--rkey", "0x77"]).unwrap();
+            let o = Options {
+                params: Params {
+                    len: if len == 100 { 100 } else { o.params.len },
+                    ..o.params
+                },
+                ..o
+            };
+            let mut inj = Injector::new(flow, o.kind, o.params, 1);
+            let c = inj.next(0).unwrap();
+            let pkt = parse(inj.datagram(&c), 4096, &crc32_le).unwrap();
+            assert_eq!(pkt.headers.bth.opcode, want as u8);
+            assert_eq!(
+                (pkt.headers.bth.dest_qpn, pkt.headers.bth.psn),
+                (0x12, 0x1234)
+            );
+            assert!(pkt.headers.bth.ack_req);
+            assert_eq!(
+                pkt.payload.len(),
+                if want.info().payload { o.params.len } else { 0 }
+            );
+            if let Some(a) = pkt.headers.ext.atomic_eth {
+                assert_eq!((a.va, a.rkey), (0x1004, 0x77));
+            }
+        }
+        assert!(run("0x11", &[]).is_err(), "an ACK is not a request");
+        assert!(run("0x1f", &[]).is_err(), "no such opcode");
+        assert!(run("0x24", &[]).is_err(), "UC is not RC");
     }
 
     #[test]
