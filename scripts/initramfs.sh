@@ -103,6 +103,9 @@ gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/peer_user" \
 # The user-space side of the character device test (selftests/foundation).
 gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/chardev_user" \
 	"$RDMA_RS_TOP/selftests/foundation/chardev_user.c"
+# The user-space side of the netlink endpoint test (selftests/foundation).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
+	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"
 # Its comparison tool (tools/pktcmp, on our codec) and the hostile packet
 # sender of selftests/rxe/hostile.sh (tools/pktinject), static as well.
 (cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \
