@@ -195,4 +195,3 @@ impl NlHandler for Server {
         let _ = r.flush();
     }
 }
-
