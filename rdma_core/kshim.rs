@@ -30,6 +30,7 @@ pub mod kobj;
 pub mod mem;
 pub mod module_ref;
 pub mod net;
+pub mod netlink;
 pub mod pages;
 pub mod param;
 pub mod peer_abi;

@@ -104,6 +104,8 @@ pub mod spec {
     pub mod mad;
     #[path = "src/mad_send.rs"]
     pub mod mad_send;
+    #[path = "src/netlink/mod.rs"]
+    pub mod netlink;
     #[path = "src/opcodes.rs"]
     pub mod opcodes;
     #[path = "src/peer_region.rs"]

@@ -106,6 +106,9 @@ gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/chardev_user" \
 # The hand-written uverbs commands of selftests/rxe/uverbs.sh.
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/uverbs_user" \
 	"$RDMA_RS_TOP/selftests/rxe/uverbs_user.c"
+# The user-space side of the netlink endpoint test (selftests/foundation).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
+	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"
 # Its comparison tool (tools/pktcmp, on our codec) and the hostile packet
 # sender of selftests/rxe/hostile.sh (tools/pktinject), static as well.
 (cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \

@@ -22,4 +22,5 @@
 #include "kobj_glue.h"
 #include "class_glue.h"
 #include "param_glue.h"
+#include "netlink_glue.h"
 #include "../../include/rdma/peer_mem.h"

@@ -51,3 +51,8 @@ pub fn econnreset() -> Error {
 pub fn ehostunreach() -> Error {
     Error::from_errno(-(bindings::EHOSTUNREACH as i32))
 }
+
+/// `EMSGSIZE`: a message too long for its channel.
+pub fn emsgsize() -> Error {
+    Error::from_errno(-(bindings::EMSGSIZE as i32))
+}

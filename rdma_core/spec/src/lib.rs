@@ -29,6 +29,10 @@
 //! - [`peer_region`]: the life of a memory region on a peer memory
 //!   client's memory (Peer-Direct): invalidation, release, which client
 //!   callbacks each step calls, sans-IO.
+//! - [`netlink`]: the RDMA netlink family's NLDEV client (device
+//!   discovery for libibverbs, `rdma dev`/`rdma link`): message and
+//!   attribute parsing and building, request decoding, replies. A
+//!   directory module, like `uverbs`.
 //! - [`uverbs`]: the legacy `write()` ABI of the uverbs character device
 //!   (framing, command table, request and response structures, the rxe
 //!   driver data, event records), as libibverbs uses it. A directory
@@ -42,6 +46,7 @@ pub mod cm_state;
 pub mod cm_table;
 pub mod mad;
 pub mod mad_send;
+pub mod netlink;
 pub mod opcodes;
 pub mod peer_region;
 pub mod qp_state;

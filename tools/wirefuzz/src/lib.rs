@@ -26,9 +26,18 @@
 //! the header: no panic, and every split it accepts is consistent with the
 //! buffer (the structured fuzz loop of that codec is the `fuzz_framing`
 //! test of `rdma-spec`).
+//!
+//! And through the RDMA netlink codec (`rdma_spec::netlink`), as they are
+//! and steered into an NLDEV request (the first message's length set to
+//! the buffer's, its type to an NLDEV command, `NLM_F_REQUEST` set): no
+//! panic, every message and attribute accepted lies within its buffer, and
+//! every reply built from what a request decodes to parses back to the
+//! same values.
 
 use rdma_spec::cm_msg::{CmMessage, CmaHeader};
 use rdma_spec::mad::{Mad, MadHeader};
+use rdma_spec::netlink::msg::{flags as nlm_f, Messages, Out};
+use rdma_spec::netlink::nldev::{self, Cmd, ReplyTo};
 use rdma_spec::uverbs::cmd::{FLAG_EXTENDED, WRITE_CMDS, WRITE_EX_CMDS};
 use rdma_spec::uverbs::framing::{declared_len, parse as parse_uverbs, EX_HDR_LEN, HDR_LEN};
 use rxe_wire::headers::{Bth, ExtHeaders};
@@ -139,6 +148,122 @@ fn check_uverbs_split(buf: &[u8]) -> bool {
     true
 }
 
+/// Runs bytes through the RDMA netlink parser and NLDEV decoder, as they
+/// are and steered (by the first byte) into an NLDEV request; panics if a
+/// property is violated. Returns how many of the two decoded to a request.
+pub fn check_netlink(bytes: &[u8]) -> usize {
+    let raw = check_netlink_datagram(bytes);
+    let Some(&sel) = bytes.first() else {
+        return raw;
+    };
+    let mut b = bytes.to_vec();
+    if b.len() >= 16 {
+        let len = (b.len() as u32).to_ne_bytes();
+        b[..4].copy_from_slice(&len);
+        let op = 1 + u16::from(sel) % (nldev::cmd::NUM_OPS - 1);
+        b[4..6].copy_from_slice(&nldev::nl_type(nldev::client::NLDEV, op).to_ne_bytes());
+        let f = u16::from_ne_bytes([b[6], b[7]]) | nlm_f::REQUEST;
+        b[6..8].copy_from_slice(&f.to_ne_bytes());
+    }
+    raw + check_netlink_datagram(&b)
+}
+
+/// Walks one datagram; returns how many of its messages decoded.
+fn check_netlink_datagram(buf: &[u8]) -> usize {
+    let mut decoded = 0;
+    for m in Messages::new(buf) {
+        let Ok(m) = m else { break };
+        assert_eq!(m.payload.len() + 16, m.hdr.len as usize);
+        assert!(m.hdr.len as usize <= buf.len());
+        for a in m.attrs(0) {
+            let Ok(a) = a else { break };
+            assert!(a.value.len() + 4 <= m.payload.len());
+        }
+        let Ok(req) = nldev::decode(&m) else {
+            continue;
+        };
+        decoded += 1;
+        // What was decoded builds into replies that parse back.
+        let to = req.reply_to(m.hdr.pid);
+        let mut space = [0u8; 512];
+        let mut out = Out::new(&mut space);
+        match req.cmd {
+            Cmd::Get { index } | Cmd::PortGetDump { index } | Cmd::DelLink { index } => {
+                let dev = nldev::DevInfo {
+                    index,
+                    name: b"rxe0",
+                    port_count: 1,
+                    cap_flags: 0,
+                    fw_version: b"",
+                    node_guid: u64::from(index),
+                    sys_image_guid: 0,
+                    node_type: nldev::NODE_IB_CA,
+                    dim: false,
+                    name_assign_type: 0,
+                    protocol: b"roce",
+                };
+                nldev::put_dev(&mut out, to, req.is_dump(), &dev).expect("fits");
+            }
+            Cmd::PortGet { index, port } => {
+                let p = nldev::PortInfo {
+                    dev_index: index,
+                    dev_name: b"rxe0",
+                    port,
+                    state: 4,
+                    phys_state: 5,
+                    netdev: None,
+                };
+                nldev::put_port(&mut out, to, false, &p).expect("fits");
+            }
+            Cmd::GetChardev { chardev_type, .. } => {
+                let c = nldev::ChardevInfo {
+                    name: chardev_type,
+                    major: 231,
+                    minor: 192,
+                    abi: 6,
+                    driver_id: None,
+                };
+                nldev::put_chardev(&mut out, to, &c).expect("fits");
+            }
+            Cmd::NewLink { name, .. } => {
+                assert!(name.len() <= nldev::DEV_NAME_MAX && !name.contains(&0));
+                nldev::put_error(&mut out, &m.hdr, to.pid, 0).expect("fits");
+            }
+            Cmd::GetDump | Cmd::SysGet => {
+                nldev::put_done(
+                    &mut out,
+                    ReplyTo {
+                        seq: to.seq,
+                        pid: to.pid,
+                    },
+                )
+                .expect("fits");
+            }
+        }
+        let mut n = 0;
+        for r in Messages::new(out.bytes()) {
+            let r = r.expect("a built reply parses");
+            assert_eq!(r.hdr.seq, m.hdr.seq);
+            if r.hdr.ty >= rdma_spec::netlink::msg::msg_type::MIN_TYPE {
+                for a in r.attrs(0) {
+                    a.expect("a built attribute parses");
+                }
+            }
+            if let Cmd::GetChardev { chardev_type, .. } = req.cmd {
+                let name = r
+                    .attrs(0)
+                    .find(nldev::attr::CHARDEV_NAME)
+                    .expect("walks")
+                    .expect("present");
+                assert_eq!(name.str_z(usize::MAX), Ok(chardev_type));
+            }
+            n += 1;
+        }
+        assert_eq!(n, 1);
+    }
+    decoded
+}
+
 /// Runs one input through the codec; panics if a property is violated.
 /// Returns whether the parser accepted the frame.
 pub fn check(data: &[u8]) -> bool {
@@ -155,6 +280,7 @@ pub fn check(data: &[u8]) -> bool {
 
     check_mad(frame);
     let _ = check_uverbs(frame);
+    let _ = check_netlink(frame);
     let _ = icrc::compute(&crc32_le, frame);
     let _ = icrc::verify(&crc32_le, frame);
     if let Ok(bth) = Bth::parse(frame) {
@@ -192,7 +318,36 @@ pub fn check(data: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::check_uverbs;
+    use super::{check_netlink, check_uverbs};
+
+    /// Steering turns the packets of the corpus into NLDEV requests the
+    /// decoder accepts, for several commands, and none breaks a property.
+    #[test]
+    fn netlink_steering_reaches_acceptance() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../rxe/wire/fuzz/corpus/parse"
+        );
+        let mut accepted = 0;
+        for e in std::fs::read_dir(dir).expect("corpus") {
+            let bytes = std::fs::read(e.expect("entry").path()).expect("read");
+            for sel in 0..=u8::MAX {
+                let mut b = bytes.clone();
+                if let Some(c) = b.first_mut() {
+                    *c = sel;
+                }
+                // No attributes: SYS_GET and dumps decode.
+                b.truncate(16);
+                accepted += check_netlink(&b);
+                // A DEV_INDEX and a CHARDEV_TYPE.
+                b.extend_from_slice(&[8, 0, 1, 0, 0, 0, 0, 0, 11, 0, 69, 0]);
+                b.extend_from_slice(b"uverbs\0\0");
+                accepted += check_netlink(&b);
+            }
+        }
+        eprintln!("accepted {accepted}");
+        assert!(accepted > 100, "accepted {accepted}");
+    }
 
     /// Steering turns the packets of the corpus into uverbs writes the
     /// framing accepts (so the fuzzer reaches past the header), and none

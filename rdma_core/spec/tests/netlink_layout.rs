@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The numbers of the RDMA netlink codec (`rdma_spec::netlink`) against
+//! the C headers: `include/uapi/rdma/rdma_netlink.h` (clients, NLDEV
+//! commands and attributes, node types), `ib_user_ioctl_verbs.h` (the
+//! driver ID) and `ib_user_verbs.h` (the uverbs ABI version) of the Linux
+//! 6.12 tree under `~/.cache/rdma-rs/linux-6.12*/` (or the directory
+//! `RDMA_RS_UAPI_RDMA` names, or the system's `<rdma/...>`), and the
+//! system's `<linux/netlink.h>` (message and attribute layout, control
+//! types and flags). A small C program prints each value; without a C
+//! compiler or headers the test says so on stderr and passes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rdma_spec::netlink::msg::{self, flags, msg_type};
+use rdma_spec::netlink::nldev::{self, attr, client, cmd};
+
+/// The header directory holding `rdma/rdma_netlink.h`, as
+/// `uverbs_layout.rs` finds it.
+fn header_dir(scratch: &Path) -> Option<Option<PathBuf>> {
+    let rdma_dir = std::env::var_os("RDMA_RS_UAPI_RDMA")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let cache = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rdma-rs");
+            let mut trees: Vec<PathBuf> = std::fs::read_dir(cache)
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("linux-6.12"))
+                })
+                .map(|p| p.join("include/uapi/rdma"))
+                .filter(|p| p.join("rdma_netlink.h").is_file())
+                .collect();
+            trees.sort();
+            trees.pop()
+        });
+    if let Some(dir) = rdma_dir {
+        let inc = scratch.join("include");
+        std::fs::create_dir_all(&inc).ok()?;
+        let link = inc.join("rdma");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&dir, &link).ok()?;
+        eprintln!("netlink layout: headers from {}", dir.display());
+        return Some(Some(inc));
+    }
+    if Path::new("/usr/include/rdma/rdma_netlink.h").is_file() {
+        eprintln!("netlink layout: headers from /usr/include/rdma");
+        return Some(None);
+    }
+    None
+}
+
+/// Every number, by its C expression.
+#[rustfmt::skip]
+fn numbers() -> Vec<(&'static str, u64)> {
+    let v = |x: u16| u64::from(x);
+    vec![
+        ("RDMA_NL_IWCM", v(client::IWCM)),
+        ("RDMA_NL_LS", v(client::LS)),
+        ("RDMA_NL_NLDEV", v(client::NLDEV)),
+        ("RDMA_NL_NUM_CLIENTS", v(client::NUM_CLIENTS)),
+        ("RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET)", v(nldev::nl_type(client::NLDEV, cmd::GET))),
+        ("RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_MONITOR)", v(nldev::nl_type(client::NLDEV, cmd::MONITOR))),
+        ("RDMA_NL_GET_CLIENT(0xffff)", v(nldev::nl_client(0xffff))),
+        ("RDMA_NL_GET_OP(0xffff)", v(nldev::nl_op(0xffff))),
+        ("RDMA_NL_GET_CLIENT(0x140f)", v(nldev::nl_client(0x140f))),
+        ("RDMA_NL_GET_OP(0x140f)", v(nldev::nl_op(0x140f))),
+        ("RDMA_NLDEV_CMD_GET", v(cmd::GET)),
+        ("RDMA_NLDEV_CMD_SET", v(cmd::SET)),
+        ("RDMA_NLDEV_CMD_NEWLINK", v(cmd::NEWLINK)),
+        ("RDMA_NLDEV_CMD_DELLINK", v(cmd::DELLINK)),
+        ("RDMA_NLDEV_CMD_PORT_GET", v(cmd::PORT_GET)),
+        ("RDMA_NLDEV_CMD_SYS_GET", v(cmd::SYS_GET)),
+        ("RDMA_NLDEV_CMD_SYS_SET", v(cmd::SYS_SET)),
+        ("RDMA_NLDEV_CMD_RES_GET", v(cmd::RES_GET)),
+        ("RDMA_NLDEV_CMD_RES_QP_GET", v(cmd::RES_QP_GET)),
+        ("RDMA_NLDEV_CMD_RES_CM_ID_GET", v(cmd::RES_CM_ID_GET)),
+        ("RDMA_NLDEV_CMD_RES_CQ_GET", v(cmd::RES_CQ_GET)),
+        ("RDMA_NLDEV_CMD_RES_MR_GET", v(cmd::RES_MR_GET)),
+        ("RDMA_NLDEV_CMD_RES_PD_GET", v(cmd::RES_PD_GET)),
+        ("RDMA_NLDEV_CMD_GET_CHARDEV", v(cmd::GET_CHARDEV)),
+        ("RDMA_NLDEV_CMD_STAT_SET", v(cmd::STAT_SET)),
+        ("RDMA_NLDEV_CMD_STAT_GET", v(cmd::STAT_GET)),
+        ("RDMA_NLDEV_CMD_STAT_DEL", v(cmd::STAT_DEL)),
+        ("RDMA_NLDEV_CMD_RES_QP_GET_RAW", v(cmd::RES_QP_GET_RAW)),
+        ("RDMA_NLDEV_CMD_RES_CQ_GET_RAW", v(cmd::RES_CQ_GET_RAW)),
+        ("RDMA_NLDEV_CMD_RES_MR_GET_RAW", v(cmd::RES_MR_GET_RAW)),
+        ("RDMA_NLDEV_CMD_RES_CTX_GET", v(cmd::RES_CTX_GET)),
+        ("RDMA_NLDEV_CMD_RES_SRQ_GET", v(cmd::RES_SRQ_GET)),
+        ("RDMA_NLDEV_CMD_STAT_GET_STATUS", v(cmd::STAT_GET_STATUS)),
+        ("RDMA_NLDEV_CMD_RES_SRQ_GET_RAW", v(cmd::RES_SRQ_GET_RAW)),
+        ("RDMA_NLDEV_CMD_NEWDEV", v(cmd::NEWDEV)),
+        ("RDMA_NLDEV_CMD_DELDEV", v(cmd::DELDEV)),
+        ("RDMA_NLDEV_CMD_MONITOR", v(cmd::MONITOR)),
+        ("RDMA_NLDEV_NUM_OPS", v(cmd::NUM_OPS)),
+        ("RDMA_NLDEV_ATTR_DEV_INDEX", v(attr::DEV_INDEX)),
+        ("RDMA_NLDEV_ATTR_DEV_NAME", v(attr::DEV_NAME)),
+        ("RDMA_NLDEV_ATTR_PORT_INDEX", v(attr::PORT_INDEX)),
+        ("RDMA_NLDEV_ATTR_CAP_FLAGS", v(attr::CAP_FLAGS)),
+        ("RDMA_NLDEV_ATTR_FW_VERSION", v(attr::FW_VERSION)),
+        ("RDMA_NLDEV_ATTR_NODE_GUID", v(attr::NODE_GUID)),
+        ("RDMA_NLDEV_ATTR_SYS_IMAGE_GUID", v(attr::SYS_IMAGE_GUID)),
+        ("RDMA_NLDEV_ATTR_SUBNET_PREFIX", v(attr::SUBNET_PREFIX)),
+        ("RDMA_NLDEV_ATTR_LID", v(attr::LID)),
+        ("RDMA_NLDEV_ATTR_SM_LID", v(attr::SM_LID)),
+        ("RDMA_NLDEV_ATTR_LMC", v(attr::LMC)),
+        ("RDMA_NLDEV_ATTR_PORT_STATE", v(attr::PORT_STATE)),
+        ("RDMA_NLDEV_ATTR_PORT_PHYS_STATE", v(attr::PORT_PHYS_STATE)),
+        ("RDMA_NLDEV_ATTR_DEV_NODE_TYPE", v(attr::DEV_NODE_TYPE)),
+        ("RDMA_NLDEV_ATTR_RES_SUMMARY", v(attr::RES_SUMMARY)),
+        ("RDMA_NLDEV_ATTR_NDEV_INDEX", v(attr::NDEV_INDEX)),
+        ("RDMA_NLDEV_ATTR_NDEV_NAME", v(attr::NDEV_NAME)),
+        ("RDMA_NLDEV_ATTR_LINK_TYPE", v(attr::LINK_TYPE)),
+        ("RDMA_NLDEV_SYS_ATTR_NETNS_MODE", v(attr::SYS_NETNS_MODE)),
+        ("RDMA_NLDEV_ATTR_DEV_PROTOCOL", v(attr::DEV_PROTOCOL)),
+        ("RDMA_NLDEV_NET_NS_FD", v(attr::NET_NS_FD)),
+        ("RDMA_NLDEV_ATTR_CHARDEV_TYPE", v(attr::CHARDEV_TYPE)),
+        ("RDMA_NLDEV_ATTR_CHARDEV_NAME", v(attr::CHARDEV_NAME)),
+        ("RDMA_NLDEV_ATTR_CHARDEV_ABI", v(attr::CHARDEV_ABI)),
+        ("RDMA_NLDEV_ATTR_CHARDEV", v(attr::CHARDEV)),
+        ("RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID", v(attr::UVERBS_DRIVER_ID)),
+        ("RDMA_NLDEV_ATTR_DEV_DIM", v(attr::DEV_DIM)),
+        ("RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK", v(attr::SYS_COPY_ON_FORK)),
+        ("RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE", v(attr::SYS_PRIVILEGED_QKEY_MODE)),
+        ("RDMA_NLDEV_ATTR_DEV_TYPE", v(attr::DEV_TYPE)),
+        ("RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE", v(attr::NAME_ASSIGN_TYPE)),
+        ("RDMA_NLDEV_SYS_ATTR_MONITOR_MODE", v(attr::SYS_MONITOR_MODE)),
+        ("RDMA_NLDEV_ATTR_MAX", v(attr::MAX)),
+        ("IFNAMSIZ - 1", nldev::IFNAME_MAX as u64),
+        ("RDMA_NODE_IB_CA", u64::from(nldev::NODE_IB_CA)),
+        ("RDMA_DRIVER_RXE", u64::from(nldev::RDMA_DRIVER_RXE)),
+        ("IB_USER_VERBS_ABI_VERSION", nldev::UVERBS_ABI_VERSION),
+        ("NETLINK_RDMA", 20),
+        ("sizeof(struct nlmsghdr)", msg::NLMSG_HDRLEN as u64),
+        ("NLMSG_HDRLEN", msg::NLMSG_HDRLEN as u64),
+        ("offsetof(struct nlmsghdr, nlmsg_type)", 4),
+        ("offsetof(struct nlmsghdr, nlmsg_flags)", 6),
+        ("offsetof(struct nlmsghdr, nlmsg_seq)", 8),
+        ("offsetof(struct nlmsghdr, nlmsg_pid)", 12),
+        ("sizeof(struct nlmsgerr) - sizeof(struct nlmsghdr)", 4),
+        ("NLA_HDRLEN", msg::NLA_HDRLEN as u64),
+        ("offsetof(struct nlattr, nla_type)", 2),
+        ("NLA_F_NESTED", v(msg::NLA_F_NESTED)),
+        ("NLA_F_NET_BYTEORDER", v(msg::NLA_F_NET_BYTEORDER)),
+        ("(unsigned short)NLA_TYPE_MASK", v(msg::NLA_TYPE_MASK)),
+        ("NLMSG_NOOP", v(msg_type::NOOP)),
+        ("NLMSG_ERROR", v(msg_type::ERROR)),
+        ("NLMSG_DONE", v(msg_type::DONE)),
+        ("NLMSG_OVERRUN", v(msg_type::OVERRUN)),
+        ("NLMSG_MIN_TYPE", v(msg_type::MIN_TYPE)),
+        ("NLM_F_REQUEST", v(flags::REQUEST)),
+        ("NLM_F_MULTI", v(flags::MULTI)),
+        ("NLM_F_ACK", v(flags::ACK)),
+        ("NLM_F_ECHO", v(flags::ECHO)),
+        ("NLM_F_DUMP", v(flags::DUMP)),
+        ("NLM_F_CAPPED", v(flags::CAPPED)),
+        ("NLMSG_ALIGN(13)", msg::align4(13).unwrap() as u64),
+        ("NLA_ALIGN(9)", msg::align4(9).unwrap() as u64),
+    ]
+}
+
+#[test]
+fn numbers_match_c_headers() {
+    let scratch = std::env::temp_dir().join(format!("rdma-spec-netlink-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&scratch);
+    let Some(inc) = header_dir(&scratch) else {
+        eprintln!("SKIPPED numbers_match_c_headers: no rdma uapi headers found");
+        return;
+    };
+    let mut src = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <linux/netlink.h>\n\
+         #include <linux/if.h>\n#include <rdma/rdma_netlink.h>\n\
+         #include <rdma/ib_user_ioctl_verbs.h>\n#include <rdma/ib_user_verbs.h>\n\
+         int main(void)\n{\n",
+    );
+    let mut want = BTreeMap::new();
+    for (i, (expr, value)) in numbers().into_iter().enumerate() {
+        src += &format!("\tprintf(\"{i} %llu\\n\", (unsigned long long)({expr}));\n");
+        want.insert(i, (expr, value));
+    }
+    src += "\treturn 0;\n}\n";
+    let c_file = scratch.join("nl.c");
+    let exe = scratch.join("nl");
+    std::fs::write(&c_file, src).expect("write the C program");
+    let mut cc = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()));
+    if let Some(inc) = &inc {
+        cc.arg("-I").arg(inc);
+    }
+    cc.args(["-Wall", "-Werror", "-o"]).arg(&exe).arg(&c_file);
+    let out = match cc.output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("SKIPPED numbers_match_c_headers: no C compiler ({e})");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "the C program does not compile:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().expect("run the C program");
+    assert!(run.status.success());
+    let _ = std::fs::remove_dir_all(&scratch);
+    let text = String::from_utf8(run.stdout).expect("utf-8");
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for l in text.lines() {
+        let (k, v) = l.split_once(' ').expect("index value");
+        let k: usize = k.parse().expect("index");
+        let v: u64 = v.parse().expect("value");
+        let (expr, rust) = want[&k];
+        if v != rust {
+            bad.push(format!("{expr}: C {v}, Rust {rust}"));
+        }
+        seen += 1;
+    }
+    assert!(
+        bad.is_empty(),
+        "numbers differ from the C headers:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(seen, want.len());
+    eprintln!("netlink layout: {seen} numbers agree with C");
+}
