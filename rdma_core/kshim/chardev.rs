@@ -257,7 +257,7 @@ impl<T: CharDevOps> MiscDev<T> {
             GFP_KERNEL,
         )?;
         let ctx_ptr = core::ptr::from_ref::<DevCtx<T>>(&ctx).cast::<c_void>();
-        // SAFETY:
+        // Why the call is sound:
         // - `name` and `node` are NUL-terminated and copied by the glue.
         // - `ctx_ptr` is only used by the glue's open, which cannot run once
         //   the device is unregistered; `drop` does that before it frees
@@ -265,6 +265,8 @@ impl<T: CharDevOps> MiscDev<T> {
         //   content.
         // - `module` is the caller's module (documented), alive while it
         //   runs; the glue only takes references on it.
+        // SAFETY: as listed above: copied names, a context that outlives
+        // every open, the caller's own module.
         let raw = unsafe { register_raw(module, name, node, mode, ctx_ptr)? };
         // INVARIANT: registered above, with `ctx`'s content as context.
         Ok(KBox::pin(MiscDev { raw, _ctx: ctx }, GFP_KERNEL)?)

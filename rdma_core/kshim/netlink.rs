@@ -97,18 +97,21 @@ impl NlRequest<'_> {
         if datagram.len() > MAX_REPLY {
             return Err(crate::kshim::errno::emsgsize());
         }
-        // SAFETY: `sk` is the kernel socket the request arrived on, which
-        // the sender's `sendmsg` holds a reference to for the duration of
-        // the handler's call, which `&self` does not outlive; the glue
-        // copies `datagram` before returning.
-        to_result(unsafe {
+        // `sk` is the kernel socket the request arrived on, which the
+        // sender's `sendmsg` holds a reference to for the duration of the
+        // handler's call, which `&self` does not outlive; the glue copies
+        // `datagram` before returning.
+        // SAFETY: a socket alive for this call (above) and a readable
+        // buffer of `datagram.len()` bytes.
+        let rc = unsafe {
             bindings::rdma_rs_nl_unicast(
                 self.sk.as_ptr(),
                 self.portid,
                 datagram.as_ptr().cast(),
                 datagram.len(),
             )
-        })
+        };
+        to_result(rc)
     }
 }
 
@@ -179,13 +182,15 @@ impl<T: NlHandler> NlEndpoint<T> {
             GFP_KERNEL,
         )?;
         let ctx_ptr = core::ptr::from_ref::<Ctx<T>>(&ctx).cast::<c_void>();
-        // SAFETY:
+        // Why the call is sound:
         // - `ctx_ptr` is used by the glue's input only while the endpoint
         //   is registered or an input that found it is in progress; `drop`
         //   unregisters (which waits for those) before it frees `ctx`
         //   (field order), and moving the box does not move its content.
         // - `module` is the caller's module (documented), alive while it
         //   runs; the kernel only takes references on it.
+        // SAFETY: as listed above: a context that outlives every input,
+        // the caller's own module.
         let raw = unsafe { register_raw(module, unit, ctx_ptr)? };
         // INVARIANT: registered above, with `ctx`'s content as context.
         Ok(NlEndpoint { raw, _ctx: ctx })

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/check.h"
+
 #define DEV "/dev/rdma_chardev_test"
 #define DEPTH 4
 #define REC 64
@@ -33,16 +35,6 @@ struct stats {
 
 /* An address nothing is mapped at (volatile: the compiler may not see it). */
 static void *volatile bad_ptr = (void *)8;
-
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			printf("%s:%d: ", __func__, __LINE__);                           \
-			printf(__VA_ARGS__);                                             \
-			printf(" (errno %d)\n", errno);                                  \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
 
 static int open_dev(int flags)
 {

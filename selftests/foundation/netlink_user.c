@@ -27,6 +27,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../lib/check.h"
+
 #define UNIT 31
 #define NDEVS 40
 #define NLDEV(op) ((5 << 10) + (op))
@@ -54,16 +56,6 @@
 #define A_DRIVER_ID 73
 #define A_COPY_ON_FORK 93
 #define MAX_ATTR 104
-
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			printf("%s:%d: ", __func__, __LINE__);                           \
-			printf(__VA_ARGS__);                                             \
-			printf(" (errno %d)\n", errno);                                  \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
 
 static uint32_t my_port;
 

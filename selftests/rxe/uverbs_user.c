@@ -24,15 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			printf("%s:%d: ", __func__, __LINE__);                           \
-			printf(__VA_ARGS__);                                             \
-			printf(" (errno %d)\n", errno);                                  \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
+#include "../lib/check.h"
 
 enum {
 	GET_CONTEXT = 0,
