@@ -11,48 +11,11 @@
 //! compiler or headers the test says so on stderr and passes.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod common;
 
 use rdma_spec::netlink::msg::{self, flags, msg_type};
 use rdma_spec::netlink::nldev::{self, attr, client, cmd};
-
-/// The header directory holding `rdma/rdma_netlink.h`, as
-/// `uverbs_layout.rs` finds it.
-fn header_dir(scratch: &Path) -> Option<Option<PathBuf>> {
-    let rdma_dir = std::env::var_os("RDMA_RS_UAPI_RDMA")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let cache = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rdma-rs");
-            let mut trees: Vec<PathBuf> = std::fs::read_dir(cache)
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("linux-6.12"))
-                })
-                .map(|p| p.join("include/uapi/rdma"))
-                .filter(|p| p.join("rdma_netlink.h").is_file())
-                .collect();
-            trees.sort();
-            trees.pop()
-        });
-    if let Some(dir) = rdma_dir {
-        let inc = scratch.join("include");
-        std::fs::create_dir_all(&inc).ok()?;
-        let link = inc.join("rdma");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&dir, &link).ok()?;
-        eprintln!("netlink layout: headers from {}", dir.display());
-        return Some(Some(inc));
-    }
-    if Path::new("/usr/include/rdma/rdma_netlink.h").is_file() {
-        eprintln!("netlink layout: headers from /usr/include/rdma");
-        return Some(None);
-    }
-    None
-}
 
 /// Every number, by its C expression.
 #[rustfmt::skip]
@@ -167,7 +130,7 @@ fn numbers() -> Vec<(&'static str, u64)> {
 fn numbers_match_c_headers() {
     let scratch = std::env::temp_dir().join(format!("rdma-spec-netlink-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&scratch);
-    let Some(inc) = header_dir(&scratch) else {
+    let Some(inc) = common::uapi::header_dir(&scratch, "rdma_netlink.h", "netlink layout") else {
         eprintln!("SKIPPED numbers_match_c_headers: no rdma uapi headers found");
         return;
     };
@@ -183,30 +146,11 @@ fn numbers_match_c_headers() {
         want.insert(i, (expr, value));
     }
     src += "\treturn 0;\n}\n";
-    let c_file = scratch.join("nl.c");
-    let exe = scratch.join("nl");
-    std::fs::write(&c_file, src).expect("write the C program");
-    let mut cc = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()));
-    if let Some(inc) = &inc {
-        cc.arg("-I").arg(inc);
-    }
-    cc.args(["-Wall", "-Werror", "-o"]).arg(&exe).arg(&c_file);
-    let out = match cc.output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIPPED numbers_match_c_headers: no C compiler ({e})");
-            return;
-        }
+    let Some(text) = common::uapi::run_c(&scratch, &inc, "nl", &src) else {
+        eprintln!("SKIPPED numbers_match_c_headers");
+        return;
     };
-    assert!(
-        out.status.success(),
-        "the C program does not compile:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe).output().expect("run the C program");
-    assert!(run.status.success());
     let _ = std::fs::remove_dir_all(&scratch);
-    let text = String::from_utf8(run.stdout).expect("utf-8");
     let mut bad = Vec::new();
     let mut seen = 0;
     for l in text.lines() {

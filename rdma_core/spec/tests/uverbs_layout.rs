@@ -14,8 +14,8 @@
 //! so on stderr and passes.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod common;
 
 use rdma_spec::uverbs::cmd::{self, WRITE_CMDS, WRITE_EX_CMDS};
 use rdma_spec::uverbs::cq::*;
@@ -216,45 +216,6 @@ fn notable_offsets() {
     assert_eq!((HDR_LEN, EX_HDR_LEN), (CmdHdr::SIZE, ExCmdHdr::SIZE));
 }
 
-/// The `#include` directory holding `rdma/ib_user_verbs.h`, if any: a
-/// private directory with a link to the kernel tree's `include/uapi/rdma`
-/// (the rest of that tree is not usable before `headers_install`), or
-/// `None` for the system's headers.
-fn header_dir(scratch: &Path) -> Option<Option<PathBuf>> {
-    let rdma_dir = std::env::var_os("RDMA_RS_UAPI_RDMA")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let cache = PathBuf::from(std::env::var_os("HOME")?).join(".cache/rdma-rs");
-            let mut trees: Vec<PathBuf> = std::fs::read_dir(cache)
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("linux-6.12"))
-                })
-                .map(|p| p.join("include/uapi/rdma"))
-                .filter(|p| p.join("rdma_user_rxe.h").is_file())
-                .collect();
-            trees.sort();
-            trees.pop()
-        });
-    if let Some(dir) = rdma_dir {
-        let inc = scratch.join("include");
-        std::fs::create_dir_all(&inc).ok()?;
-        let link = inc.join("rdma");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&dir, &link).ok()?;
-        eprintln!("uverbs layout: headers from {}", dir.display());
-        return Some(Some(inc));
-    }
-    if Path::new("/usr/include/rdma/rdma_user_rxe.h").is_file() {
-        eprintln!("uverbs layout: headers from /usr/include/rdma");
-        return Some(None);
-    }
-    None
-}
-
 /// The command numbers, by their C names.
 #[rustfmt::skip]
 const NUMBERS: &[(&str, u32)] = &[
@@ -377,38 +338,15 @@ fn expectations() -> (String, BTreeMap<String, u64>) {
 fn layout_matches_c_headers() {
     let scratch = std::env::temp_dir().join(format!("rdma-spec-uverbs-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&scratch);
-    let Some(inc) = header_dir(&scratch) else {
+    let Some(inc) = common::uapi::header_dir(&scratch, "rdma_user_rxe.h", "uverbs layout") else {
         eprintln!("SKIPPED layout_matches_c_headers: no uverbs uapi headers found");
         return;
     };
     let (src, want) = expectations();
-    let c_file = scratch.join("layout.c");
-    let exe = scratch.join("layout");
-    std::fs::write(&c_file, src).expect("write the C program");
-    let mut cc = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()));
-    if let Some(inc) = &inc {
-        cc.arg("-I").arg(inc);
-    }
-    cc.arg("-Wall")
-        .arg("-Werror")
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c_file);
-    let out = match cc.output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIPPED layout_matches_c_headers: no C compiler ({e})");
-            return;
-        }
+    let Some(text) = common::uapi::run_c(&scratch, &inc, "layout", &src) else {
+        eprintln!("SKIPPED layout_matches_c_headers");
+        return;
     };
-    assert!(
-        out.status.success(),
-        "the C program does not compile:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe).output().expect("run the C program");
-    assert!(run.status.success());
-    let text = String::from_utf8(run.stdout).expect("utf-8");
     let mut got = BTreeMap::new();
     for l in text.lines() {
         let (k, v) = l.rsplit_once(' ').expect("key value");
