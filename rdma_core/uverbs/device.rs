@@ -43,7 +43,7 @@ const CORE_ABI_VERSION: u32 = 6;
 
 /// The driver ABI version `uverbsN/abi_version` shows: Soft-RoCE's
 /// (`RXE_UVERBS_ABI_VERSION`; librxe accepts it).
-const DRIVER_ABI_VERSION: u32 = 2;
+pub(crate) const DRIVER_ABI_VERSION: u32 = 2;
 
 /// The class's own file, `abi_version`: the uverbs core ABI.
 struct ClassFiles;

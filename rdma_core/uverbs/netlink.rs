@@ -26,7 +26,7 @@ use rdma::spec::netlink::msg::{flags, Message, Messages, Out};
 use rdma::spec::netlink::nldev::{self, Cmd, Request};
 use rdma::spec::netlink::{NlError, ENODEV, EOPNOTSUPP, EPERM};
 
-use crate::device::{DevTable, Entry};
+use crate::device::{DevTable, Entry, DRIVER_ABI_VERSION};
 
 /// `NETLINK_RDMA`.
 pub(crate) const NETLINK_RDMA: u32 = 20;
@@ -140,7 +140,9 @@ impl NlServer {
                     name: &name[..n],
                     major: e.devt.0,
                     minor: e.devt.1,
-                    abi: nldev::UVERBS_ABI_VERSION,
+                    // The driver's ABI, as in `uverbsN/abi_version` (the
+                    // C nldev reports the driver's `uverbs_abi_ver` too).
+                    abi: u64::from(DRIVER_ABI_VERSION),
                     // rxe is the only provider of this stack.
                     driver_id: Some(nldev::RDMA_DRIVER_RXE),
                 };
