@@ -43,7 +43,7 @@ const CORE_ABI_VERSION: u32 = 6;
 
 /// The driver ABI version `uverbsN/abi_version` shows: Soft-RoCE's
 /// (`RXE_UVERBS_ABI_VERSION`; librxe accepts it).
-const DRIVER_ABI_VERSION: u32 = 2;
+pub(crate) const DRIVER_ABI_VERSION: u32 = 2;
 
 /// The class's own file, `abi_version`: the uverbs core ABI.
 struct ClassFiles;
@@ -157,6 +157,7 @@ impl EventHandler for Events {
 /// What a device's uverbs presence holds; dropped in `remove`.
 pub(crate) struct DevHandle {
     udev: Arc<UverbsDev>,
+    devt: (u32, u32),
     parts: Pin<KBox<Mutex<Option<Parts>>>>,
 }
 
@@ -167,8 +168,45 @@ struct Parts {
     _misc: Pin<KBox<MiscDev<UverbsOps>>>,
 }
 
+/// A device with its uverbs device, as the netlink server reports it.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    /// `N` of `uverbsN`, also the device's index in RDMA netlink.
+    pub(crate) index: u32,
+    pub(crate) dev: Arc<Device>,
+    /// The node's `(major, minor)`.
+    pub(crate) devt: (u32, u32),
+}
+
+/// The devices that have a uverbs device now.
+#[pin_data]
+pub(crate) struct DevTable {
+    #[pin]
+    list: Mutex<KVec<Entry>>,
+}
+
+impl DevTable {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(DevTable { list <- new_mutex!(KVec::new()) }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A copy of the table, in index order of registration.
+    pub(crate) fn snapshot(&self) -> Result<KVec<Entry>> {
+        let list = self.list.lock();
+        let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        for e in list.iter() {
+            out.push(e.clone(), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+}
+
 /// The RDMA client that gives each of our devices its uverbs device.
 pub(crate) struct UverbsClient {
+    table: Arc<DevTable>,
     class: Arc<SysClass>,
     module: &'static ThisModule,
     /// Which numbers `N` are taken.
@@ -176,8 +214,13 @@ pub(crate) struct UverbsClient {
 }
 
 impl UverbsClient {
-    pub(crate) fn new(class: Arc<SysClass>, module: &'static ThisModule) -> Result<Self> {
+    pub(crate) fn new(
+        class: Arc<SysClass>,
+        table: Arc<DevTable>,
+        module: &'static ThisModule,
+    ) -> Result<Self> {
         Ok(UverbsClient {
+            table,
             class,
             module,
             used: KBox::pin_init(new_mutex!([false; MAX_DEVICES]), GFP_KERNEL)?,
@@ -210,11 +253,13 @@ impl UverbsClient {
             },
             GFP_KERNEL,
         )?;
+        let devt = misc.devt();
         let dir = SysDir::top(&self.class, &name, DIR_FILES, files)?;
         let events =
             dev.register_event_handler(Arc::new(Events { udev: udev.clone() }, GFP_KERNEL)?)?;
         Ok(DevHandle {
             udev,
+            devt,
             parts: KBox::pin_init(
                 new_mutex!(Some(Parts {
                     _events: events,
@@ -236,10 +281,30 @@ impl Client for UverbsClient {
 
     fn add(&self, dev: &Arc<Device>) -> Result<DevHandle> {
         let index = self.take_index()?;
-        self.make(dev, index).inspect_err(|_| self.put_index(index))
+        let h = self
+            .make(dev, index)
+            .inspect_err(|_| self.put_index(index))?;
+        let entry = Entry {
+            index,
+            dev: dev.clone(),
+            devt: h.devt,
+        };
+        if let Err(e) = self.table.list.lock().push(entry, GFP_KERNEL) {
+            self.undo(&h);
+            return Err(e.into());
+        }
+        Ok(h)
     }
 
     fn remove(&self, _dev: &Arc<Device>, data: &DevHandle) {
+        rdma::kshim::vec::remove_first(&mut self.table.list.lock(), |e| e.index == data.udev.index);
+        self.undo(data);
+    }
+}
+
+impl UverbsClient {
+    /// Removes what `make` made.
+    fn undo(&self, data: &DevHandle) {
         // No event, no new open, no sysfs reader once the parts are gone.
         let parts = data.parts.lock().take();
         drop(parts);

@@ -33,12 +33,13 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::error::code::EEXIST;
+use kernel::error::code::{EBUSY, EEXIST};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use rdma::device::sysfs::{register_ib_view, IbView};
 use rdma::kshim::class::SysClass;
+use rdma::kshim::netlink::NlEndpoint;
 use rdma::prelude::ClientRegistration;
 
 mod cmd;
@@ -46,6 +47,7 @@ mod device;
 mod dispatch;
 mod event_file;
 mod file;
+mod netlink;
 mod objects;
 
 module! {
@@ -57,6 +59,8 @@ module! {
 }
 
 struct Uverbs {
+    /// `NETLINK_RDMA`, unless the C ib_core holds it; dropped first.
+    _netlink: Option<NlEndpoint<netlink::NlServer>>,
     _client: ClientRegistration<device::UverbsClient>,
     /// `/sys/class/infiniband`, which libibverbs reads; after the client
     /// (field order), as in C the core's class outlives uverbs.
@@ -80,9 +84,21 @@ impl kernel::Module for Uverbs {
         // libibverbs would then ask ib_core's netlink and never see ours.
         let view = register_ib_view()?;
         let client: Arc<SysClass> = class;
-        let reg = ClientRegistration::new(device::UverbsClient::new(client, module)?)?;
+        let table = device::DevTable::new()?;
+        let reg =
+            ClientRegistration::new(device::UverbsClient::new(client, table.clone(), module)?)?;
+        let server = Arc::new(netlink::NlServer::new(table), GFP_KERNEL)?;
+        let nl = match NlEndpoint::register(netlink::NETLINK_RDMA, server, module) {
+            Ok(ep) => Some(ep),
+            Err(e) if e == EBUSY => {
+                pr_info!("NETLINK_RDMA is the C ib_core's: our devices are not in it\n");
+                None
+            }
+            Err(e) => return Err(e),
+        };
         pr_info!("loaded: /dev/infiniband/uverbsN for our devices\n");
         Ok(Uverbs {
+            _netlink: nl,
             _client: reg,
             _view: view,
         })

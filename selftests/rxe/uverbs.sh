@@ -90,6 +90,21 @@ ibv_devinfo_reports() {
 }
 ktap_check "ibv_devinfo" ibv_devinfo_reports
 
+# iproute2's rdma asks our NETLINK_RDMA server (the module holds the
+# family, so nothing autoloads ib_core either).
+rdma_tool_shows() {
+	if ! { rdma dev && rdma link && rdma system; } > "$tmpd/rdma" 2>&1; then
+		sed 's/^/    # /' "$tmpd/rdma"
+		return 1
+	fi
+	grep -Eq "^0: rxeu0: node_type ca .*node_guid $guid" "$tmpd/rdma" &&
+		grep -Eq "^link rxeu0/1 state ACTIVE physical_state LINK_UP" "$tmpd/rdma" &&
+		grep -q "netns shared" "$tmpd/rdma" && ! grep -q "^ib_core " /proc/modules && return 0
+	sed 's/^/    # /' "$tmpd/rdma"
+	return 1
+}
+ktap_check "rdma_tool" rdma_tool_shows
+
 # The port as both stacks report it, field by field: what the link and the
 # RoCE v2 protocol fix must be the same (device limits are each stack's own
 # and are left out).
