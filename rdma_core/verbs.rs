@@ -16,6 +16,7 @@
 //!   of the queues (`qp/provider.rs`).
 //! - [`umem`]: the memory of regions on user memory: pinned pages, or a
 //!   peer memory client's, behind the gate its invalidation closes.
+//! - [`uring`]: the rings user CQs and QPs share with user space.
 //! - [`wr`], [`wc`]: work requests as posted and completions as polled.
 //! - [`restrack`]: the per-device tables every object is numbered in, and
 //!   the teardown of objects a ULP leaked; [`object`]: the one life cycle
@@ -34,6 +35,7 @@ pub mod qp;
 pub mod restrack;
 pub mod srq;
 pub mod umem;
+pub mod uring;
 pub mod wc;
 pub mod wr;
 

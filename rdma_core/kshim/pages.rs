@@ -129,6 +129,32 @@ impl SharedPage {
         Ok(())
     }
 
+    /// Reads the 4 bytes at `off` (4-byte aligned) with acquire ordering:
+    /// what another CPU wrote before its release store of them is seen by
+    /// the caller's later reads (an index of a ring shared with user
+    /// space). The value is whatever the other side put there.
+    pub fn load_acquire_u32(&self, off: usize) -> Result<u32> {
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        Self::range(off, 4)?;
+        // SAFETY: the page is valid and referenced (type invariant); `off`
+        // is an aligned word inside it (checked).
+        Ok(unsafe { bindings::rdma_rs_page_load_acquire32(self.as_raw(), off) })
+    }
+
+    /// Writes the 4 bytes at `off` (4-byte aligned) with release ordering:
+    /// the caller's earlier writes are seen by whoever acquires this value.
+    pub fn store_release_u32(&self, off: usize, v: u32) -> Result {
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        Self::range(off, 4)?;
+        // SAFETY: as in `load_acquire_u32`.
+        unsafe { bindings::rdma_rs_page_store_release32(self.as_raw(), off, v) };
+        Ok(())
+    }
+
     /// Replaces the 8 bytes at `off` (8-byte aligned) by `f` of their
     /// value, atomically with respect to other atomics on them; returns
     /// the old value.

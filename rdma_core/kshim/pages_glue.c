@@ -73,6 +73,23 @@ u64 rdma_rs_page_read64(struct page *page, size_t off)
 	return v;
 }
 
+u32 rdma_rs_page_load_acquire32(struct page *page, size_t off)
+{
+	u32 *va = kmap_local_page(page);
+	u32 v = smp_load_acquire((u32 *)((char *)va + off));
+
+	kunmap_local(va);
+	return v;
+}
+
+void rdma_rs_page_store_release32(struct page *page, size_t off, u32 v)
+{
+	u32 *va = kmap_local_page(page);
+
+	smp_store_release((u32 *)((char *)va + off), v);
+	kunmap_local(va);
+}
+
 void *rdma_rs_current_mm(void)
 {
 	return current->mm;

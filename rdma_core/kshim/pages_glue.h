@@ -20,6 +20,8 @@ void rdma_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 void rdma_rs_page_fill(struct page *page, size_t off, int byte, size_t len);
 u64 rdma_rs_page_cmpxchg64(struct page *page, size_t off, u64 old, u64 new);
 u64 rdma_rs_page_read64(struct page *page, size_t off);
+u32 rdma_rs_page_load_acquire32(struct page *page, size_t off);
+void rdma_rs_page_store_release32(struct page *page, size_t off, u32 v);
 
 long rdma_rs_pin_check(unsigned long npages);
 long rdma_rs_pin_user(u64 addr, unsigned long npages, bool write, struct page **pages,

@@ -6,7 +6,8 @@
 //! - [`device`]: `GET_CONTEXT`, `QUERY_DEVICE` (legacy and extended),
 //!   `QUERY_PORT`.
 //! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
-//! - [`cq`]: `CREATE_COMP_CHANNEL` (the completion channels).
+//! - [`cq`]: `CREATE_COMP_CHANNEL`, `CREATE_CQ` (legacy and extended),
+//!   `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
 //!
 //! Every other command of the table fails with `EOPNOTSUPP` (not built
 //! yet: Documentation/uverbs.rst). Every command but `GET_CONTEXT` needs a
@@ -39,6 +40,9 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::ExQueryDevice => device::ex_query_device(dev, req),
         Cmd::QueryPort => device::query_port(dev, req),
         Cmd::CreateCompChannel => cq::create_comp_channel(file, &mut ctx.channels, req),
+        Cmd::CreateCq | Cmd::ExCreateCq => cq::create_cq(file, ctx, req),
+        Cmd::ReqNotifyCq => cq::req_notify_cq(&ctx.objects, req),
+        Cmd::DestroyCq => cq::destroy_cq(file, ctx, req),
         Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),
         Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
         Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),
@@ -50,6 +54,28 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
 /// Decodes the core request as `T` (errors as the C uverbs gives them).
 fn core<T: WireStruct>(req: &Request<'_>) -> Result<T> {
     req.core::<T>().map_err(crate::dispatch::abi_err)
+}
+
+/// Fails with `EINVAL` unless the command gave room for a driver
+/// response `T` (checked before anything is made, as rxe checks).
+fn need_driver_out<T: WireStruct>(req: &Request<'_>) -> Result<UserOut> {
+    match req.driver_out {
+        Some(out) if out.len >= T::SIZE => Ok(out),
+        _ => Err(EINVAL),
+    }
+}
+
+/// Writes the driver response `resp` (room checked by
+/// [`need_driver_out`]).
+fn respond_driver<T: WireStruct>(req: &Request<'_>, resp: &T) -> Result {
+    let out = need_driver_out::<T>(req)?;
+    let mut bytes = [0u8; 64];
+    let area = bytes.get_mut(..T::SIZE).ok_or(EINVAL)?;
+    resp.encode(area).map_err(crate::dispatch::abi_err)?;
+    UserSlice::new(out.addr as usize, T::SIZE)
+        .writer()
+        .write_slice(area)?;
+    Ok(())
 }
 
 /// Writes `resp` to the command's response area: for a legacy command

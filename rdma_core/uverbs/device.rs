@@ -28,7 +28,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::uaccess::{UserSliceReader, UserSliceWriter};
 
 use rdma::device::event::{Event, EventHandler, EventHandlerRegistration};
-use rdma::kshim::chardev::{CharDevOps, MiscDev};
+use rdma::kshim::chardev::{CharDevOps, MiscDev, Vma};
 use rdma::kshim::class::{Page, SysClass, SysDir, SysFile, SysFiles};
 use rdma::prelude::{Client, Device};
 
@@ -95,6 +95,11 @@ impl CharDevOps for UverbsOps {
 
     fn read(&self, _file: &Arc<UFile>, _out: UserSliceWriter, _nonblock: bool) -> Result<usize> {
         Err(EINVAL)
+    }
+
+    /// Maps a CQ's or QP's ring, at the offset its create command gave.
+    fn mmap(&self, file: &Arc<UFile>, vma: &mut Vma) -> Result {
+        file.mmap(vma)
     }
 
     fn release(&self, file: Arc<UFile>) {

@@ -13,18 +13,31 @@
 //! its device removed) the file is closed: readers get what is queued,
 //! then `EIO`, and poll says `POLLIN | POLLERR` so that waiters wake.
 //!
-//! At most [`QUEUE_MAX`] records wait; beyond, new ones are counted and
-//! dropped (a process that never reads its events cannot make the kernel
-//! hold memory without bound).
+//! At most [`QUEUE_MAX`] records wait, in room allocated with the queue
+//! (events are queued from completion context, which cannot allocate);
+//! beyond, new ones are counted and dropped (a process that never reads
+//! its events cannot make the kernel hold memory without bound).
+//!
+//! A record about an object carries the object's [`EventCount`]: reading
+//! the record counts it there, and destroying the object takes its unread
+//! records off the queue ([`EventQueue::forget`]). `DESTROY_CQ` and
+//! `DESTROY_QP` return those counts, and libibverbs waits until user space
+//! has acknowledged as many events before it frees the object.
+//!
+//! Lock: the queue's lock is an IRQ-safe spinlock, the innermost lock of
+//! this module (taken under a CQ's dispatch, in completion context).
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINTR, EIO};
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+
+use kernel::sync::{new_condvar, Arc, CondVar};
 use kernel::uaccess::UserSliceWriter;
 
 use rdma::kshim::chardev::{AnonFile, CharDevOps};
 use rdma::kshim::poll::{PollQueue, PollTable, POLLERR, POLLIN, POLLRDNORM};
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::spec::uverbs::event::{AsyncEventDesc, CompEventDesc};
 use rdma::spec::uverbs::{Wire, WireStruct};
 
@@ -34,8 +47,29 @@ const QUEUE_MAX: usize = 256;
 /// The longest record (an asynchronous event's).
 const REC: usize = 16;
 
+/// The events user space has read about one object.
+pub(crate) struct EventCount(AtomicU32);
+
+impl EventCount {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(EventCount(AtomicU32::new(0)), GFP_KERNEL)?)
+    }
+
+    /// How many were read.
+    pub(crate) fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A queued record and the count of the object it is about.
+struct Rec {
+    bytes: [u8; REC],
+    count: Option<Arc<EventCount>>,
+}
+
 struct Queue {
-    recs: KVec<[u8; REC]>,
+    /// Allocated for [`QUEUE_MAX`] records with the queue.
+    recs: KVec<Rec>,
     closed: bool,
     /// The file was released: nobody reads the queue any more.
     released: bool,
@@ -48,7 +82,7 @@ pub(crate) struct EventQueue {
     /// The length of this file's records: 16 or 8.
     rec_len: usize,
     #[pin]
-    q: Mutex<Queue>,
+    q: SpinLockIrq<Queue>,
     #[pin]
     changed: CondVar,
     #[pin]
@@ -67,15 +101,16 @@ impl EventQueue {
     }
 
     fn new(rec_len: usize) -> Result<Arc<Self>> {
+        let recs = KVec::with_capacity(QUEUE_MAX, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(EventQueue {
                 rec_len,
-                q <- new_mutex!(Queue {
-                    recs: KVec::new(),
+                q <- rdma::new_spinlock_irq!(Queue {
+                    recs,
                     closed: false,
                     released: false,
                     dropped: 0,
-                }),
+                }, "EventQueue::q"),
                 changed <- new_condvar!(),
                 pollq <- PollQueue::new(),
             }),
@@ -84,8 +119,8 @@ impl EventQueue {
     }
 
     /// Queues an asynchronous event about `element` (a port number or an
-    /// object's user handle).
-    pub(crate) fn push(&self, element: u64, event_type: u32) {
+    /// object's user handle), counted in `count` when read. Any context.
+    pub(crate) fn push(&self, element: u64, event_type: u32, count: Option<&Arc<EventCount>>) {
         let desc = AsyncEventDesc {
             element,
             event_type,
@@ -93,23 +128,48 @@ impl EventQueue {
         };
         let mut rec = [0u8; REC];
         if desc.encode(&mut rec).is_ok() {
-            self.queue(rec);
+            self.queue(rec, count);
         }
     }
 
-    fn queue(&self, rec: [u8; REC]) {
+    /// Queues a completion event of the CQ whose user handle is
+    /// `cq_handle`, counted in `count` when read. Any context.
+    pub(crate) fn push_comp(&self, cq_handle: u64, count: &Arc<EventCount>) {
+        let desc = CompEventDesc { cq_handle };
+        let mut rec = [0u8; REC];
+        if desc.encode(&mut rec).is_ok() {
+            self.queue(rec, Some(count));
+        }
+    }
+
+    fn queue(&self, bytes: [u8; REC], count: Option<&Arc<EventCount>>) {
         {
             let mut q = self.q.lock();
             if q.closed {
                 return;
             }
-            if q.recs.len() >= QUEUE_MAX || q.recs.push(rec, GFP_KERNEL).is_err() {
+            let rec = Rec {
+                bytes,
+                count: count.cloned(),
+            };
+            // Within the capacity allocated with the queue, `push` does not
+            // allocate (the flags are for form's sake).
+            if q.recs.len() >= QUEUE_MAX || q.recs.push(rec, GFP_ATOMIC).is_err() {
                 q.dropped += 1;
                 return;
             }
         }
         self.changed.notify_all();
         self.pollq.wake(POLLIN | POLLRDNORM);
+    }
+
+    /// Takes the unread records counted in `count` off the queue (their
+    /// object is being destroyed).
+    pub(crate) fn forget(&self, count: &Arc<EventCount>) {
+        let mut q = self.q.lock();
+        rdma::kshim::vec::retain(&mut q.recs, |r| {
+            !r.count.as_ref().is_some_and(|c| Arc::ptr_eq(c, count))
+        });
     }
 
     /// Whether the file was released (the queue can be forgotten).
@@ -166,7 +226,12 @@ impl CharDevOps for EventFileOps {
             let mut q = ev.q.lock();
             loop {
                 if let Some(rec) = rdma::kshim::vec::remove(&mut q.recs, 0) {
-                    break rec;
+                    // Counted as read now: a failed copy loses the record
+                    // as it does in C.
+                    if let Some(c) = &rec.count {
+                        c.0.fetch_add(1, Ordering::Relaxed);
+                    }
+                    break rec.bytes;
                 }
                 if q.closed {
                     return Err(EIO);

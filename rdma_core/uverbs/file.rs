@@ -4,20 +4,54 @@
 //! and an open `/dev/infiniband/uverbsN` ([`UFile`]): its context (made by `GET_CONTEXT`,
 //! once) with its asynchronous event file and its objects.
 //!
+//! The rings of the file's CQs and QPs wait in its mmap table
+//! ([`Mmaps`]) under an offset the create command returned, until user
+//! space maps them (once each) or their object goes.
+//!
+//! Lock order: the file's state lock, then its mmap table's lock. `mmap`
+//! runs with the process's mmap lock held, which commands take under the
+//! state lock (pinning user memory): so `mmap` takes the table's lock
+//! alone, never the state lock.
+//!
 //! The file is disassociated when it is released or its device goes,
 //! whichever comes first: every object is destroyed (users before what they
 //! use), the event file is closed, and every later command fails with
 //! `EIO`. Both paths may race; the state lock makes the second a no-op.
 
-use kernel::error::code::ENODEV;
+use kernel::error::code::{ENODEV, ENOSPC};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::device::event::{Element, Event};
 use rdma::prelude::Device;
 
+use rdma::kshim::pages::page_size;
+use rdma::verbs::uring::UserRing;
+
 use crate::event_file::EventQueue;
 use crate::objects::Objects;
+
+/// The first mmap offset handed out (offset 0 is never one).
+const MMAP_BASE: u64 = 1 << 12;
+
+/// The mmap offsets of a file end below this (so that any fits in a
+/// 32-bit `off_t` user space).
+const MMAP_END: u64 = 1 << 31;
+
+/// The rings of a file waiting to be mapped.
+pub(crate) struct Mmaps {
+    next: u64,
+    pending: KVec<(u64, Arc<UserRing>)>,
+}
+
+impl Mmaps {
+    fn new() -> Self {
+        Mmaps {
+            next: MMAP_BASE,
+            pending: KVec::new(),
+        }
+    }
+}
 
 /// One of our devices as user space sees it: the device, and its open
 /// files (for disassociation when it goes, and for its events).
@@ -91,7 +125,8 @@ pub(crate) struct UContext {
     /// The completion channels made in this context whose files are
     /// not released yet (released ones are forgotten at the next
     /// `CREATE_COMP_CHANNEL`).
-    pub(crate) channels: KVec<Arc<EventQueue>>,
+    /// Each with the descriptor number it was made with.
+    pub(crate) channels: KVec<(i32, Arc<EventQueue>)>,
     pub(crate) objects: Objects,
 }
 
@@ -108,6 +143,8 @@ pub(crate) struct UFile {
     pub(crate) udev: Arc<UverbsDev>,
     #[pin]
     pub(crate) state: Mutex<FileState>,
+    #[pin]
+    mmaps: Mutex<Mmaps>,
 }
 
 impl UFile {
@@ -116,9 +153,59 @@ impl UFile {
             pin_init!(UFile {
                 udev,
                 state <- new_mutex!(FileState { dead: false, ctx: None }),
+                mmaps <- new_mutex!(Mmaps::new()),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Offers `ring` for mapping; returns the offset to pass to `mmap`.
+    /// Offsets are not reused within a file (`ENOSPC` once they run out).
+    pub(crate) fn offer_mmap(&self, ring: &Arc<UserRing>) -> Result<u64> {
+        let mut m = self.mmaps.lock();
+        let off = m.next;
+        let len = ring.map_len() as u64;
+        let next = off
+            .checked_add(len)
+            .filter(|n| *n <= MMAP_END)
+            .ok_or(ENOSPC)?;
+        m.pending.push((off, ring.clone()), GFP_KERNEL)?;
+        m.next = next;
+        Ok(off)
+    }
+
+    /// Withdraws the offer of `ring` (its object goes unmapped).
+    pub(crate) fn withdraw_mmap(&self, ring: &Arc<UserRing>) {
+        let mut m = self.mmaps.lock();
+        rdma::kshim::vec::retain(&mut m.pending, |(_, r)| !Arc::ptr_eq(r, ring));
+    }
+
+    /// The ring offered at `offset` with a mapping of `len` bytes, taken
+    /// off the table (a ring is mapped once).
+    pub(crate) fn take_mmap(&self, offset: u64, len: u64) -> Option<Arc<UserRing>> {
+        let mut m = self.mmaps.lock();
+        let i = m
+            .pending
+            .iter()
+            .position(|(o, r)| *o == offset && r.map_len() as u64 == len)?;
+        rdma::kshim::vec::remove(&mut m.pending, i).map(|(_, r)| r)
+    }
+
+    /// Gives back a ring whose mapping failed.
+    pub(crate) fn put_back_mmap(&self, offset: u64, ring: Arc<UserRing>) {
+        let mut m = self.mmaps.lock();
+        let _ = m.pending.push((offset, ring), GFP_KERNEL);
+    }
+
+    /// Maps the ring offered at the mapping's offset over the whole of it.
+    pub(crate) fn mmap(&self, vma: &mut rdma::kshim::chardev::Vma) -> Result {
+        let offset = vma.pgoff().checked_mul(page_size() as u64).ok_or(EINVAL)?;
+        let ring = self.take_mmap(offset, vma.len()).ok_or(EINVAL)?;
+        if let Err(e) = vma.map_pages(ring.pages()) {
+            self.put_back_mmap(offset, ring);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Destroys the context and its objects, closes its event file; every
@@ -129,10 +216,13 @@ impl UFile {
             st.dead = true;
             st.ctx.take()
         };
+        // Nothing is mapped from now on; a mapping made before keeps its
+        // pages, which no object uses any more.
+        rdma::kshim::vec::clear(&mut self.mmaps.lock().pending);
         if let Some(mut ctx) = ctx {
             ctx.objects.destroy_all();
             ctx.async_events.close();
-            for ch in ctx.channels.iter() {
+            for (_, ch) in ctx.channels.iter() {
                 ch.close();
             }
         }
@@ -150,7 +240,7 @@ impl UFile {
         };
         let st = self.state.lock();
         if let Some(ctx) = st.ctx.as_ref() {
-            ctx.async_events.push(element, event.kind as u32);
+            ctx.async_events.push(element, event.kind as u32, None);
         }
     }
 }

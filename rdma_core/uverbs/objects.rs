@@ -14,15 +14,30 @@
 use kernel::error::code::EMFILE;
 use kernel::prelude::*;
 
-use rdma::prelude::{Mr, Pd};
+use kernel::sync::Arc;
+use rdma::prelude::{Cq, Mr, Pd};
+use rdma::verbs::uring::UserRing;
+
+use crate::event_file::{EventCount, EventQueue};
 
 /// Handles a file may hold at once.
 const MAX_OBJECTS: usize = 1 << 16;
+
+/// A CQ of a file: the core's CQ, the ring user space maps, the channel
+/// its completion events go to and the counts of its events read.
+pub(crate) struct UCq {
+    pub(crate) cq: Cq,
+    pub(crate) ring: Arc<UserRing>,
+    pub(crate) channel: Option<Arc<EventQueue>>,
+    pub(crate) comp_count: Arc<EventCount>,
+    pub(crate) async_count: Arc<EventCount>,
+}
 
 /// An object of a file.
 pub(crate) enum Obj {
     Pd(Pd),
     Mr(Mr),
+    Cq(UCq),
 }
 
 impl Obj {
@@ -31,7 +46,8 @@ impl Obj {
     fn rank(&self) -> u8 {
         match self {
             Obj::Mr(_) => 0,
-            Obj::Pd(_) => 1,
+            Obj::Cq(_) => 1,
+            Obj::Pd(_) => 2,
         }
     }
 }
@@ -79,6 +95,14 @@ impl Objects {
         }
     }
 
+    /// The CQ of `handle`, if that handle is a CQ.
+    pub(crate) fn cq(&self, handle: u32) -> Option<&UCq> {
+        match self.get(handle)? {
+            Obj::Cq(cq) => Some(cq),
+            _ => None,
+        }
+    }
+
     /// Takes the object of `handle` out if `pick` says it is of the
     /// wanted kind.
     pub(crate) fn take_if(&mut self, handle: u32, pick: impl Fn(&Obj) -> bool) -> Option<Obj> {
@@ -100,7 +124,7 @@ impl Objects {
 
     /// Destroys every object, users before what they use. May sleep.
     pub(crate) fn destroy_all(&mut self) {
-        for rank in 0..=1 {
+        for rank in 0..=2 {
             for slot in self.slots.iter_mut() {
                 if slot.as_ref().is_some_and(|o| o.rank() == rank) {
                     // Dropping an owner handle destroys the object once its

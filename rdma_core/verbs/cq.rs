@@ -44,9 +44,12 @@ use crate::device::{Device, ProviderDevice};
 use crate::kshim::irq_poll::{IrqPoll, IrqPollItem};
 use crate::kshim::sync::SpinLockIrq;
 use crate::kshim::timer::{Timer, TimerItem};
-use crate::spec::opcodes::{NotifyFlags, WcStatus};
+use crate::spec::opcodes::{NotifyFlags, WcFlags, WcStatus};
+use crate::spec::uverbs::cq::Wc as UverbsWc;
+use crate::spec::uverbs::Wire;
 use crate::verbs::object::{Handle, Life, Object};
 use crate::verbs::restrack::{Resources, Table, UseCount};
+use crate::verbs::uring::UserRing;
 use crate::verbs::wc::Wc;
 
 /// Completions the core handles per round before it yields the CPU.
@@ -98,6 +101,27 @@ struct Ring {
     mod_period: u16,
     /// An armed notification is held back by moderation.
     held: bool,
+    /// A user CQ: the ring completions go to instead of `wcs`.
+    user: Option<UserCq>,
+}
+
+/// The completion ring of a user CQ ([`Cq::create_user`]): the kernel
+/// produces `ib_uverbs_wc` entries, user space consumes them.
+struct UserCq {
+    ring: Arc<UserRing>,
+    /// The kernel's producer index (never read back from the ring).
+    prod: u32,
+}
+
+impl Ring {
+    /// Completions waiting to be consumed: for a user CQ as far as its
+    /// consumer index says.
+    fn waiting(&self) -> usize {
+        match &self.user {
+            Some(u) => u.ring.count(u.prod, u.ring.consumer()) as usize,
+            None => self.count,
+        }
+    }
 }
 
 struct DispatchState {
@@ -207,7 +231,7 @@ impl TimerItem for CqCore {
     fn fired(this: Arc<Self>) {
         let fire = {
             let mut r = this.ring.lock();
-            let fire = r.held && r.count > 0;
+            let fire = r.held && r.waiting() > 0;
             if fire {
                 r.held = false;
                 r.armed = Armed::No;
@@ -297,7 +321,7 @@ impl CqCore {
         if !(r.armed == Armed::Next && armed == Armed::Solicited) {
             r.armed = armed;
         }
-        Ok(flags.contains(NotifyFlags::REPORT_MISSED_EVENTS) && r.count > 0)
+        Ok(flags.contains(NotifyFlags::REPORT_MISSED_EVENTS) && r.waiting() > 0)
     }
 
     /// Adds a completion (for providers). `solicited` is the solicited
@@ -319,24 +343,35 @@ impl CqCore {
         let failed = wc.status != WcStatus::Success;
         let (notify, arm_timer) = {
             let mut r = self.ring.lock();
-            if r.count >= r.cqe {
-                drop(r);
-                self.overflows.fetch_add(1, Ordering::Relaxed);
-                self.dev.dispatch_event(Event {
-                    kind: EventKind::CqErr,
-                    element: Element::Cq(self.life.num()),
-                });
-                return Err(ENOSPC);
-            }
-            let cap = r.wcs.len();
-            let tail = (r.head + r.count) % cap;
-            r.wcs[tail] = wc;
-            r.count += 1;
-            if self.ctx == Some(PollCtx::Direct) {
-                // Nobody is notified for a Direct CQ: tell the request that
-                // its completion waits to be polled (a drain sleeps on it).
-                if let Some(cqe) = &r.wcs[tail].cqe {
-                    cqe.queued(self);
+            if let Some(u) = r.user.as_mut() {
+                let cons = u.ring.consumer();
+                if u.ring.is_full(u.prod, cons) {
+                    drop(r);
+                    self.overflow();
+                    return Err(ENOSPC);
+                }
+                let mut slot = [0u8; USER_WC_SIZE];
+                user_wc(&wc).write_to(&mut slot);
+                u.ring.write_slot(u.prod, &slot)?;
+                u.prod = u.prod.wrapping_add(1);
+                u.ring.publish_producer(u.prod);
+            } else {
+                if r.count >= r.cqe {
+                    drop(r);
+                    self.overflow();
+                    return Err(ENOSPC);
+                }
+                let cap = r.wcs.len();
+                let tail = (r.head + r.count) % cap;
+                r.wcs[tail] = wc;
+                r.count += 1;
+                if self.ctx == Some(PollCtx::Direct) {
+                    // Nobody is notified for a Direct CQ: tell the request
+                    // that its completion waits to be polled (a drain
+                    // sleeps on it).
+                    if let Some(cqe) = &r.wcs[tail].cqe {
+                        cqe.queued(self);
+                    }
                 }
             }
             let hit = match r.armed {
@@ -346,7 +381,7 @@ impl CqCore {
             };
             if !hit {
                 (false, false)
-            } else if r.mod_count > 1 && r.count < usize::from(r.mod_count) {
+            } else if r.mod_count > 1 && r.waiting() < usize::from(r.mod_count) {
                 // Held back by moderation until the count or the period.
                 let first = !r.held;
                 r.held = true;
@@ -370,6 +405,20 @@ impl CqCore {
             self.trigger(in_verb);
         }
         Ok(())
+    }
+
+    /// A completion found the CQ full: counted, and a `CqErr` event.
+    fn overflow(&self) {
+        self.overflows.fetch_add(1, Ordering::Relaxed);
+        self.dev.dispatch_event(Event {
+            kind: EventKind::CqErr,
+            element: Element::Cq(self.life.num()),
+        });
+    }
+
+    /// The ring of a user CQ, for mapping into user space.
+    pub fn user_ring(&self) -> Option<Arc<UserRing>> {
+        self.ring.lock().user.as_ref().map(|u| u.ring.clone())
     }
 
     /// Starts the handler unless one runs; `defer` forces a raw handler to
@@ -517,6 +566,10 @@ impl CqCore {
         let mut fresh = new_ring_storage(cqe as usize)?;
         let old = {
             let mut r = self.ring.lock();
+            if r.user.is_some() {
+                // A user ring is resized by a new mapping: not built.
+                return Err(crate::kshim::errno::eopnotsupp());
+            }
             if (cqe as usize) < r.count {
                 return Err(EINVAL);
             }
@@ -606,13 +659,19 @@ impl Handle<CqCore> {
         cqe: u32,
         ctx: Option<PollCtx>,
         handler: Option<Arc<dyn CompHandler>>,
+        user: bool,
     ) -> Result<Cq> {
         crate::kshim::verb::might_sleep();
         let _usage = dev.try_get().ok_or(ENODEV)?;
         if cqe == 0 || cqe > dev.attr().max_cqe {
             return Err(EINVAL);
         }
-        let wcs = new_ring_storage(cqe as usize)?;
+        let (wcs, user) = if user {
+            let ring = UserRing::new(cqe, USER_WC_SIZE)?;
+            (KVec::new(), Some(UserCq { ring, prod: 0 }))
+        } else {
+            (new_ring_storage(cqe as usize)?, None)
+        };
         let num = dev.res.cq.reserve()?;
         let number = num.num();
         let ring = Ring {
@@ -624,6 +683,7 @@ impl Handle<CqCore> {
             mod_count: 0,
             mod_period: 0,
             held: false,
+            user,
         };
         let core = Arc::pin_init(
             pin_init!(CqCore {
@@ -660,12 +720,57 @@ impl Handle<CqCore> {
         cqe: u32,
         handler: Option<Arc<dyn CompHandler>>,
     ) -> Result<Cq> {
-        Cq::new_core(dev, cqe, None, handler)
+        Cq::new_core(dev, cqe, None, handler, false)
     }
 
     /// Creates a CQ the core polls in `ctx` (`ib_alloc_cq`): completions go
     /// to their work requests' [`CqeDone`](crate::verbs::wc::CqeDone). May sleep.
     pub fn alloc(dev: &Arc<Device>, cqe: u32, ctx: PollCtx) -> Result<Cq> {
-        Cq::new_core(dev, cqe, Some(ctx), None)
+        Cq::new_core(dev, cqe, Some(ctx), None, false)
+    }
+
+    /// Creates a CQ whose completions go to a ring user space maps
+    /// ([`CqCore::user_ring`]) as `ib_uverbs_wc` entries, with a raw
+    /// handler for its notifications (the uverbs completion channel).
+    /// The core does not poll it ([`CqCore::poll`] finds nothing); it
+    /// cannot be resized. May sleep.
+    pub fn create_user(
+        dev: &Arc<Device>,
+        cqe: u32,
+        handler: Option<Arc<dyn CompHandler>>,
+    ) -> Result<Cq> {
+        Cq::new_core(dev, cqe, None, handler, true)
+    }
+}
+
+/// The size of an entry of a user CQ's ring (`struct ib_uverbs_wc`).
+const USER_WC_SIZE: usize = <UverbsWc as Wire>::SIZE;
+
+/// A completion as user space reads it.
+fn user_wc(wc: &Wc) -> UverbsWc {
+    let ex = if wc.wc_flags.contains(WcFlags::WITH_INVALIDATE) {
+        wc.invalidate_rkey
+    } else {
+        // Immediate data travels in network byte order.
+        u32::from_le_bytes(wc.imm_data.to_be_bytes())
+    };
+    UverbsWc {
+        wr_id: wc.wr_id,
+        status: wc.status as u32,
+        opcode: wc.opcode.as_raw(),
+        vendor_err: wc.vendor_err,
+        byte_len: wc.byte_len,
+        ex,
+        qp_num: wc.qp_num,
+        src_qp: wc.src_qp,
+        // What the C rxe reports to user space: no network header type.
+        wc_flags: wc.wc_flags.0
+            & (WcFlags::GRH.0 | WcFlags::WITH_IMM.0 | WcFlags::WITH_INVALIDATE.0),
+        pkey_index: wc.pkey_index,
+        slid: 0,
+        sl: wc.sl,
+        dlid_path_bits: 0,
+        port_num: wc.port_num as u8,
+        reserved: 0,
     }
 }

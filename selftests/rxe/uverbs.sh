@@ -138,6 +138,7 @@ ktap_check "abi_framing" uverbs_user framing "$node"
 ktap_check "abi_handles" uverbs_user handles "$node"
 ktap_check "abi_events" uverbs_user events "$node"
 ktap_check "abi_channel" uverbs_user channel "$node"
+ktap_check "abi_cq" uverbs_user cq "$node"
 ktap_check "nothing_left" cmp -s "$tmpd/res0" "$res"
 
 # A file held open pins the module; the device removed under it

@@ -36,6 +36,10 @@ enum {
 	DEREG_MR = 13,
 	CREATE_COMP_CHANNEL = 17,
 	CREATE_CQ = 18,
+	RESIZE_CQ = 19,
+	DESTROY_CQ = 20,
+	REQ_NOTIFY_CQ = 23,
+	EXTENDED = 0x80000000,
 };
 
 static const char *dev;
@@ -51,6 +55,30 @@ static ssize_t cmd(int fd, uint32_t command, const void *body, size_t len, uint1
 	memcpy(buf, hdr, 8);
 	memcpy(buf + 8, body, len);
 	return write(fd, buf, 8 + len);
+}
+
+/*
+ * Writes one extended command: header, extended header, body (8-byte
+ * words), with out_words of core and drv_out words of driver response at
+ * resp.
+ */
+static ssize_t ex_cmd(int fd, uint32_t command, const void *body, size_t len, void *resp,
+		      uint16_t out_words, uint16_t drv_out)
+{
+	uint8_t buf[512];
+	uint32_t hdr[2];
+	uint64_t response = (uintptr_t)resp;
+	uint16_t words[2] = { 0, drv_out };
+	uint32_t reserved = 0;
+
+	hdr[0] = command | EXTENDED;
+	hdr[1] = (uint32_t)(len / 8) | ((uint32_t)out_words << 16);
+	memcpy(buf, hdr, 8);
+	memcpy(buf + 8, &response, 8);
+	memcpy(buf + 16, words, 4);
+	memcpy(buf + 20, &reserved, 4);
+	memcpy(buf + 24, body, len);
+	return write(fd, buf, 24 + len);
 }
 
 /* GET_CONTEXT; returns the async event fd. */
@@ -161,8 +189,8 @@ static void case_framing(void)
 	CHECK(cmd(fd, QUERY_DEVICE, req, 16, 44) == 24, "query_device");
 	req[0] = (uintptr_t)resp;
 	/* A command this module does not build yet. */
-	uint64_t cq[4] = { (uintptr_t)resp, 0, 16, 0 };
-	CHECK(cmd(fd, CREATE_CQ, cq, 32, 4) < 0 && errno == EOPNOTSUPP, "CREATE_CQ");
+	uint32_t rz[4] = { (uint32_t)(uintptr_t)resp, (uint32_t)((uintptr_t)resp >> 32), 0, 16 };
+	CHECK(cmd(fd, RESIZE_CQ, rz, 16, 2) < 0 && errno == EOPNOTSUPP, "RESIZE_CQ");
 	close(ev);
 	close(fd);
 }
@@ -279,6 +307,135 @@ static void case_channel(void)
 	close(ch);
 }
 
+/* CREATE_CQ (legacy): resp[0..1] core, resp[2..5] the ring's mminfo. */
+static int create_cq(int fd, uint32_t cqe, uint32_t vector, int channel, uint32_t *resp,
+		     uint16_t out_words)
+{
+	uint32_t req[8];
+	uint64_t r = (uintptr_t)resp;
+
+	memset(req, 0, sizeof(req));
+	memcpy(req, &r, 8);
+	req[2] = 0xc0ffee;	/* user_handle */
+	req[3] = 0;
+	req[4] = cqe;
+	req[5] = vector;
+	req[6] = (uint32_t)channel;
+	return cmd(fd, CREATE_CQ, req, sizeof(req), out_words) == 40 ? 0 : -1;
+}
+
+/* DESTROY_CQ: counts[0] completion events read, counts[1] async ones. */
+static int destroy_cq(int fd, uint32_t handle, uint32_t *counts)
+{
+	uint32_t req[4];
+	uint64_t r = (uintptr_t)counts;
+
+	memcpy(req, &r, 8);
+	req[2] = handle;
+	req[3] = 0;
+	return cmd(fd, DESTROY_CQ, req, sizeof(req), 2) == 24 ? 0 : -1;
+}
+
+static int req_notify(int fd, uint32_t handle, uint32_t solicited)
+{
+	uint32_t req[2] = { handle, solicited };
+
+	return cmd(fd, REQ_NOTIFY_CQ, req, sizeof(req), 0) == 16 ? 0 : -1;
+}
+
+/*
+ * CQs: the checks of CREATE_CQ (driver response room, vector, channel,
+ * sizes), the ring as librxe maps it (header, once only, at its offset
+ * and size only), notify, destroy with its event counts, the extended
+ * form; many made and destroyed leave nothing behind.
+ */
+static void case_cq(void)
+{
+	int fd = open_dev();
+	uint32_t resp[6], counts[2], pd;
+	uint64_t off;
+	int i, ch, other;
+
+	close(get_context(fd));
+	ch = comp_channel(fd);
+	CHECK(ch >= 0, "channel");
+	CHECK(alloc_pd(fd, &pd) == 0, "alloc_pd");
+	/* No room for the driver response. */
+	CHECK(create_cq(fd, 10, 0, -1, resp, 2) < 0 && errno == EINVAL, "no driver out");
+	CHECK(create_cq(fd, 10, 1, -1, resp, 6) < 0 && errno == EINVAL, "vector 1");
+	CHECK(create_cq(fd, 10, 0, 999, resp, 6) < 0 && errno == EINVAL, "channel 999");
+	other = dup(0);
+	CHECK(create_cq(fd, 10, 0, other, resp, 6) < 0 && errno == EINVAL, "not a channel");
+	close(other);
+	CHECK(create_cq(fd, 0, 0, -1, resp, 6) < 0 && errno == EINVAL, "cqe 0");
+	CHECK(create_cq(fd, 1u << 30, 0, -1, resp, 6) < 0 && errno == EINVAL, "cqe 2^30");
+	CHECK(create_cq(fd, 10, 0, ch, resp, 6) == 0, "create_cq");
+	CHECK(resp[0] == 1 && resp[1] == 10, "handle %u cqe %u", resp[0], resp[1]);
+	memcpy(&off, &resp[2], 8);
+	uint32_t size = resp[4];
+	CHECK(off != 0 && off % 4096 == 0 && size == 4096, "mminfo %llx %u",
+	      (unsigned long long)off, size);
+	CHECK(mmap(NULL, size * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off) == MAP_FAILED &&
+	      errno == EINVAL, "wrong size");
+	CHECK(mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off + 4096) ==
+	      MAP_FAILED && errno == EINVAL, "wrong offset");
+	volatile uint32_t *ring = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+
+	CHECK(ring != MAP_FAILED, "mmap ring");
+	/* rxe_queue_buf: log2_elem_size, index_mask; producer, consumer. */
+	CHECK(ring[0] == 6 && ring[1] == 15, "header %u %u", ring[0], ring[1]);
+	CHECK(ring[32] == 0 && ring[64] == 0, "indices %u %u", ring[32], ring[64]);
+	CHECK(mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off) == MAP_FAILED &&
+	      errno == EINVAL, "mapped twice");
+	/* User space scribbles on the ring: only its own CQ is affected. */
+	ring[64] = 12345;
+	ring[1] = 0;
+	CHECK(req_notify(fd, resp[0], 0) == 0, "notify");
+	CHECK(req_notify(fd, resp[0], 1) == 0, "notify solicited");
+	CHECK(req_notify(fd, 7, 0) < 0 && errno == EINVAL, "notify handle 7");
+	CHECK(req_notify(fd, pd, 0) < 0 && errno == EINVAL, "notify a pd");
+	CHECK(destroy_cq(fd, pd, counts) < 0 && errno == EINVAL, "destroy a pd");
+	counts[0] = counts[1] = ~0u;
+	CHECK(destroy_cq(fd, resp[0], counts) == 0, "destroy_cq");
+	CHECK(counts[0] == 0 && counts[1] == 0, "counts %u %u", counts[0], counts[1]);
+	CHECK(destroy_cq(fd, resp[0], counts) < 0 && errno == EINVAL, "stale cq");
+	/* The mapping outlives the CQ: still readable. */
+	CHECK(ring[0] == 6, "ring after destroy");
+	munmap((void *)ring, size);
+	/* A CQ destroyed unmapped: its offset maps nothing. */
+	CHECK(create_cq(fd, 100, 0, -1, resp, 6) == 0, "create unmapped");
+	memcpy(&off, &resp[2], 8);
+	size = resp[4];
+	CHECK(size == 12288, "size %u for 100 entries", size);
+	CHECK(destroy_cq(fd, resp[0], counts) == 0, "destroy unmapped");
+	CHECK(mmap(NULL, size, PROT_READ, MAP_SHARED, fd, off) == MAP_FAILED && errno == EINVAL,
+	      "offset withdrawn");
+	/* The extended form: flags and comp_mask are checked. */
+	uint32_t ex[8] = { 0xbeef, 0, 16, 0, (uint32_t)-1, 0, 0, 0 };
+	uint32_t exr[4 + 4];
+
+	ex[6] = 1;
+	CHECK(ex_cmd(fd, CREATE_CQ, ex, 32, exr, 2, 2) < 0 && errno == EOPNOTSUPP, "ex flags");
+	ex[6] = 0;
+	ex[5] = 1;
+	CHECK(ex_cmd(fd, CREATE_CQ, ex, 32, exr, 2, 2) < 0 && errno == EINVAL, "ex comp_mask");
+	ex[5] = 0;
+	memset(exr, 0xff, sizeof(exr));
+	CHECK(ex_cmd(fd, CREATE_CQ, ex, 32, exr, 2, 2) == 56, "ex create");
+	CHECK(exr[0] == 1 && exr[1] == 16 && exr[2] == 0 && exr[3] == 16, "ex resp %u %u %u %u",
+	      exr[0], exr[1], exr[2], exr[3]);
+	CHECK(exr[6] == 4096, "ex mminfo size %u", exr[6]);
+	/* Many made and destroyed. */
+	for (i = 0; i < 500; i++) {
+		CHECK(create_cq(fd, 64, 0, ch, resp, 6) == 0, "create %d", i);
+		CHECK(destroy_cq(fd, resp[0], counts) == 0, "destroy %d", i);
+	}
+	/* Closed with a CQ alive (and its channel): uverbs.sh checks. */
+	CHECK(create_cq(fd, 64, 0, ch, resp, 6) == 0, "create kept");
+	close(fd);
+	close(ch);
+}
+
 /* A file whose device went: EIO for commands (uverbs.sh removes it). */
 static void case_gone(void)
 {
@@ -319,6 +476,8 @@ int main(int argc, char **argv)
 		case_events();
 	else if (!strcmp(argv[1], "channel"))
 		case_channel();
+	else if (!strcmp(argv[1], "cq"))
+		case_cq();
 	else if (!strcmp(argv[1], "gone"))
 		case_gone();
 	else

@@ -1,17 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues and their channels: `CREATE_COMP_CHANNEL` (the CQ
-//! commands themselves need rxe's shared rings, not built yet).
+//! Completion queues and their channels: `CREATE_COMP_CHANNEL`,
+//! `CREATE_CQ` (legacy and extended), `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
+//!
+//! A user CQ is the core's CQ with its completions written to a ring user
+//! space maps (`rdma::verbs::uring`), at the offset the driver response
+//! gives (`struct rxe_create_cq_resp`): librxe polls it with no system
+//! call. Armed with `REQ_NOTIFY_CQ`, the CQ's next (or next solicited)
+//! completion queues one event on the CQ's channel.
+//!
+//! Not built: `RESIZE_CQ` (`EOPNOTSUPP`), the CQ's asynchronous events
+//! (overrun), and the extended creation flags, which rxe refuses too.
 
+use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
+use rdma::kshim::errno::eopnotsupp;
 
-use rdma::spec::uverbs::cq::{CreateCompChannel, CreateCompChannelResp};
-use rdma::spec::uverbs::Request;
+use rdma::prelude::Cq;
+use rdma::spec::opcodes::NotifyFlags;
+use rdma::spec::uverbs::cmd::Cmd;
+use rdma::spec::uverbs::cq::{
+    CreateCompChannel, CreateCompChannelResp, CreateCq, CreateCqResp, DestroyCq, DestroyCqResp,
+    ExCreateCq, ExCreateCqResp, ReqNotifyCq,
+};
+use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateCqResp};
+use rdma::spec::uverbs::{Request, Wire};
+use rdma::verbs::cq::{CompHandler, CqCore};
 
-use super::{core, respond};
-use crate::event_file::EventQueue;
-use crate::file::UFile;
+use super::{core, need_driver_out, respond, respond_driver};
+use crate::event_file::{EventCount, EventQueue};
+use crate::file::{UContext, UFile};
+use crate::objects::{Obj, Objects, UCq};
 
 /// Makes a completion channel: an event file of 8-byte records, whose
 /// descriptor is installed once the response is written. The context
@@ -19,21 +39,207 @@ use crate::file::UFile;
 /// released.
 pub(super) fn create_comp_channel(
     file: &Arc<UFile>,
-    channels: &mut KVec<Arc<EventQueue>>,
+    channels: &mut KVec<(i32, Arc<EventQueue>)>,
     req: &Request<'_>,
 ) -> Result {
     let _: CreateCompChannel = core(req)?;
-    rdma::kshim::vec::retain(channels, |ch| !ch.is_released());
+    rdma::kshim::vec::retain(channels, |(_, ch)| !ch.is_released());
     channels.reserve(1, GFP_KERNEL)?;
     let queue = EventQueue::new_comp()?;
     let afile = queue.new_file(file.udev.module)?;
+    let fd = afile.fd();
+    respond(req, &CreateCompChannelResp { fd: fd as u32 })?;
+    channels.push((fd, queue), GFP_KERNEL)?;
+    afile.install();
+    Ok(())
+}
+
+/// The channel a create command names by its descriptor: one made in this
+/// context and not released. (Matched by number: a channel's descriptor
+/// duplicated elsewhere and closed here is not found.)
+fn channel(ctx: &UContext, fd: i32) -> Result<Option<Arc<EventQueue>>> {
+    if fd < 0 {
+        return Ok(None);
+    }
+    ctx.channels
+        .iter()
+        .find(|(n, ch)| *n == fd && !ch.is_released())
+        .map(|(_, ch)| Some(ch.clone()))
+        .ok_or(EINVAL)
+}
+
+/// Queues a completion event on the CQ's channel when the armed CQ
+/// completes.
+struct ChannelHandler {
+    channel: Arc<EventQueue>,
+    user_handle: u64,
+    count: Arc<EventCount>,
+}
+
+impl CompHandler for ChannelHandler {
+    fn completion(&self, _cq: &CqCore) {
+        self.channel.push_comp(self.user_handle, &self.count);
+    }
+}
+
+/// The request of either form of `CREATE_CQ`.
+struct CqRequest {
+    user_handle: u64,
+    cqe: u32,
+    comp_vector: u32,
+    comp_channel: i32,
+}
+
+pub(super) fn create_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {
+    let r = if req.spec.cmd == Cmd::ExCreateCq {
+        let cmd: ExCreateCq = core(req)?;
+        if cmd.comp_mask != 0 {
+            return Err(EINVAL);
+        }
+        if cmd.flags != 0 {
+            return Err(eopnotsupp());
+        }
+        CqRequest {
+            user_handle: cmd.user_handle,
+            cqe: cmd.cqe,
+            comp_vector: cmd.comp_vector,
+            comp_channel: cmd.comp_channel,
+        }
+    } else {
+        let cmd: CreateCq = core(req)?;
+        CqRequest {
+            user_handle: cmd.user_handle,
+            cqe: cmd.cqe,
+            comp_vector: cmd.comp_vector,
+            comp_channel: cmd.comp_channel,
+        }
+    };
+    // One completion vector (GET_CONTEXT says so).
+    if r.comp_vector != 0 {
+        return Err(EINVAL);
+    }
+    need_driver_out::<RxeCreateCqResp>(req)?;
+    let channel = channel(ctx, r.comp_channel)?;
+    let comp_count = EventCount::new()?;
+    let handler: Option<Arc<dyn CompHandler>> = match &channel {
+        Some(ch) => Some(Arc::new(
+            ChannelHandler {
+                channel: ch.clone(),
+                user_handle: r.user_handle,
+                count: comp_count.clone(),
+            },
+            GFP_KERNEL,
+        )?),
+        None => None,
+    };
+    let cq = Cq::create_user(&file.udev.dev, r.cqe, handler)?;
+    let ring = cq.user_ring().ok_or(EINVAL)?;
+    let offset = file.offer_mmap(&ring)?;
+    let ucq = UCq {
+        cq,
+        ring: ring.clone(),
+        channel,
+        comp_count,
+        async_count: EventCount::new()?,
+    };
+    let handle = match ctx.objects.insert(Obj::Cq(ucq)) {
+        Ok(h) => h,
+        Err((obj, e)) => {
+            file.withdraw_mmap(&ring);
+            drop(obj);
+            return Err(e);
+        }
+    };
+    let answered = answer_create(req, handle, r.cqe).and_then(|()| {
+        respond_driver(
+            req,
+            &RxeCreateCqResp {
+                mi: Mminfo {
+                    offset,
+                    size: ring.map_len() as u32,
+                    pad: 0,
+                },
+            },
+        )
+    });
+    if let Err(e) = answered {
+        file.withdraw_mmap(&ring);
+        drop(ctx.objects.take_if(handle, |_| true));
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The core response of either form.
+fn answer_create(req: &Request<'_>, cq_handle: u32, cqe: u32) -> Result {
+    let base = CreateCqResp { cq_handle, cqe };
+    if req.spec.cmd == Cmd::ExCreateCq {
+        let len = req.core_out.map_or(0, |o| o.len.min(ExCreateCqResp::SIZE));
+        respond(
+            req,
+            &ExCreateCqResp {
+                base,
+                comp_mask: 0,
+                response_length: len as u32,
+            },
+        )?;
+    } else {
+        respond(req, &base)?;
+    }
+    Ok(())
+}
+
+pub(super) fn req_notify_cq(objs: &Objects, req: &Request<'_>) -> Result {
+    let cmd: ReqNotifyCq = core(req)?;
+    let ucq = objs.cq(cmd.cq_handle).ok_or(EINVAL)?;
+    let flags = if cmd.solicited_only != 0 {
+        NotifyFlags::SOLICITED
+    } else {
+        NotifyFlags::NEXT_COMP
+    };
+    ucq.cq.req_notify(flags).map(|_| ())
+}
+
+pub(super) fn destroy_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {
+    let cmd: DestroyCq = core(req)?;
+    let Some(Obj::Cq(ucq)) = ctx
+        .objects
+        .take_if(cmd.cq_handle, |o| matches!(o, Obj::Cq(_)))
+    else {
+        return Err(EINVAL);
+    };
+    let UCq {
+        cq,
+        ring,
+        channel,
+        comp_count,
+        async_count,
+    } = ucq;
+    if let Err((cq, e)) = cq.destroy() {
+        ctx.objects.put_back(
+            cmd.cq_handle,
+            Obj::Cq(UCq {
+                cq,
+                ring,
+                channel,
+                comp_count,
+                async_count,
+            }),
+        );
+        return Err(e);
+    }
+    file.withdraw_mmap(&ring);
+    // The CQ is gone: no event of it comes any more; the unread ones go.
+    if let Some(ch) = &channel {
+        ch.forget(&comp_count);
+    }
+    ctx.async_events.forget(&async_count);
     respond(
         req,
-        &CreateCompChannelResp {
-            fd: afile.fd() as u32,
+        &DestroyCqResp {
+            comp_events_reported: comp_count.get(),
+            async_events_reported: async_count.get(),
         },
     )?;
-    channels.push(queue, GFP_KERNEL)?;
-    afile.install();
     Ok(())
 }

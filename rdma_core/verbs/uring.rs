@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Rings shared with user space: the queues of user CQs and QPs, in the
+//! layout of the rxe user ABI (`struct rxe_queue_buf` of
+//! `rdma_user_rxe.h`: a header with the element size, the index mask and
+//! the producer and consumer indices in cache lines of their own, then the
+//! slots).
+//!
+//! A ring is a set of zeroed pages the core reaches page by page (never
+//! through a user address) and user space maps once through its uverbs
+//! file ([`UserRing::pages`]). Each ring has one producer and one
+//! consumer, one in the kernel and one in user space. The kernel keeps its
+//! own index privately and only ever publishes it (a release store): it
+//! never reads back the index it owns. The other side's index is read with
+//! acquire ordering and is untrusted: it is masked into the ring, so any
+//! value names a slot and a wild one only confuses the ring's own owner.
+//! Slots are copied out once, whole, before anything in them is decoded.
+
+use kernel::error::code::EINVAL;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::kshim::pages::{page_size, SharedPage};
+use crate::spec::uverbs::rxe::queue_buf::{
+    CONSUMER_INDEX_OFFSET, INDEX_MASK_OFFSET, LOG2_ELEM_SIZE_OFFSET, PRODUCER_INDEX_OFFSET,
+    QUEUE_DATA_OFFSET,
+};
+
+/// The most slots a ring may have.
+pub const MAX_SLOTS: u32 = 1 << 16;
+
+/// The largest element.
+pub const MAX_ELEM: usize = 4096;
+
+/// A ring shared with user space.
+pub struct UserRing {
+    pages: KVVec<SharedPage>,
+    /// A power of two: the capacity is one less (a full ring keeps one
+    /// slot free, so that full and empty differ).
+    slots: u32,
+    log2_elem: u32,
+}
+
+impl UserRing {
+    /// A ring of at least `num_elem` entries of `elem_size` bytes (rounded
+    /// up to a power of two). `EINVAL` for 0 or past [`MAX_SLOTS`] /
+    /// [`MAX_ELEM`]. May sleep.
+    pub fn new(num_elem: u32, elem_size: usize) -> Result<Arc<UserRing>> {
+        if num_elem == 0 || num_elem >= MAX_SLOTS || elem_size == 0 || elem_size > MAX_ELEM {
+            return Err(EINVAL);
+        }
+        let slots = (num_elem + 1).next_power_of_two();
+        let log2_elem = elem_size.next_power_of_two().trailing_zeros();
+        let bytes = QUEUE_DATA_OFFSET + ((slots as usize) << log2_elem);
+        let npages = bytes.div_ceil(page_size());
+        let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
+        for _ in 0..npages {
+            pages.push(SharedPage::alloc()?, GFP_KERNEL)?;
+        }
+        let ring = UserRing {
+            pages,
+            slots,
+            log2_elem,
+        };
+        ring.write_at(LOG2_ELEM_SIZE_OFFSET, &log2_elem.to_le_bytes())?;
+        ring.write_at(INDEX_MASK_OFFSET, &(slots - 1).to_le_bytes())?;
+        Ok(Arc::new(ring, GFP_KERNEL)?)
+    }
+
+    /// The pages, in order, for mapping into user space.
+    pub fn pages(&self) -> &[SharedPage] {
+        &self.pages
+    }
+
+    /// The size of the mapping: whole pages.
+    pub fn map_len(&self) -> usize {
+        self.pages.len() * page_size()
+    }
+
+    /// How many entries the ring holds at most.
+    pub fn capacity(&self) -> u32 {
+        self.slots - 1
+    }
+
+    /// The size of a slot.
+    pub fn elem_size(&self) -> usize {
+        1 << self.log2_elem
+    }
+
+    /// How many entries lie between `cons` and `prod`.
+    pub fn count(&self, prod: u32, cons: u32) -> u32 {
+        prod.wrapping_sub(cons) & (self.slots - 1)
+    }
+
+    /// Whether one more entry after `prod` would overrun `cons`.
+    pub fn is_full(&self, prod: u32, cons: u32) -> bool {
+        self.count(prod, cons) == self.slots - 1
+    }
+
+    /// The producer index as the other side last published it (untrusted).
+    pub fn producer(&self) -> u32 {
+        self.load(PRODUCER_INDEX_OFFSET)
+    }
+
+    /// The consumer index as the other side last published it (untrusted).
+    pub fn consumer(&self) -> u32 {
+        self.load(CONSUMER_INDEX_OFFSET)
+    }
+
+    /// Publishes the kernel's producer index: slots written before are
+    /// seen by a reader that acquires it.
+    pub fn publish_producer(&self, v: u32) {
+        self.store(PRODUCER_INDEX_OFFSET, v & (self.slots - 1));
+    }
+
+    /// Publishes the kernel's consumer index.
+    pub fn publish_consumer(&self, v: u32) {
+        self.store(CONSUMER_INDEX_OFFSET, v & (self.slots - 1));
+    }
+
+    /// Copies slot `index` (masked) into `out` (at most a slot).
+    pub fn read_slot(&self, index: u32, out: &mut [u8]) -> Result {
+        if out.len() > self.elem_size() {
+            return Err(EINVAL);
+        }
+        self.read_at(self.slot_offset(index), out)
+    }
+
+    /// Writes `data` (at most a slot) to slot `index` (masked).
+    pub fn write_slot(&self, index: u32, data: &[u8]) -> Result {
+        if data.len() > self.elem_size() {
+            return Err(EINVAL);
+        }
+        self.write_at(self.slot_offset(index), data)
+    }
+
+    fn slot_offset(&self, index: u32) -> usize {
+        QUEUE_DATA_OFFSET + (((index & (self.slots - 1)) as usize) << self.log2_elem)
+    }
+
+    fn load(&self, off: usize) -> u32 {
+        // The header lies in the first page, which every ring has.
+        self.pages
+            .first()
+            .and_then(|p| p.load_acquire_u32(off).ok())
+            .unwrap_or(0)
+    }
+
+    fn store(&self, off: usize, v: u32) {
+        if let Some(p) = self.pages.first() {
+            let _ = p.store_release_u32(off, v);
+        }
+    }
+
+    /// Calls `f(page, offset in page, range in the buffer)` for each page
+    /// piece of `len` bytes from `off`.
+    fn pieces(
+        &self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(&SharedPage, usize, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        if end > self.map_len() {
+            return Err(EINVAL);
+        }
+        let mut at = off;
+        while at < end {
+            let page = self.pages.get(at / page_size()).ok_or(EINVAL)?;
+            let in_page = at % page_size();
+            let n = (page_size() - in_page).min(end - at);
+            f(page, in_page, (at - off)..(at - off + n))?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn read_at(&self, off: usize, out: &mut [u8]) -> Result {
+        self.pieces(off, out.len(), |p, o, r| {
+            p.read(o, out.get_mut(r).ok_or(EINVAL)?)
+        })
+    }
+
+    fn write_at(&self, off: usize, data: &[u8]) -> Result {
+        self.pieces(off, data.len(), |p, o, r| {
+            p.write(o, data.get(r).ok_or(EINVAL)?)
+        })
+    }
+}
