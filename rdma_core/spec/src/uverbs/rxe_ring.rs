@@ -773,10 +773,8 @@ pub fn decode_send_wqe<'a>(elem: &'a [u8], lim: &SqLimits) -> Result<UserSendWqe
         check_dma(dma, sges.total_len())?;
         Payload::Sges(sges)
     };
-    if opcode.is_local() || opcode == WrOpcode::Flush {
-        if dma.num_sge != 0 || dma.length != 0 {
-            return Err(RingError::UnexpectedData);
-        }
+    if (opcode.is_local() || opcode == WrOpcode::Flush) && (dma.num_sge != 0 || dma.length != 0) {
+        return Err(RingError::UnexpectedData);
     }
     let b = elem;
     let rdma = || {
@@ -787,7 +785,7 @@ pub fn decode_send_wqe<'a>(elem: &'a [u8], lim: &SqLimits) -> Result<UserSendWqe
     };
     let atomic_addr = || {
         let a = u64_at(b, send_wr::ATOMIC_REMOTE_ADDR);
-        if a % 8 != 0 {
+        if a & 7 != 0 {
             return Err(RingError::BadAtomic);
         }
         Ok(a)
@@ -836,7 +834,7 @@ pub fn decode_send_wqe<'a>(elem: &'a [u8], lim: &SqLimits) -> Result<UserSendWqe
         }
         WrOpcode::AtomicWrite => {
             let (remote_addr, rkey) = rdma();
-            if remote_addr % 8 != 0 {
+            if remote_addr & 7 != 0 {
                 return Err(RingError::BadAtomic);
             }
             let mut value = [0u8; 8];
