@@ -25,6 +25,9 @@ use rdma_spec::uverbs::framing::{CmdHdr, ExCmdHdr, EX_HDR_LEN, HDR_LEN};
 use rdma_spec::uverbs::pd_mr::*;
 use rdma_spec::uverbs::qp::*;
 use rdma_spec::uverbs::rxe::{queue_buf, *};
+use rdma_spec::uverbs::rxe_ring::{
+    self, send_wr, RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWr, RxeSge,
+};
 use rdma_spec::uverbs::srq_ah::*;
 use rdma_spec::uverbs::{Wire, WireStruct};
 
@@ -127,6 +130,11 @@ fn all() -> Vec<Layout> {
         RxeCreateSrqResp,
         RxeModifySrqCmd,
         RxeCreateAhResp,
+        RxeSge,
+        RxeDmaInfo,
+        RxeSendWr,
+        RxeSendWqe,
+        RxeRecvWqe,
     ]
 }
 
@@ -164,6 +172,37 @@ const SIZES: &[(&str, usize)] = &[
     ("mminfo", 16), ("rxe_create_cq_resp", 16), ("rxe_resize_cq_resp", 16),
     ("rxe_create_qp_resp", 32), ("rxe_create_srq_resp", 24), ("rxe_modify_srq_cmd", 8),
     ("rxe_create_ah_resp", 8),
+    ("rxe_sge", 16), ("rxe_dma_info", 24), ("rxe_send_wr", 144), ("rxe_send_wqe", 208),
+    ("rxe_recv_wqe", 40),
+];
+
+/// The members of the `wr` union of `struct rxe_send_wr` the ring
+/// decoder reads, by their C designators.
+#[rustfmt::skip]
+const SEND_WR_UNION: &[(&str, usize)] = &[
+    ("wr", send_wr::WR),
+    ("wr.rdma.remote_addr", send_wr::RDMA_REMOTE_ADDR),
+    ("wr.rdma.rkey", send_wr::RDMA_RKEY),
+    ("wr.atomic.remote_addr", send_wr::ATOMIC_REMOTE_ADDR),
+    ("wr.atomic.compare_add", send_wr::ATOMIC_COMPARE_ADD),
+    ("wr.atomic.swap", send_wr::ATOMIC_SWAP),
+    ("wr.atomic.rkey", send_wr::ATOMIC_RKEY),
+    ("wr.flush.remote_addr", send_wr::FLUSH_REMOTE_ADDR),
+    ("wr.flush.length", send_wr::FLUSH_LENGTH),
+    ("wr.flush.rkey", send_wr::FLUSH_RKEY),
+    ("wr.flush.type", send_wr::FLUSH_TYPE),
+    ("wr.flush.level", send_wr::FLUSH_LEVEL),
+    ("wr.ud.remote_qpn", send_wr::UD_REMOTE_QPN),
+    ("wr.ud.remote_qkey", send_wr::UD_REMOTE_QKEY),
+    ("wr.ud.pkey_index", send_wr::UD_PKEY_INDEX),
+    ("wr.ud.ah_num", send_wr::UD_AH_NUM),
+    ("wr.ud.av", send_wr::UD_AV),
+    ("wr.mw.addr", send_wr::MW_ADDR),
+    ("wr.mw.length", send_wr::MW_LENGTH),
+    ("wr.mw.mr_lkey", send_wr::MW_MR_LKEY),
+    ("wr.mw.mw_rkey", send_wr::MW_MW_RKEY),
+    ("wr.mw.rkey", send_wr::MW_RKEY),
+    ("wr.mw.access", send_wr::MW_ACCESS),
 ];
 
 #[test]
@@ -322,6 +361,28 @@ fn expectations() -> (String, BTreeMap<String, u64>) {
         line(
             format!("offsetof rxe_queue_buf.{f}"),
             format!("offsetof(struct rxe_queue_buf, {f})"),
+            o as u64,
+        );
+    }
+    for (m, o) in SEND_WR_UNION {
+        line(
+            format!("offsetof rxe_send_wr.{m}"),
+            format!("offsetof(struct rxe_send_wr, {m})"),
+            *o as u64,
+        );
+    }
+    // The flexible arrays after the fixed parts.
+    #[rustfmt::skip]
+    let flex = [
+        ("rxe_send_wqe", "dma.sge", rxe_ring::SEND_WQE_DATA),
+        ("rxe_send_wqe", "dma.inline_data", rxe_ring::SEND_WQE_DATA),
+        ("rxe_send_wqe", "dma.atomic_wr", rxe_ring::SEND_WQE_DATA),
+        ("rxe_recv_wqe", "dma.sge", rxe_ring::RECV_WQE_DATA),
+    ];
+    for (s, m, o) in flex {
+        line(
+            format!("offsetof {s}.{m}"),
+            format!("offsetof(struct {s}, {m})"),
             o as u64,
         );
     }

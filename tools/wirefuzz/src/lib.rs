@@ -33,13 +33,27 @@
 //! panic, every message and attribute accepted lies within its buffer, and
 //! every reply built from what a request decodes to parses back to the
 //! same values.
+//!
+//! And through the decoders of the rxe user rings' work queue entries
+//! (`rdma_spec::uverbs::rxe_ring`), as they are and steered into a send
+//! or receive WQE of a 512-byte element (a known opcode, known flags, a
+//! small SGE count and the `dma` lengths librxe would write), so that
+//! mutations reach the checks of the payload: no panic, and every entry
+//! accepted stays within the limits given and the element (the loop of
+//! that codec is the `hostile_entries_never_panic` test of `rdma-spec`).
 
 use rdma_spec::cm_msg::{CmMessage, CmaHeader};
 use rdma_spec::mad::{Mad, MadHeader};
 use rdma_spec::netlink::msg::{flags as nlm_f, Messages, Out};
 use rdma_spec::netlink::nldev::{self, Cmd, ReplyTo};
+use rdma_spec::opcodes::SendFlags;
+use rdma_spec::qp_state::QpType;
 use rdma_spec::uverbs::cmd::{FLAG_EXTENDED, WRITE_CMDS, WRITE_EX_CMDS};
 use rdma_spec::uverbs::framing::{declared_len, parse as parse_uverbs, EX_HDR_LEN, HDR_LEN};
+use rdma_spec::uverbs::rxe_ring::{
+    decode_recv_wqe, decode_send_wqe, Payload, SqLimits, MAX_WQE_LENGTH, RECV_WQE_DATA,
+    SEND_WQE_DATA,
+};
 use rxe_wire::headers::{Bth, ExtHeaders};
 use rxe_wire::icrc::{self, crc32_le};
 use rxe_wire::opcode::{HeaderSet, Opcode};
@@ -264,6 +278,100 @@ fn check_netlink_datagram(buf: &[u8]) -> usize {
     decoded
 }
 
+/// The element size of the steered WQEs.
+const WQE_ELEM: usize = 512;
+
+/// Runs bytes through the rxe ring WQE decoders, as they are and steered
+/// into a plausible send and receive entry; panics if an accepted entry
+/// breaks its bounds. Returns how many were accepted.
+pub fn check_rxe_ring(bytes: &[u8]) -> usize {
+    let sel = bytes.first().copied().unwrap_or(0);
+    let mut n = check_wqes(bytes, sel);
+    let mut elem = [0u8; WQE_ELEM];
+    for (d, s) in elem.iter_mut().zip(bytes.iter().cycle()) {
+        *d = *s;
+    }
+    let put = |e: &mut [u8], at: usize, v: u32| e[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let get = |e: &[u8], at: usize| u32::from_ne_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
+    let mut recv = elem;
+    // Send: opcode, flags, SGE count and lengths, then the dma state
+    // librxe writes (length == resid == total, cur_sge == sge_offset == 0).
+    put(&mut elem, 12, u32::from(sel % 16));
+    let flags = get(&elem, 16) & 0xf;
+    put(&mut elem, 16, flags);
+    let num_sge = u32::from(sel >> 4) % 9;
+    let mut total = 0u32;
+    for i in 0..num_sge as usize {
+        let at = SEND_WQE_DATA + 16 * i + 8;
+        let len = get(&elem, at) & 0xffff;
+        put(&mut elem, at, len);
+        total += len;
+    }
+    if flags & SendFlags::INLINE.bits() != 0 {
+        total = get(&elem, 184) & 0x1ff;
+    }
+    for (at, v) in [
+        (184, total),
+        (188, total),
+        (192, 0),
+        (196, num_sge),
+        (200, 0),
+    ] {
+        put(&mut elem, at, v);
+    }
+    n += check_wqes(&elem, sel);
+    // Receive: the same for its dma at 16 and SGEs at 40.
+    let mut total = 0u32;
+    for i in 0..num_sge as usize {
+        let at = RECV_WQE_DATA + 16 * i + 8;
+        let len = get(&recv, at) & 0xffff;
+        put(&mut recv, at, len);
+        total += len;
+    }
+    for (at, v) in [(16, total), (20, total), (24, 0), (28, num_sge), (32, 0)] {
+        put(&mut recv, at, v);
+    }
+    n + check_wqes(&recv, sel)
+}
+
+/// Decodes `elem` as a send WQE (on a QP type `sel` picks) and as a
+/// receive WQE and checks what is accepted against the limits.
+fn check_wqes(elem: &[u8], sel: u8) -> usize {
+    let qp_type = [QpType::Rc, QpType::Uc, QpType::Ud][usize::from(sel % 3)];
+    let lim = SqLimits {
+        qp_type,
+        max_sge: 8,
+        max_inline: 256,
+    };
+    let mut n = 0;
+    if let Ok(d) = decode_send_wqe(elem, &lim) {
+        n += 1;
+        let op = d.op.opcode();
+        assert!(op.allowed_on(qp_type), "{op:?} on {qp_type:?}");
+        assert!(!d.flags.has_unknown());
+        assert_eq!(d.ud.is_some(), qp_type == QpType::Ud);
+        match d.payload {
+            Payload::Inline(b) => {
+                assert!(b.len() <= 256 && SEND_WQE_DATA + b.len() <= elem.len());
+            }
+            Payload::Sges(s) => {
+                assert!(s.len() <= 8 && SEND_WQE_DATA + 16 * s.len() <= elem.len());
+                let sum: u64 = s.iter().map(|g| u64::from(g.length)).sum();
+                assert_eq!(sum, u64::from(s.total_len()));
+                assert!(sum <= u64::from(MAX_WQE_LENGTH));
+            }
+        }
+    }
+    if let Ok(d) = decode_recv_wqe(elem, 8) {
+        n += 1;
+        assert!(d.sges.len() <= 8 && RECV_WQE_DATA + 16 * d.sges.len() <= elem.len());
+        let sum: u64 = d.sges.iter().map(|g| u64::from(g.length)).sum();
+        assert_eq!(sum, u64::from(d.sges.total_len()));
+        assert!(sum <= u64::from(MAX_WQE_LENGTH));
+    }
+    n
+}
+
 /// Runs one input through the codec; panics if a property is violated.
 /// Returns whether the parser accepted the frame.
 pub fn check(data: &[u8]) -> bool {
@@ -281,6 +389,7 @@ pub fn check(data: &[u8]) -> bool {
     check_mad(frame);
     let _ = check_uverbs(frame);
     let _ = check_netlink(frame);
+    let _ = check_rxe_ring(frame);
     let _ = icrc::compute(&crc32_le, frame);
     let _ = icrc::verify(&crc32_le, frame);
     if let Ok(bth) = Bth::parse(frame) {
@@ -318,7 +427,30 @@ pub fn check(data: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_netlink, check_uverbs};
+    use super::{check_netlink, check_rxe_ring, check_uverbs};
+
+    /// Steering turns the packets of the corpus into send and receive
+    /// WQEs the ring decoders accept, and none breaks a bound.
+    #[test]
+    fn rxe_ring_steering_reaches_acceptance() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../rxe/wire/fuzz/corpus/parse"
+        );
+        let mut accepted = 0;
+        for e in std::fs::read_dir(dir).expect("corpus") {
+            let bytes = std::fs::read(e.expect("entry").path()).expect("read");
+            for sel in 0..=u8::MAX {
+                let mut b = bytes.clone();
+                if let Some(c) = b.first_mut() {
+                    *c = sel;
+                }
+                accepted += check_rxe_ring(&b);
+            }
+        }
+        eprintln!("accepted {accepted}");
+        assert!(accepted > 100, "accepted {accepted}");
+    }
 
     /// Steering turns the packets of the corpus into NLDEV requests the
     /// decoder accepts, for several commands, and none breaks a property.

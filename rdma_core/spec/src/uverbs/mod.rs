@@ -15,6 +15,9 @@
 //!   response structures of the commands, one file per kind of object.
 //! - [`rxe`]: the Soft-RoCE driver data carried in udata
 //!   (`include/uapi/rdma/rdma_user_rxe.h`).
+//! - [`rxe_ring`]: the rings rxe shares with user space: their geometry
+//!   and indexes, the decoding of the send and receive entries librxe
+//!   writes, the encoding of completions.
 //! - [`event`]: the records read from a completion channel and from the
 //!   asynchronous event file.
 //!
@@ -350,6 +353,7 @@ pub mod framing;
 pub mod pd_mr;
 pub mod qp;
 pub mod rxe;
+pub mod rxe_ring;
 pub mod srq_ah;
 
 pub use framing::{parse, Request};
