@@ -23,6 +23,7 @@ mod drain;
 mod modify;
 mod post;
 mod provider;
+mod user;
 
 pub use provider::{ProviderQp, QpOps, RqTake};
 
@@ -175,11 +176,27 @@ struct SendQueue {
     started: usize,
     /// Flushed: the provider gets nothing more until RESET.
     err: bool,
+    /// A user QP's send ring (`qp/user.rs`).
+    user: Option<user::UserSq>,
+}
+
+impl SendQueue {
+    /// Takes the oldest entry out; a user ring hears that its slot is
+    /// free.
+    fn pop(&mut self) -> Option<SendWqe> {
+        let w = self.ring.pop()?;
+        if let Some(u) = self.user.as_mut() {
+            u.retire();
+        }
+        Some(w)
+    }
 }
 
 struct RecvQueue {
     ring: Ring<RecvWqe>,
     err: bool,
+    /// A user QP's receive ring (`qp/user.rs`).
+    user: Option<user::UserRq>,
 }
 
 /// The core's queue pair.
@@ -350,6 +367,14 @@ impl Handle<QpCore> {
     /// on the same device; `EOPNOTSUPP` if the provider has no QPs. The QP
     /// starts in RESET. May sleep.
     pub fn create(pd: &Arc<PdCore>, init: &QpInitAttr<'_>) -> Result<Qp> {
+        Qp::create_inner(pd, init, None)
+    }
+
+    fn create_inner(
+        pd: &Arc<PdCore>,
+        init: &QpInitAttr<'_>,
+        user: Option<(user::UserSq, Option<user::UserRq>)>,
+    ) -> Result<Qp> {
         crate::kshim::verb::might_sleep();
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
@@ -360,8 +385,7 @@ impl Handle<QpCore> {
             init.qp_type,
             QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi
         ) || c.max_send_wr == 0
-            || c.max_send_wr > a.max_qp_wr
-            || c.max_recv_wr > a.max_qp_wr
+            || (user.is_none() && (c.max_send_wr > a.max_qp_wr || c.max_recv_wr > a.max_qp_wr))
             || (init.srq.is_none() && c.max_recv_wr == 0)
             || c.max_send_sge > a.max_send_sge
             || c.max_send_sge as usize > MAX_SGE
@@ -377,6 +401,10 @@ impl Handle<QpCore> {
         if init.qp_type == QpType::Gsi {
             dev.check_port(init.port_num)?;
         }
+        let (user_sq, user_rq) = match user {
+            Some((s, r)) => (Some(s), r),
+            None => (None, None),
+        };
         let sq = Ring::new(c.max_send_wr as usize)?;
         let rq = Ring::new(if init.srq.is_some() {
             0
@@ -427,10 +455,13 @@ impl Handle<QpCore> {
                 attr <- crate::new_spinlock_irq!(attr, "QpCore::attr"),
                 modify_lock <- new_mutex!((), "QpCore::modify_lock"),
                 sq <- crate::new_spinlock_irq!(
-                    SendQueue { ring: sq, started: 0, err: false },
+                    SendQueue { ring: sq, started: 0, err: false, user: user_sq },
                     "QpCore::sq"
                 ),
-                rq <- crate::new_spinlock_irq!(RecvQueue { ring: rq, err: false }, "QpCore::rq"),
+                rq <- crate::new_spinlock_irq!(
+                    RecvQueue { ring: rq, err: false, user: user_rq },
+                    "QpCore::rq"
+                ),
                 mcast <- new_mutex!(KVec::new(), "QpCore::mcast"),
                 ops <- Revocable::new(ops),
                 work <- new_work!("QpCore::work"),

@@ -30,6 +30,9 @@ impl QpCore {
             sq.started = 0;
             sq.err = false;
             if sq.ring.pop().is_none() {
+                if let Some(u) = sq.user.as_mut() {
+                    u.discard_taken();
+                }
                 break;
             }
         }

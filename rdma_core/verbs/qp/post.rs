@@ -57,7 +57,20 @@ impl QpCore {
         result
     }
 
-    fn fill_send(&self, w: &mut SendWqe, wr: &SendWr<'_>, _port: u32) -> Result {
+    fn fill_send(&self, w: &mut SendWqe, wr: &SendWr<'_>, port: u32) -> Result {
+        self.fill_send_from(w, wr, port, None)
+    }
+
+    /// Checks `wr` and fills `w` from it; `user_inline` is the inline data
+    /// of a user ring's entry, carried in the entry itself (`wr.sg` is
+    /// then empty).
+    pub(super) fn fill_send_from(
+        &self,
+        w: &mut SendWqe,
+        wr: &SendWr<'_>,
+        _port: u32,
+        user_inline: Option<&[u8]>,
+    ) -> Result {
         let op = wr.op.opcode();
         if !op.allowed_on(self.qp_type) || wr.flags.has_unknown() {
             return Err(EINVAL);
@@ -76,11 +89,17 @@ impl QpCore {
         if op == WrOpcode::BindMw && !caps.contains(DeviceCaps::MEM_WINDOW) {
             return Err(eopnotsupp());
         }
-        let inline = wr.flags.contains(SendFlags::INLINE) && op.gathers();
+        let inline = (user_inline.is_some() || wr.flags.contains(SendFlags::INLINE)) && op.gathers();
+        if user_inline.is_some() && !inline {
+            return Err(EINVAL);
+        }
         if !inline && (wr.sg.len() > self.cap.max_send_sge as usize || wr.sg.len() > MAX_SGE) {
             return Err(EINVAL);
         }
-        let length = crate::verbs::mr::sge_len(wr.sg)?;
+        let length = match user_inline {
+            Some(bytes) => u32::try_from(bytes.len()).map_err(|_| EINVAL)?,
+            None => crate::verbs::mr::sge_len(wr.sg)?,
+        };
         if (op.is_atomic() || op == WrOpcode::AtomicWrite) && length != 8 {
             return Err(EINVAL);
         }
@@ -136,14 +155,17 @@ impl QpCore {
                 return Err(EINVAL);
             }
             w.num_sge = 0;
-            crate::verbs::mr::gather(
-                self.device(),
-                &self.pd,
-                wr.sg,
-                0,
-                &mut w.inline_data[..length as usize],
-            )
-            .map_err(|_| EINVAL)?;
+            match user_inline {
+                Some(bytes) => w.inline_data[..bytes.len()].copy_from_slice(bytes),
+                None => crate::verbs::mr::gather(
+                    self.device(),
+                    &self.pd,
+                    wr.sg,
+                    0,
+                    &mut w.inline_data[..length as usize],
+                )
+                .map_err(|_| EINVAL)?,
+            }
         } else {
             w.num_sge = wr.sg.len();
             w.sge[..wr.sg.len()].copy_from_slice(wr.sg);

@@ -463,7 +463,7 @@ impl QpCore {
                 return false;
             }
             sq.started -= 1;
-            let wqe = sq.ring.pop();
+            let wqe = sq.pop();
             (wqe, sq.ring.len() == 0)
         };
         let Some(wqe) = wqe else { return false };
@@ -493,7 +493,7 @@ impl QpCore {
     /// Takes the next receive entry (from the SRQ if the QP has one), for a
     /// message that arrived. The provider owns it until it completes it with
     /// [`QpCore::complete_recv`]. Any context.
-    pub(crate) fn rq_take(&self) -> Option<RecvWqe> {
+    pub(crate) fn rq_take(self: &Arc<Self>) -> Option<RecvWqe> {
         if let Some(srq) = &self.srq {
             if matches!(self.state(), QpState::Err | QpState::Reset) {
                 return None;
@@ -504,6 +504,11 @@ impl QpCore {
         if rq.err {
             return None;
         }
+        if super::user::pump_rq(&mut rq, self.cap.max_recv_sge) {
+            drop(rq);
+            self.set_error();
+            return None;
+        }
         rq.ring.pop()
     }
 
@@ -512,7 +517,7 @@ impl QpCore {
     /// message is dropped and the entry waits for the next one); an SRQ's
     /// entry is taken all the same, to be completed with an error. Any
     /// context.
-    pub(crate) fn rq_take_for(&self, len: u64) -> RqTake {
+    pub(crate) fn rq_take_for(self: &Arc<Self>, len: u64) -> RqTake {
         if self.srq.is_some() {
             return match self.rq_take() {
                 Some(w) if u64::from(w.length) >= len => RqTake::Fits(w),
@@ -522,6 +527,11 @@ impl QpCore {
         }
         let mut rq = self.rq.lock();
         if rq.err {
+            return RqTake::Empty;
+        }
+        if super::user::pump_rq(&mut rq, self.cap.max_recv_sge) {
+            drop(rq);
+            self.set_error();
             return RqTake::Empty;
         }
         match rq.ring.get(0).map(|w| u64::from(w.length) >= len) {
@@ -608,13 +618,14 @@ impl QpCore {
             let wqe = {
                 let mut sq = self.sq.lock();
                 sq.started = 0;
-                sq.ring.pop()
+                sq.pop()
             };
             let Some(w) = wqe else { break };
             let opcode = w.opcode().wc_opcode();
             let wc = Wc::flushed(w.wr_id, w.cqe, opcode, self.qpn);
             let _ = self.send_cq.push_from_core(wc);
         }
+        self.flush_user_sq();
         if self.srq.is_some() {
             return;
         }
@@ -625,5 +636,6 @@ impl QpCore {
             let wc = Wc::flushed(w.wr_id, w.cqe, WcOpcode::Recv, self.qpn);
             let _ = self.recv_cq.push_from_core(wc);
         }
+        self.flush_user_rq();
     }
 }
