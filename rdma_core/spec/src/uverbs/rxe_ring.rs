@@ -28,6 +28,10 @@
 //! that hold garbage (which the decoders refuse) or fewer free CQ slots:
 //! it hurts the lying process only.
 //!
+//! The indexes the kernel publishes must be masked ones, as
+//! [`RingGeometry::next`] returns them: librxe stores its own indexes
+//! masked and tests emptiness by comparing the raw values.
+//!
 //! An entry is copied once out of the ring into a kernel buffer of the
 //! element size, and only that copy is decoded, so it cannot change
 //! between the checks and the use. [`decode_send_wqe`] and
