@@ -8,6 +8,8 @@
 //! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
 //! - [`cq`]: `CREATE_COMP_CHANNEL`, `CREATE_CQ` (legacy and extended),
 //!   `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
+//! - [`qp`]: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`,
+//!   `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`.
 //!
 //! Every other command of the table fails with `EOPNOTSUPP` (not built
 //! yet: Documentation/uverbs.rst). Every command but `GET_CONTEXT` needs a
@@ -27,6 +29,7 @@ use crate::file::{FileState, UFile};
 mod cq;
 mod device;
 mod pd_mr;
+mod qp;
 
 /// Runs the command of `req` on `file`, whose lock the caller holds.
 pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> Result {
@@ -43,6 +46,13 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::CreateCq | Cmd::ExCreateCq => cq::create_cq(file, ctx, req),
         Cmd::ReqNotifyCq => cq::req_notify_cq(&ctx.objects, req),
         Cmd::DestroyCq => cq::destroy_cq(file, ctx, req),
+        Cmd::CreateQp => qp::create_qp(file, ctx, req),
+        Cmd::ModifyQp => qp::modify_qp(ctx, req),
+        Cmd::QueryQp => qp::query_qp(ctx, req),
+        Cmd::DestroyQp => qp::destroy_qp(file, ctx, req),
+        Cmd::PostSend => qp::post_send(ctx, req),
+        Cmd::CreateAh => qp::create_ah(ctx, req),
+        Cmd::DestroyAh => qp::destroy_ah(ctx, req),
         Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),
         Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
         Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),

@@ -29,7 +29,7 @@ use rdma::kshim::pages::page_size;
 use rdma::verbs::uring::UserRing;
 
 use crate::event_file::EventQueue;
-use crate::objects::Objects;
+use crate::objects::{Obj, Objects};
 
 /// The first mmap offset handed out (offset 0 is never one).
 const MMAP_BASE: u64 = 1 << 12;
@@ -229,18 +229,37 @@ impl UFile {
     }
 
     /// A device event: port events go to the context's event file with the
-    /// port number as element, as in C; the device's fatal error too.
+    /// port number as element, as in C; the device's fatal error too; an
+    /// event of one of this file's QPs or CQs with the object's user
+    /// handle, counted for the object's destroy.
     pub(crate) fn device_event(&self, event: &Event) {
-        let element = match event.element {
-            Element::Port(p) => u64::from(p),
-            Element::Device => 0,
-            // Object events carry the object's user handle, which needs
-            // the user objects (not made by this file yet).
-            _ => return,
-        };
         let st = self.state.lock();
-        if let Some(ctx) = st.ctx.as_ref() {
-            ctx.async_events.push(element, event.kind as u32, None);
+        let Some(ctx) = st.ctx.as_ref() else {
+            return;
+        };
+        let kind = event.kind as u32;
+        match event.element {
+            Element::Port(p) => ctx.async_events.push(u64::from(p), kind, None),
+            Element::Device => ctx.async_events.push(0, kind, None),
+            Element::Qp(n) => {
+                let found = ctx.objects.iter().find_map(|o| match o {
+                    Obj::Qp(q) if q.qp.qpn() == n => Some((q.user_handle, &q.async_count)),
+                    _ => None,
+                });
+                if let Some((h, count)) = found {
+                    ctx.async_events.push(h, kind, Some(count));
+                }
+            }
+            Element::Cq(n) => {
+                let found = ctx.objects.iter().find_map(|o| match o {
+                    Obj::Cq(c) if c.cq.num() == n => Some((c.user_handle, &c.async_count)),
+                    _ => None,
+                });
+                if let Some((h, count)) = found {
+                    ctx.async_events.push(h, kind, Some(count));
+                }
+            }
+            _ => {}
         }
     }
 }

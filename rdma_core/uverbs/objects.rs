@@ -15,7 +15,8 @@ use kernel::error::code::EMFILE;
 use kernel::prelude::*;
 
 use kernel::sync::Arc;
-use rdma::prelude::{Cq, Mr, Pd};
+use rdma::prelude::{Cq, Mr, Pd, Qp};
+use rdma::verbs::ah::Ah;
 use rdma::verbs::uring::UserRing;
 
 use crate::event_file::{EventCount, EventQueue};
@@ -27,10 +28,21 @@ const MAX_OBJECTS: usize = 1 << 16;
 /// its completion events go to and the counts of its events read.
 pub(crate) struct UCq {
     pub(crate) cq: Cq,
+    pub(crate) user_handle: u64,
     pub(crate) ring: Arc<UserRing>,
     pub(crate) channel: Option<Arc<EventQueue>>,
     pub(crate) comp_count: Arc<EventCount>,
     pub(crate) async_count: Arc<EventCount>,
+}
+
+/// A QP of a file: the core's QP, its rings, the handle its asynchronous
+/// events carry and the count of those read.
+pub(crate) struct UQp {
+    pub(crate) qp: Qp,
+    pub(crate) user_handle: u64,
+    pub(crate) async_count: Arc<EventCount>,
+    pub(crate) sq_ring: Arc<UserRing>,
+    pub(crate) rq_ring: Option<Arc<UserRing>>,
 }
 
 /// An object of a file.
@@ -38,6 +50,8 @@ pub(crate) enum Obj {
     Pd(Pd),
     Mr(Mr),
     Cq(UCq),
+    Qp(UQp),
+    Ah(Ah),
 }
 
 impl Obj {
@@ -45,7 +59,7 @@ impl Obj {
     /// those of higher ranks).
     fn rank(&self) -> u8 {
         match self {
-            Obj::Mr(_) => 0,
+            Obj::Mr(_) | Obj::Qp(_) | Obj::Ah(_) => 0,
             Obj::Cq(_) => 1,
             Obj::Pd(_) => 2,
         }
@@ -101,6 +115,19 @@ impl Objects {
             Obj::Cq(cq) => Some(cq),
             _ => None,
         }
+    }
+
+    /// The QP of `handle`, if that handle is a QP.
+    pub(crate) fn qp(&self, handle: u32) -> Option<&UQp> {
+        match self.get(handle)? {
+            Obj::Qp(qp) => Some(qp),
+            _ => None,
+        }
+    }
+
+    /// Every object, for event lookups.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Obj> {
+        self.slots.iter().flatten()
     }
 
     /// Takes the object of `handle` out if `pick` says it is of the

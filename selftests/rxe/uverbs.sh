@@ -141,6 +141,52 @@ ktap_check "abi_channel" uverbs_user channel "$node"
 ktap_check "abi_cq" uverbs_user cq "$node"
 ktap_check "nothing_left" cmp -s "$tmpd/res0" "$res"
 
+# libibverbs' pingpongs, unchanged, between two of our devices, one in
+# each namespace: user CQs and QPs on rings shared with the kernel, the
+# POST_SEND doorbell, receives taken from the ring, completion events
+# (-e), every received buffer checked (-c).
+ktap_check "device_b" rxe_bind uvy veth_b rxeu1
+gid_of() { # dev ipv4-tail: the index of the port's IPv4 GID
+	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		case "$(cat "$g")" in *ffff:"$2") basename "$g" && return 0 ;; esac
+	done
+	return 1
+}
+pingpong() { # program args...
+	_pp=$1
+	shift
+	if ! ga=$(gid_of rxeu0 0a4f:0101) || ! gb=$(gid_of rxeu1 0a4f:0102); then
+		echo "no IPv4 GID"
+		return 1
+	fi
+	ip netns exec uvy "$_pp" -d rxeu1 -g "$gb" "$@" > "$tmpd/pp_srv" 2>&1 &
+	_srv=$!
+	_n=0
+	until ip netns exec uvx "$_pp" -d rxeu0 -g "$ga" "$@" 10.79.1.2 > "$tmpd/pp_cli" 2>&1; do
+		_n=$((_n + 1))
+		# The server may not listen yet; anything else is a failure.
+		if [ "$_n" -ge 50 ] || ! grep -q "Couldn't connect" "$tmpd/pp_cli"; then
+			kill "$_srv" 2>/dev/null
+			wait "$_srv"
+			sed 's/^/    # client: /' "$tmpd/pp_cli"
+			sed 's/^/    # server: /' "$tmpd/pp_srv"
+			return 1
+		fi
+		sleep 0.2
+	done
+	if ! wait "$_srv"; then
+		sed 's/^/    # server: /' "$tmpd/pp_srv"
+		return 1
+	fi
+	grep -q "bytes in" "$tmpd/pp_cli" && grep -q "bytes in" "$tmpd/pp_srv"
+}
+ktap_check "rc_pingpong" pingpong ibv_rc_pingpong -n 300 -s 4096 -c
+ktap_check "rc_pingpong_events" pingpong ibv_rc_pingpong -n 100 -s 100 -e -c
+ktap_check "uc_pingpong" pingpong ibv_uc_pingpong -n 100 -s 1024 -c
+ktap_check "ud_pingpong" pingpong ibv_ud_pingpong -n 100 -s 1024 -c
+ktap_check "nothing_left_pingpong" cmp -s "$tmpd/res0" "$res"
+ktap_check "device_b_removed" rxe_item_remove rxeu1
+
 # A file held open pins the module; the device removed under it
 # disassociates it: its commands fail with EIO, its objects are gone.
 device_gone() {

@@ -9,8 +9,8 @@
 //! call. Armed with `REQ_NOTIFY_CQ`, the CQ's next (or next solicited)
 //! completion queues one event on the CQ's channel.
 //!
-//! Not built: `RESIZE_CQ` (`EOPNOTSUPP`), the CQ's asynchronous events
-//! (overrun), and the extended creation flags, which rxe refuses too.
+//! Not built: `RESIZE_CQ` (`EOPNOTSUPP`) and the extended creation flags,
+//! which rxe refuses too.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -137,6 +137,7 @@ pub(super) fn create_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>
     let offset = file.offer_mmap(&ring)?;
     let ucq = UCq {
         cq,
+        user_handle: r.user_handle,
         ring: ring.clone(),
         channel,
         comp_count,
@@ -210,6 +211,7 @@ pub(super) fn destroy_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_
     };
     let UCq {
         cq,
+        user_handle,
         ring,
         channel,
         comp_count,
@@ -220,6 +222,7 @@ pub(super) fn destroy_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_
             cmd.cq_handle,
             Obj::Cq(UCq {
                 cq,
+                user_handle,
                 ring,
                 channel,
                 comp_count,

@@ -89,7 +89,8 @@ impl QpCore {
         if op == WrOpcode::BindMw && !caps.contains(DeviceCaps::MEM_WINDOW) {
             return Err(eopnotsupp());
         }
-        let inline = (user_inline.is_some() || wr.flags.contains(SendFlags::INLINE)) && op.gathers();
+        let inline =
+            (user_inline.is_some() || wr.flags.contains(SendFlags::INLINE)) && op.gathers();
         if user_inline.is_some() && !inline {
             return Err(EINVAL);
         }
