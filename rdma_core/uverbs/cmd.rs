@@ -10,6 +10,7 @@
 //!   `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
 //! - [`qp`]: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`,
 //!   `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`.
+//! - [`srq`]: `CREATE_SRQ`, `MODIFY_SRQ`, `QUERY_SRQ`, `DESTROY_SRQ`.
 //!
 //! Every other command of the table fails with `EOPNOTSUPP` (not built
 //! yet: Documentation/uverbs.rst). Every command but `GET_CONTEXT` needs a
@@ -30,6 +31,7 @@ mod cq;
 mod device;
 mod pd_mr;
 mod qp;
+mod srq;
 
 /// Runs the command of `req` on `file`, whose lock the caller holds.
 pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> Result {
@@ -53,6 +55,10 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::PostSend => qp::post_send(ctx, req),
         Cmd::CreateAh => qp::create_ah(ctx, req),
         Cmd::DestroyAh => qp::destroy_ah(ctx, req),
+        Cmd::CreateSrq => srq::create_srq(file, ctx, req),
+        Cmd::ModifySrq => srq::modify_srq(ctx, req),
+        Cmd::QuerySrq => srq::query_srq(ctx, req),
+        Cmd::DestroySrq => srq::destroy_srq(file, ctx, req),
         Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),
         Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
         Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),

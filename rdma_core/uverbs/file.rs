@@ -250,6 +250,15 @@ impl UFile {
                     ctx.async_events.push(h, kind, Some(count));
                 }
             }
+            Element::Srq(n) => {
+                let found = ctx.objects.iter().find_map(|o| match o {
+                    Obj::Srq(s) if s.srq.num() == n => Some((s.user_handle, &s.async_count)),
+                    _ => None,
+                });
+                if let Some((h, count)) = found {
+                    ctx.async_events.push(h, kind, Some(count));
+                }
+            }
             Element::Cq(n) => {
                 let found = ctx.objects.iter().find_map(|o| match o {
                     Obj::Cq(c) if c.cq.num() == n => Some((c.user_handle, &c.async_count)),

@@ -17,6 +17,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use rdma::prelude::{Cq, Mr, Pd, Qp};
 use rdma::verbs::ah::Ah;
+use rdma::verbs::srq::Srq;
 use rdma::verbs::uring::UserRing;
 
 use crate::event_file::{EventCount, EventQueue};
@@ -45,6 +46,14 @@ pub(crate) struct UQp {
     pub(crate) rq_ring: Option<Arc<UserRing>>,
 }
 
+/// An SRQ of a file.
+pub(crate) struct USrq {
+    pub(crate) srq: Srq,
+    pub(crate) user_handle: u64,
+    pub(crate) async_count: Arc<EventCount>,
+    pub(crate) ring: Arc<UserRing>,
+}
+
 /// An object of a file.
 pub(crate) enum Obj {
     Pd(Pd),
@@ -52,6 +61,7 @@ pub(crate) enum Obj {
     Cq(UCq),
     Qp(UQp),
     Ah(Ah),
+    Srq(USrq),
 }
 
 impl Obj {
@@ -60,7 +70,7 @@ impl Obj {
     fn rank(&self) -> u8 {
         match self {
             Obj::Mr(_) | Obj::Qp(_) | Obj::Ah(_) => 0,
-            Obj::Cq(_) => 1,
+            Obj::Cq(_) | Obj::Srq(_) => 1,
             Obj::Pd(_) => 2,
         }
     }
@@ -121,6 +131,14 @@ impl Objects {
     pub(crate) fn qp(&self, handle: u32) -> Option<&UQp> {
         match self.get(handle)? {
             Obj::Qp(qp) => Some(qp),
+            _ => None,
+        }
+    }
+
+    /// The SRQ of `handle`, if that handle is an SRQ.
+    pub(crate) fn srq(&self, handle: u32) -> Option<&USrq> {
+        match self.get(handle)? {
+            Obj::Srq(srq) => Some(srq),
             _ => None,
         }
     }

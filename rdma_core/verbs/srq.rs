@@ -7,6 +7,11 @@
 //! limit armed ([`SrqCore::modify`] with `limit`), the core raises
 //! `SrqLimitReached` once when the number of WQEs falls below it, and
 //! disarms, as the IBTA says.
+//!
+//! A user SRQ ([`Srq::create_user`]) takes its WQEs from a ring user space
+//! maps, pumped into the SRQ's queue when a QP looks for one, as a user
+//! QP's receive ring is (`qp/user.rs`); a bad entry is taken off the ring
+//! and ends the QP that met it.
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -19,6 +24,9 @@ use crate::kshim::sync::SpinLockIrq;
 use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table, UseCount};
+use crate::spec::uverbs::rxe_ring::RECV_WQE_DATA;
+use crate::verbs::qp::{Pumped, UserRq};
+use crate::verbs::uring::UserRing;
 use crate::verbs::wr::{RecvWqe, RecvWr, Ring, MAX_SGE};
 
 /// SRQ attributes (`struct ib_srq_attr`).
@@ -36,6 +44,8 @@ struct SrqState {
     ring: Ring<RecvWqe>,
     max_sge: u32,
     limit: u32,
+    /// A user SRQ's ring.
+    user: Option<UserRq>,
 }
 
 /// The core's shared receive queue.
@@ -69,6 +79,10 @@ impl SrqCore {
             return Err((0, ENODEV));
         }
         let mut st = self.state.lock();
+        if st.user.is_some() {
+            // User space posts through its ring.
+            return Err((0, EINVAL));
+        }
         let max_sge = st.max_sge;
         for (i, wr) in wrs.iter().enumerate() {
             let slot = st.ring.next_slot().map_err(|e| (i, e))?;
@@ -80,10 +94,27 @@ impl SrqCore {
 
     /// Takes the oldest WQE (for providers, when a message arrives for a QP
     /// of this SRQ). Raises `SrqLimitReached` when that crosses the limit.
-    pub(crate) fn take(&self) -> Option<RecvWqe> {
+    ///
+    /// For a user SRQ, a bad entry met in its ring is taken off it and its
+    /// `wr_id` returned as the error: the caller's QP completes it with an
+    /// error and goes to the error state.
+    pub(crate) fn take(&self) -> core::result::Result<Option<RecvWqe>, u64> {
         let (wqe, fire) = {
-            let mut st = self.state.lock();
-            let wqe = st.ring.pop()?;
+            let mut guard = self.state.lock();
+            let st: &mut SrqState = &mut guard;
+            let max_sge = st.max_sge;
+            if let Some(u) = st.user.as_mut() {
+                if st.ring.len() == 0 {
+                    if let Pumped::Bad = u.pump(&mut st.ring, max_sge) {
+                        if st.ring.len() == 0 {
+                            return Err(u.skip_bad());
+                        }
+                    }
+                }
+            }
+            let Some(wqe) = st.ring.pop() else {
+                return Ok(None);
+            };
             let fire = st.limit != 0 && (st.ring.len() as u32) < st.limit;
             if fire {
                 st.limit = 0;
@@ -96,7 +127,12 @@ impl SrqCore {
                 element: Element::Srq(self.life.num()),
             });
         }
-        Some(wqe)
+        Ok(Some(wqe))
+    }
+
+    /// The ring of a user SRQ, for mapping.
+    pub fn user_ring(&self) -> Option<Arc<UserRing>> {
+        self.state.lock().user.as_ref().map(|u| u.ring().clone())
     }
 
     /// The attributes (`ib_query_srq`); `srq_limit` is 0 once the limit
@@ -118,6 +154,10 @@ impl SrqCore {
         crate::kshim::verb::might_sleep();
         if self.life.is_released() {
             return Err(ENODEV);
+        }
+        if resize.is_some() && self.state.lock().user.is_some() {
+            // A user ring is resized by a new mapping: not built.
+            return Err(eopnotsupp());
         }
         let dev = self.pd.device();
         let mut fresh = match resize {
@@ -182,6 +222,17 @@ impl Handle<SrqCore> {
     /// Creates an SRQ on `pd` (`ib_create_srq`): `EINVAL` for sizes beyond
     /// the device's limits, `EOPNOTSUPP` if it has no SRQs. May sleep.
     pub fn create(pd: &Arc<PdCore>, attr: &SrqAttr) -> Result<Srq> {
+        Srq::create_inner(pd, attr, false)
+    }
+
+    /// Creates an SRQ whose WQEs come from a ring user space maps
+    /// ([`SrqCore::user_ring`]) in the layout of the rxe user ABI; its
+    /// `max_wr` is what the ring holds. May sleep.
+    pub fn create_user(pd: &Arc<PdCore>, attr: &SrqAttr) -> Result<Srq> {
+        Srq::create_inner(pd, attr, true)
+    }
+
+    fn create_inner(pd: &Arc<PdCore>, attr: &SrqAttr, user: bool) -> Result<Srq> {
         crate::kshim::verb::might_sleep();
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
@@ -198,7 +249,12 @@ impl Handle<SrqCore> {
         {
             return Err(EINVAL);
         }
-        let ring = Ring::new(attr.max_wr as usize)?;
+        let (ring, user) = if user {
+            let r = UserRing::new(attr.max_wr, RECV_WQE_DATA + attr.max_sge as usize * 16)?;
+            (Ring::new(r.capacity() as usize)?, Some(UserRq::new(r)?))
+        } else {
+            (Ring::new(attr.max_wr as usize)?, None)
+        };
         let pd_use = Use::take(pd)?;
         let num = dev.res.srq.reserve()?;
         let number = num.num();
@@ -206,6 +262,7 @@ impl Handle<SrqCore> {
             ring,
             max_sge: attr.max_sge,
             limit: attr.srq_limit,
+            user,
         };
         let core = Arc::pin_init(
             pin_init!(SrqCore {

@@ -153,19 +153,23 @@ gid_of() { # dev ipv4-tail: the index of the port's IPv4 GID
 	return 1
 }
 pingpong() { # program args...
-	_pp=$1
-	shift
+	pair_run -g "$@" || return 1
+	grep -q "bytes in" "$tmpd/pp_cli" && grep -q "bytes in" "$tmpd/pp_srv"
+}
+pair_run() { # gid-flag program args...: server in uvy, client in uvx
+	_gf=$1 _pp=$2
+	shift 2
 	if ! ga=$(gid_of rxeu0 0a4f:0101) || ! gb=$(gid_of rxeu1 0a4f:0102); then
 		echo "no IPv4 GID"
 		return 1
 	fi
-	ip netns exec uvy "$_pp" -d rxeu1 -g "$gb" "$@" > "$tmpd/pp_srv" 2>&1 &
+	ip netns exec uvy "$_pp" -d rxeu1 "$_gf" "$gb" "$@" > "$tmpd/pp_srv" 2>&1 &
 	_srv=$!
 	_n=0
-	until ip netns exec uvx "$_pp" -d rxeu0 -g "$ga" "$@" 10.79.1.2 > "$tmpd/pp_cli" 2>&1; do
+	until ip netns exec uvx "$_pp" -d rxeu0 "$_gf" "$ga" "$@" 10.79.1.2 > "$tmpd/pp_cli" 2>&1; do
 		_n=$((_n + 1))
 		# The server may not listen yet; anything else is a failure.
-		if [ "$_n" -ge 50 ] || ! grep -q "Couldn't connect" "$tmpd/pp_cli"; then
+		if [ "$_n" -ge 50 ] || ! grep -Eq "Couldn't connect|Unable to open file descriptor" "$tmpd/pp_cli"; then
 			kill "$_srv" 2>/dev/null
 			wait "$_srv"
 			sed 's/^/    # client: /' "$tmpd/pp_cli"
@@ -178,12 +182,26 @@ pingpong() { # program args...
 		sed 's/^/    # server: /' "$tmpd/pp_srv"
 		return 1
 	fi
-	grep -q "bytes in" "$tmpd/pp_cli" && grep -q "bytes in" "$tmpd/pp_srv"
+}
+# perftest: both sides exit 0 and the client reports a figure.
+perftest() { # program args...
+	pair_run -x "$@" -F || return 1
+	# "#bytes #iterations BW peak, average, message rate" (or latencies):
+	# a row of numbers whose average (or rate: 8-byte atomics round to
+	# 0.00 MB/s) is not zero.
+	awk '$1 ~ /^[0-9]+$/ && NF >= 5 && ($4 + 0 > 0 || $5 + 0 > 0) { ok = 1 } END { exit !ok }' "$tmpd/pp_cli" ||
+		{ sed 's/^/    # client: /' "$tmpd/pp_cli"; return 1; }
 }
 ktap_check "rc_pingpong" pingpong ibv_rc_pingpong -n 300 -s 4096 -c
 ktap_check "rc_pingpong_events" pingpong ibv_rc_pingpong -n 100 -s 100 -e -c
 ktap_check "uc_pingpong" pingpong ibv_uc_pingpong -n 100 -s 1024 -c
 ktap_check "ud_pingpong" pingpong ibv_ud_pingpong -n 100 -s 1024 -c
+ktap_check "srq_pingpong" pingpong ibv_srq_pingpong -n 50 -q 4 -r 32 -s 1024 -c
+ktap_check "ib_write_bw" perftest ib_write_bw -n 200 -s 65536
+ktap_check "ib_read_bw" perftest ib_read_bw -n 200 -s 65536
+ktap_check "ib_send_bw" perftest ib_send_bw -n 200 -s 65536
+ktap_check "ib_atomic_bw" perftest ib_atomic_bw -n 200
+ktap_check "ib_send_lat" perftest ib_send_lat -n 200 -s 64
 ktap_check "nothing_left_pingpong" cmp -s "$tmpd/res0" "$res"
 ktap_check "device_b_removed" rxe_item_remove rxeu1
 

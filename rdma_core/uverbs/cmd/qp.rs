@@ -18,7 +18,7 @@
 //! response (`rxe_create_ah_resp.ah_num`, never zero), which only finds
 //! AHs of the QP's own PD.
 //!
-//! Not built: the extended `CREATE_QP`, SRQs, memory windows, multicast.
+//! Not built: the extended `CREATE_QP`, memory windows, multicast.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -60,11 +60,12 @@ pub(super) fn create_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>
         4 => QpType::Ud,
         _ => return Err(EINVAL),
     };
-    if cmd.is_srq != 0 {
-        // SRQs are not built: no handle can name one.
-        return Err(EINVAL);
-    }
     let objs = &ctx.objects;
+    let srq = if cmd.is_srq != 0 {
+        Some(objs.srq(cmd.srq_handle).ok_or(EINVAL)?.srq.core())
+    } else {
+        None
+    };
     let pd = objs.pd(cmd.pd_handle).ok_or(EINVAL)?;
     let send_cq = objs.cq(cmd.send_cq_handle).ok_or(EINVAL)?;
     let recv_cq = objs.cq(cmd.recv_cq_handle).ok_or(EINVAL)?;
@@ -72,7 +73,7 @@ pub(super) fn create_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>
         qp_type,
         send_cq: send_cq.cq.core(),
         recv_cq: recv_cq.cq.core(),
-        srq: None,
+        srq,
         cap: QpCap {
             max_send_wr: cmd.max_send_wr,
             max_recv_wr: cmd.max_recv_wr,

@@ -498,7 +498,19 @@ impl QpCore {
             if matches!(self.state(), QpState::Err | QpState::Reset) {
                 return None;
             }
-            return srq.take();
+            return match srq.take() {
+                Ok(w) => w,
+                Err(wr_id) => {
+                    // A bad entry of a user SRQ's ring ends this QP.
+                    let wc = Wc {
+                        status: WcStatus::LocQpOpErr,
+                        ..Wc::flushed(wr_id, None, WcOpcode::Recv, self.qpn)
+                    };
+                    let _ = self.recv_cq.push(wc, false);
+                    self.set_error();
+                    None
+                }
+            };
         }
         let mut rq = self.rq.lock();
         if rq.err {

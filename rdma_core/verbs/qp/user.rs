@@ -52,7 +52,9 @@ use crate::verbs::pd::PdCore;
 use crate::verbs::qp::{Qp, QpCore, QpInitAttr, RecvQueue, SendQueue};
 use crate::verbs::uring::UserRing;
 use crate::verbs::wc::Wc;
-use crate::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest, MAX_INLINE, MAX_SGE};
+use crate::verbs::wr::{
+    FlushType, RecvWqe, RecvWr, Ring, SendOp, SendWr, UdDest, MAX_INLINE, MAX_SGE,
+};
 
 /// The size of an SGE in a ring entry (`struct rxe_sge`).
 const SGE_SIZE: usize = 16;
@@ -166,12 +168,7 @@ impl crate::verbs::object::Handle<QpCore> {
             bad: false,
         };
         let user_rq = match rq {
-            Some(ring) => Some(UserRq {
-                scratch: scratch(ring.elem_size())?,
-                ring,
-                cons: 0,
-                bad: false,
-            }),
+            Some(ring) => Some(UserRq::new(ring)?),
             None => None,
         };
         let init = QpInitAttr { cap, ..*init };
@@ -383,57 +380,95 @@ impl QpCore {
     }
 }
 
-/// Moves new entries of a user receive ring into the receive queue, as
-/// many as it takes. True if an entry was bad: the caller, with the lock
-/// released, moves the QP to the error state (whose flush reports it).
-pub(super) fn pump_rq(rq: &mut RecvQueue, max_sge: u32) -> bool {
-    let RecvQueue { ring, user, .. } = rq;
-    let Some(u) = user.as_mut() else {
-        return false;
-    };
-    let limit = u.ring.capacity();
-    for _ in 0..limit {
-        let prod = u.ring.producer();
-        if u.ring.count(prod, u.cons) == 0 {
-            break;
+/// What [`UserRq::pump`] found in the ring.
+pub(crate) enum Pumped {
+    /// As many entries as the queue takes (or the ring held) were moved.
+    Done,
+    /// The entry at the consumer index is bad (left there, `bad` set).
+    Bad,
+}
+
+impl UserRq {
+    /// The kernel's side of a receive ring (a QP's or an SRQ's).
+    pub(crate) fn new(ring: Arc<UserRing>) -> Result<UserRq> {
+        Ok(UserRq {
+            scratch: scratch(ring.elem_size())?,
+            ring,
+            cons: 0,
+            bad: false,
+        })
+    }
+
+    /// The ring, for mapping.
+    pub(crate) fn ring(&self) -> &Arc<UserRing> {
+        &self.ring
+    }
+
+    /// Moves new entries of the ring into `queue`, as many as it takes,
+    /// each checked as `post_recv` checks a request of `max_sge` SGEs.
+    pub(crate) fn pump(&mut self, queue: &mut Ring<RecvWqe>, max_sge: u32) -> Pumped {
+        let limit = self.ring.capacity();
+        for _ in 0..limit {
+            let prod = self.ring.producer();
+            if self.ring.count(prod, self.cons) == 0 {
+                break;
+            }
+            let Ok(slot) = queue.next_slot() else { break };
+            if self.fill_one(slot, max_sge).is_err() {
+                self.bad = true;
+                return Pumped::Bad;
+            }
+            queue.commit();
+            self.cons = self.cons.wrapping_add(1);
+            self.ring.publish_consumer(self.cons);
         }
-        let Ok(slot) = ring.next_slot() else { break };
-        if u.ring.read_slot(u.cons, &mut u.scratch).is_err() {
-            u.bad = true;
-            return true;
+        Pumped::Done
+    }
+
+    /// Copies, decodes and checks the entry at the consumer index.
+    fn fill_one(&mut self, slot: &mut RecvWqe, max_sge: u32) -> Result {
+        self.ring.read_slot(self.cons, &mut self.scratch)?;
+        let w = decode_recv_wqe(&self.scratch, max_sge).map_err(|_| EINVAL)?;
+        if w.sges.len() > MAX_SGE {
+            return Err(EINVAL);
         }
         let mut sges = [Sge::default(); MAX_SGE];
-        let n = match decode_recv_wqe(&u.scratch, max_sge) {
-            Ok(w) if w.sges.len() <= MAX_SGE => {
-                for (d, s) in sges.iter_mut().zip(w.sges.iter()) {
-                    *d = Sge {
-                        addr: s.addr,
-                        length: s.length,
-                        lkey: s.lkey,
-                    };
-                }
-                Some((w.wr_id, w.sges.len()))
-            }
-            _ => None,
-        };
-        let Some((wr_id, n)) = n else {
-            u.bad = true;
-            return true;
-        };
-        let wr = RecvWr {
-            wr_id,
-            cqe: None,
-            sg: &sges[..n],
-        };
-        if slot.fill(&wr, max_sge).is_err() {
-            u.bad = true;
-            return true;
+        for (d, s) in sges.iter_mut().zip(w.sges.iter()) {
+            *d = Sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            };
         }
-        ring.commit();
-        u.cons = u.cons.wrapping_add(1);
-        u.ring.publish_consumer(u.cons);
+        let wr = RecvWr {
+            wr_id: w.wr_id,
+            cqe: None,
+            sg: &sges[..w.sges.len()],
+        };
+        slot.fill(&wr, max_sge)
     }
-    false
+
+    /// Takes the bad entry at the consumer index off the ring (an SRQ's,
+    /// which the QP that met it completes) and returns its `wr_id`.
+    pub(crate) fn skip_bad(&mut self) -> u64 {
+        let mut head = [0u8; 8];
+        let _ = self.ring.read_slot(self.cons, &mut head);
+        self.bad = false;
+        self.cons = self.cons.wrapping_add(1);
+        self.ring.publish_consumer(self.cons);
+        u64::from_le_bytes(head)
+    }
+}
+
+/// Moves new entries of a QP's user receive ring into its receive queue.
+/// True if an entry was bad: the caller, with the lock released, moves the
+/// QP to the error state (whose flush reports it).
+pub(super) fn pump_rq(rq: &mut RecvQueue, max_sge: u32) -> bool {
+    let RecvQueue { ring, user, .. } = rq;
+    match user.as_mut() {
+        Some(u) => matches!(u.pump(ring, max_sge), Pumped::Bad),
+        None => false,
+    }
 }
 
 /// The core's operation for a decoded user one. Immediate data comes as
