@@ -143,8 +143,12 @@ path2_state() {
 back_reconnect() {
 	p2=$(paths | grep 10.80.2.2) || return 1
 	echo off > "$rxe_cfs/rtd/fault" && reachable 10.80.2.2 || return 1
-	echo 1 > "$sess/paths/$p2/reconnect" 2> /dev/null
-	for _ in $(seq 30); do
+	# A write to reconnect runs one attempt at once and waits for it; one
+	# that fails (as the first after the blackhole may) leaves the next to
+	# the client's 30 s reconnect delay, so the write is repeated, every
+	# 5 s, up to 60 s.
+	for i in $(seq 60); do
+		[ $((i % 5)) = 1 ] && echo 1 > "$sess/paths/$p2/reconnect" 2> /dev/null
 		[ "$(cat "$sess/paths/$p2/state")" = connected ] && break
 		sleep 1
 	done
