@@ -72,9 +72,9 @@ blocks=512
 # Writes and reads back $blocks blocks of a fresh pattern (at offset $1 MiB
 # of the server's 16 MiB), direct; the bytes must match.
 verified_io() { # MiB
-	dd if=/dev/urandom of="$tmpd/pattern" bs=4096 count=$blocks 2> /dev/null &&
-		dd if="$tmpd/pattern" of=/dev/rnbd0 bs=4096 count=$blocks seek=$(($1 * 256)) oflag=direct 2> /dev/null &&
-		dd if=/dev/rnbd0 of="$tmpd/back" bs=4096 count=$blocks skip=$(($1 * 256)) iflag=direct 2> /dev/null &&
+	dd if=/dev/urandom of="$tmpd/pattern" bs=4096 count="$blocks" 2> /dev/null &&
+		dd if="$tmpd/pattern" of=/dev/rnbd0 bs=4096 count="$blocks" seek=$(($1 * 256)) oflag=direct 2> /dev/null &&
+		dd if=/dev/rnbd0 of="$tmpd/back" bs=4096 count="$blocks" skip=$(($1 * 256)) iflag=direct 2> /dev/null &&
 		cmp "$tmpd/pattern" "$tmpd/back"
 }
 
@@ -104,8 +104,8 @@ both_paths_used() {
 # carries on.
 blackhole_failover() {
 	p2=$(paths | grep 10.80.2.2) || return 1
-	dd if=/dev/urandom of="$tmpd/pattern2" bs=4096 count=$blocks 2> /dev/null || return 1
-	dd if="$tmpd/pattern2" of=/dev/rnbd0 bs=4096 count=$blocks seek=2048 oflag=direct 2> "$tmpd/dd.err" &
+	dd if=/dev/urandom of="$tmpd/pattern2" bs=4096 count="$blocks" 2> /dev/null || return 1
+	dd if="$tmpd/pattern2" of=/dev/rnbd0 bs=4096 count="$blocks" seek=2048 oflag=direct 2> "$tmpd/dd.err" &
 	ddp=$!
 	sleep 1
 	# The write must still be in flight when the path goes black.
@@ -118,7 +118,7 @@ blackhole_failover() {
 	done
 	st=$(cat "$sess/paths/$p2/state")
 	[ "$st" != connected ] || { echo "$p2 still $st"; return 1; }
-	dd if=/dev/rnbd0 of="$tmpd/back2" bs=4096 count=$blocks skip=2048 iflag=direct 2> /dev/null &&
+	dd if=/dev/rnbd0 of="$tmpd/back2" bs=4096 count="$blocks" skip=2048 iflag=direct 2> /dev/null &&
 		cmp "$tmpd/pattern2" "$tmpd/back2" || return 1
 	if dmesg | grep -E "I/O error|rnbd.*failed"; then return 1; fi
 }
