@@ -696,6 +696,11 @@ fn next_permutation(a: &mut [u8]) -> bool {
 /// clients (each registered before it is unregistered: 2520 orders) gives
 /// exactly the callbacks of the model: `add` for each pair while both are
 /// registered, clients in registration order; `remove` in reverse.
+///
+/// The two clients are the same to the core (one name, no data of their
+/// own but the index their log codes carry), so an order and its mirror
+/// with the clients' roles swapped make the same calls: only the 1260
+/// orders that register client 0 first run, each order of calls once.
 fn hotplug_in_every_order() -> Result {
     // Operations: 0/1 register/unregister device A, 2/3 device B, 4/5 client
     // 0, 6/7 client 1.
@@ -712,7 +717,7 @@ fn hotplug_in_every_order() -> Result {
             let r = ops.iter().position(|o| *o == 2 * k);
             let u = ops.iter().position(|o| *o == 2 * k + 1);
             r < u
-        });
+        }) && ops.iter().position(|o| *o == 4) < ops.iter().position(|o| *o == 6);
         if valid {
             orders += 1;
             // The model: registration order of live devices and clients.
@@ -782,7 +787,7 @@ fn hotplug_in_every_order() -> Result {
             break;
         }
     }
-    check(orders == 2520, "all 2520 orders ran")
+    check(orders == 1260, "all 1260 orders ran")
 }
 
 const CASES: &[FnCase<()>] = &[

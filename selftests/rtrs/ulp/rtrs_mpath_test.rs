@@ -14,7 +14,7 @@
 //! (the client fails the path on heartbeats alone) and one that answers.
 //!
 //! Then it leaves a load running until it is unloaded: rounds of 32 writes
-//! of 4 KiB in flight, read back and compared; every second round it logs
+//! of 4 KiB in flight, read back and compared; after every round it logs
 //! `rtrs mpath: R rounds, E IO errors, M mismatches, F failovers, up U`.
 //! `mpath.sh` takes a link down and up under it, reloads the server,
 //! removes a device, and unloads this module (closing the session under
@@ -225,8 +225,14 @@ fn min_inflight(c: &mut Ctx) -> Result {
 
 fn min_latency(c: &mut Ctx) -> Result {
     let l = c.load()?;
-    // The heartbeats (every 5 s) measure both paths' latency first.
-    rdma::kshim::time::msleep(11000);
+    // The heartbeats (every 5 s) measure both paths' latency first: the
+    // first acknowledged heartbeat of each path, within two periods.
+    let measured = || {
+        l.sess
+            .paths()
+            .is_ok_and(|ps| ps.iter().all(|p| p.latency_ns() > 0))
+    };
+    let _ = wait_for(11, measured);
     let lat: KVec<u64> = {
         let mut v = KVec::new();
         for p in l.sess.paths()?.iter() {
@@ -471,10 +477,8 @@ impl Load {
                     rdma::kshim::time::msleep(200);
                 }
             }
-            let r = self.rounds.fetch_add(1, Ordering::Relaxed) + 1;
-            if r % 2 == 0 {
-                self.report();
-            }
+            self.rounds.fetch_add(1, Ordering::Relaxed);
+            self.report();
         }
         self.report();
         *self.done.lock() = true;
