@@ -48,7 +48,7 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::CreateCq | Cmd::ExCreateCq => cq::create_cq(file, ctx, req),
         Cmd::ReqNotifyCq => cq::req_notify_cq(&ctx.objects, req),
         Cmd::DestroyCq => cq::destroy_cq(file, ctx, req),
-        Cmd::CreateQp => qp::create_qp(file, ctx, req),
+        Cmd::CreateQp | Cmd::ExCreateQp => qp::create_qp(file, ctx, req),
         Cmd::ModifyQp => qp::modify_qp(ctx, req),
         Cmd::QueryQp => qp::query_qp(ctx, req),
         Cmd::DestroyQp => qp::destroy_qp(file, ctx, req),

@@ -194,6 +194,8 @@ perftest() { # program args...
 }
 ktap_check "rc_pingpong" pingpong ibv_rc_pingpong -n 300 -s 4096 -c
 ktap_check "rc_pingpong_events" pingpong ibv_rc_pingpong -n 100 -s 100 -e -c
+# The ibv_wr_* API (-N): the extended CREATE_QP.
+ktap_check "rc_pingpong_wr_api" pingpong ibv_rc_pingpong -n 100 -s 4096 -N -c
 ktap_check "uc_pingpong" pingpong ibv_uc_pingpong -n 100 -s 1024 -c
 ktap_check "ud_pingpong" pingpong ibv_ud_pingpong -n 100 -s 1024 -c
 ktap_check "srq_pingpong" pingpong ibv_srq_pingpong -n 50 -q 4 -r 32 -s 1024 -c

@@ -551,7 +551,7 @@ fn hostile_extended_framing() {
         assert_eq!(declared_len(&good[..n]), Err(e));
     }
     // Extended commands not implemented.
-    for n in [cmd::CREATE_QP, cmd::MODIFY_QP, 50, 0] {
+    for n in [cmd::QUERY_QP, cmd::MODIFY_QP, 50, 0] {
         let e = err(&extended(n, &core, &[], 0x1000, 38, 0));
         assert_eq!(
             e,

@@ -100,6 +100,8 @@ fn all() -> Vec<Layout> {
         Wc,
         CreateQp,
         CreateQpResp,
+        ExCreateQp,
+        ExCreateQpResp,
         QpDest,
         QueryQp,
         QueryQpResp,
@@ -158,6 +160,7 @@ const SIZES: &[(&str, usize)] = &[
     ("ib_uverbs_req_notify_cq", 8), ("ib_uverbs_destroy_cq", 16),
     ("ib_uverbs_destroy_cq_resp", 8), ("ib_uverbs_wc", 48),
     ("ib_uverbs_create_qp", 56), ("ib_uverbs_create_qp_resp", 32),
+    ("ib_uverbs_ex_create_qp", 64), ("ib_uverbs_ex_create_qp_resp", 40),
     ("ib_uverbs_qp_dest", 32), ("ib_uverbs_query_qp", 16), ("ib_uverbs_query_qp_resp", 128),
     ("ib_uverbs_modify_qp", 112), ("ib_uverbs_destroy_qp", 16),
     ("ib_uverbs_destroy_qp_resp", 4), ("ib_uverbs_post_send", 24),
@@ -465,5 +468,5 @@ fn table_sizes_are_the_structures() {
     assert_eq!(find(cmd::MODIFY_SRQ).req_size, 16);
     assert!(find(cmd::MODIFY_SRQ).has_udata && !find(cmd::MODIFY_SRQ).has_resp);
     assert_eq!(WRITE_CMDS.len(), 27);
-    assert_eq!(WRITE_EX_CMDS.len(), 2);
+    assert_eq!(WRITE_EX_CMDS.len(), 3);
 }

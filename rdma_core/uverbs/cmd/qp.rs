@@ -18,7 +18,12 @@
 //! response (`rxe_create_ah_resp.ah_num`, never zero), which only finds
 //! AHs of the QP's own PD.
 //!
-//! Not built: the extended `CREATE_QP`, memory windows, multicast.
+//! `CREATE_QP` comes in its legacy and extended forms (`ibv_create_qp_ex`,
+//! for the `ibv_wr_*` API: librxe writes the same entries to the ring);
+//! the extended one's creation flags and indirection tables are refused
+//! (`EOPNOTSUPP`), as rxe refuses them.
+//!
+//! Not built: memory windows, multicast.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -28,13 +33,16 @@ use rdma::prelude::{Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType};
 use rdma::spec::attr::{Gid, Mtu};
 use rdma::spec::opcodes::Access;
 use rdma::spec::qp_state::AttrMask;
+use rdma::kshim::errno::eopnotsupp;
+use rdma::spec::uverbs::cmd::Cmd;
 use rdma::spec::uverbs::qp::{
-    CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, ModifyQp, PostSend, PostSendResp, QpDest,
-    QueryQp, QueryQpResp,
+    CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, ExCreateQp, ExCreateQpResp, ModifyQp,
+    PostSend, PostSendResp, QpDest, QueryQp, QueryQpResp, EX_CREATE_QP_CREATE_FLAGS,
+    EX_CREATE_QP_IND_TABLE,
 };
 use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateAhResp, RxeCreateQpResp};
 use rdma::spec::uverbs::srq_ah::{AhAttr as UAhAttr, CreateAh, CreateAhResp, DestroyAh};
-use rdma::spec::uverbs::Request;
+use rdma::spec::uverbs::{Request, Wire};
 use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
 use rdma::verbs::uring::UserRing;
 
@@ -51,8 +59,40 @@ fn mminfo(file: &UFile, ring: &Arc<UserRing>) -> Result<Mminfo> {
     })
 }
 
+/// `CREATE_QP` in either form, as the legacy request reads.
+fn create_request(req: &Request<'_>) -> Result<CreateQp> {
+    if req.spec.cmd != Cmd::ExCreateQp {
+        return core(req);
+    }
+    let ex: ExCreateQp = core(req)?;
+    if ex.comp_mask & !(EX_CREATE_QP_IND_TABLE | EX_CREATE_QP_CREATE_FLAGS) != 0 {
+        return Err(EINVAL);
+    }
+    // No receive work queues, no creation flags (rxe takes none).
+    if ex.comp_mask & EX_CREATE_QP_IND_TABLE != 0 || ex.create_flags != 0 {
+        return Err(eopnotsupp());
+    }
+    Ok(CreateQp {
+        response: 0,
+        user_handle: ex.user_handle,
+        pd_handle: ex.pd_handle,
+        send_cq_handle: ex.send_cq_handle,
+        recv_cq_handle: ex.recv_cq_handle,
+        srq_handle: ex.srq_handle,
+        max_send_wr: ex.max_send_wr,
+        max_recv_wr: ex.max_recv_wr,
+        max_send_sge: ex.max_send_sge,
+        max_recv_sge: ex.max_recv_sge,
+        max_inline_data: ex.max_inline_data,
+        sq_sig_all: ex.sq_sig_all,
+        qp_type: ex.qp_type,
+        is_srq: ex.is_srq,
+        reserved: 0,
+    })
+}
+
 pub(super) fn create_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {
-    let cmd: CreateQp = core(req)?;
+    let cmd = create_request(req)?;
     need_driver_out::<RxeCreateQpResp>(req)?;
     let qp_type = match cmd.qp_type {
         2 => QpType::Rc,
@@ -102,19 +142,29 @@ pub(super) fn create_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>
             Some(r) => mminfo(file, r)?,
             None => Mminfo::default(),
         };
-        respond(
-            req,
-            &CreateQpResp {
-                qp_handle: handle,
-                qpn,
-                max_send_wr: cap.max_send_wr,
-                max_recv_wr: cap.max_recv_wr,
-                max_send_sge: cap.max_send_sge,
-                max_recv_sge: cap.max_recv_sge,
-                max_inline_data: cap.max_inline_data,
-                reserved: 0,
-            },
-        )?;
+        let base = CreateQpResp {
+            qp_handle: handle,
+            qpn,
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            reserved: 0,
+        };
+        if req.spec.cmd == Cmd::ExCreateQp {
+            let len = req.core_out.map_or(0, |o| o.len.min(ExCreateQpResp::SIZE));
+            respond(
+                req,
+                &ExCreateQpResp {
+                    base,
+                    comp_mask: 0,
+                    response_length: len as u32,
+                },
+            )?;
+        } else {
+            respond(req, &base)?;
+        }
         respond_driver(req, &RxeCreateQpResp { rq_mi, sq_mi })
     })();
     if let Err(e) = answered {

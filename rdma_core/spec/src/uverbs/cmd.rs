@@ -22,8 +22,8 @@ use super::pd_mr::{
     AllocMw, AllocMwResp, AllocPd, AllocPdResp, DeallocMw, DeallocPd, DeregMr, RegMr, RegMrResp,
 };
 use super::qp::{
-    AttachMcast, CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, DetachMcast, ModifyQp, PostSend,
-    PostSendResp, QueryQp, QueryQpResp,
+    AttachMcast, CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, DetachMcast, ExCreateQpResp,
+    ModifyQp, PostSend, PostSendResp, QueryQp, QueryQpResp, EX_CREATE_QP_MIN,
 };
 use super::srq_ah::{
     CreateAh, CreateAhResp, CreateSrq, CreateSrqResp, DestroyAh, DestroySrq, DestroySrqResp,
@@ -182,6 +182,8 @@ pub enum Cmd {
     ExQueryDevice,
     /// Extended [`CREATE_CQ`].
     ExCreateCq,
+    /// Extended [`CREATE_QP`].
+    ExCreateQp,
 }
 
 /// What the framing checks a command against.
@@ -307,6 +309,12 @@ pub const WRITE_EX_CMDS: &[CmdSpec] = &[
         CREATE_CQ,
         ExCreateCq::SIZE,
         ExCreateCqResp::SIZE,
+    ),
+    ex_io(
+        Cmd::ExCreateQp,
+        CREATE_QP,
+        EX_CREATE_QP_MIN,
+        ExCreateQpResp::SIZE,
     ),
 ];
 

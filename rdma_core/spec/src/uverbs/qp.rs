@@ -44,6 +44,54 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// Extended `CREATE_QP` request (`ibv_create_qp_ex`); driver data
+    /// follows.
+    pub struct ExCreateQp = "ib_uverbs_ex_create_qp" {
+        /// Returned in asynchronous events.
+        user_handle: u64,
+        pd_handle: u32,
+        send_cq_handle: u32,
+        recv_cq_handle: u32,
+        srq_handle: u32,
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_send_sge: u32,
+        max_recv_sge: u32,
+        max_inline_data: u32,
+        sq_sig_all: u8,
+        /// The verbs QP type (`IB_QPT_*`).
+        qp_type: u8,
+        /// Non-zero: `srq_handle` is valid.
+        is_srq: u8,
+        reserved: u8,
+        /// [`EX_CREATE_QP_IND_TABLE`] and kin.
+        comp_mask: u32,
+        /// `IB_UVERBS_QP_CREATE_*`.
+        create_flags: u32,
+        rwq_ind_tbl_handle: u32,
+        source_qpn: u32,
+    }
+}
+
+/// [`ExCreateQp::comp_mask`]: `rwq_ind_tbl_handle` is valid.
+pub const EX_CREATE_QP_IND_TABLE: u32 = 1 << 0;
+/// [`ExCreateQp::comp_mask`]: `create_flags` is valid.
+pub const EX_CREATE_QP_CREATE_FLAGS: u32 = 1 << 1;
+
+/// The least extended `CREATE_QP` request: the C core takes one through
+/// `comp_mask` (52 bytes), which the framing's 8-byte words round to 56.
+pub const EX_CREATE_QP_MIN: usize = 56;
+
+wire_struct! {
+    /// Extended `CREATE_QP` response; driver data follows.
+    pub struct ExCreateQpResp = "ib_uverbs_ex_create_qp_resp" {
+        base: CreateQpResp,
+        comp_mask: u32,
+        response_length: u32,
+    }
+}
+
+wire_struct! {
     /// A path in `QUERY_QP` and `MODIFY_QP` (primary and alternate).
     pub struct QpDest = "ib_uverbs_qp_dest" {
         dgid: [u8; 16],
