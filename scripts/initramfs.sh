@@ -104,7 +104,7 @@ gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/peer_user" \
 gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/chardev_user" \
 	"$RDMA_RS_TOP/selftests/foundation/chardev_user.c"
 # The hand-written uverbs commands of selftests/rxe/uverbs.sh.
-gcc -static -O2 -Wall -Werror -o "$root/usr/bin/uverbs_user" \
+gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/uverbs_user" \
 	"$RDMA_RS_TOP/selftests/rxe/uverbs_user.c"
 # The user-space side of the netlink endpoint test (selftests/foundation).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \

@@ -2,9 +2,10 @@
 # rdma_rs_uverbs: unchanged libibverbs (rdma-core 44) finds and queries our
 # rxe through /dev/infiniband/uverbsN and sysfs, with the kernel's C stack
 # absent and kept from autoloading; the write() ABI answers malformed and
-# hostile use with errnos and leaks nothing (uverbs_user); a device removed
-# under open files, the module pinned by them, and the C stack's
-# ib_uverbs keeping ours out.
+# hostile use with errnos and leaks nothing, and wild entries and indexes
+# on the rings of user QPs end only the QP they belong to (uverbs_user); a
+# device removed under open files, the module pinned by them, and the C
+# stack's ib_uverbs keeping ours out.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -139,6 +140,19 @@ ktap_check "abi_handles" uverbs_user handles "$node"
 ktap_check "abi_events" uverbs_user events "$node"
 ktap_check "abi_channel" uverbs_user channel "$node"
 ktap_check "abi_cq" uverbs_user cq "$node"
+# Wild send entries (bad opcode, flag, num_sge, inline length, SGE sum,
+# AH numbers), each on a fresh UD QP: ERR, LOC_QP_OP_ERR then flushes, in
+# order; another QP and another file's QP keep working.
+ktap_check "ring_wild_send" uverbs_user wild_send "$node"
+# Producer indexes far ahead, behind, 0xffffffff: a bounded pass, exactly
+# the masked count of completions, on that QP only.
+ktap_check "ring_wild_index" uverbs_user wild_index "$node"
+# A bad receive entry on an RC QP connected to itself, found by its own
+# SEND: ERR, LOC_QP_OP_ERR for it, flushes for the rest.
+ktap_check "ring_bad_recv" uverbs_user bad_recv "$node"
+# Doorbells racing DESTROY_QP/DESTROY_CQ, fork() with rings mapped, a file
+# closed with every kind of object alive.
+ktap_check "ring_threads" uverbs_user threads "$node"
 ktap_check "nothing_left" cmp -s "$tmpd/res0" "$res"
 
 # libibverbs' pingpongs, unchanged, between two of our devices, one in

@@ -9,20 +9,30 @@
  * Exit status 0 if every check of the case held; otherwise the failed
  * check is printed.
  *
- * The command layouts are those of include/uapi/rdma/ib_user_verbs.h,
- * written out here as plain words so that the program needs no header
- * beyond libc's.
+ * The command layouts of the first cases are those of
+ * include/uapi/rdma/ib_user_verbs.h, written out as plain words; the QP
+ * cases (the rings of user QPs, driven as a hostile librxe would) use the
+ * system's uapi headers, <rdma/ib_user_verbs.h> and <rdma/rdma_user_rxe.h>,
+ * which is what real users build against.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_rxe.h>
 
 #include "../lib/check.h"
 
@@ -436,6 +446,780 @@ static void case_cq(void)
 	close(ch);
 }
 
+/*
+ * The rings of user QPs (the hostile user space of rdma_user_rxe.h).
+ * Everything below drives QPs as librxe does, by hand: entries written
+ * to the mapped send and receive rings, POST_SEND with no work request
+ * as the doorbell, completions read from the mapped CQ ring.
+ */
+
+/* enum ib_wc_status, enum ib_qp_state, IB_QP_* (kernel-internal enums). */
+enum { WC_RECV = 128 };	/* enum ib_wc_opcode */
+enum { WC_SUCCESS = 0, WC_LOC_QP_OP_ERR = 2, WC_WR_FLUSH_ERR = 5 };
+enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
+enum {
+	QP_STATE = 1 << 0, QP_ACCESS_FLAGS = 1 << 3, QP_PKEY_INDEX = 1 << 4,
+	QP_PORT = 1 << 5, QP_QKEY = 1 << 6, QP_AV = 1 << 7, QP_PATH_MTU = 1 << 8,
+	QP_TIMEOUT = 1 << 9, QP_RETRY_CNT = 1 << 10, QP_RNR_RETRY = 1 << 11,
+	QP_RQ_PSN = 1 << 12, QP_MAX_QP_RD_ATOMIC = 1 << 13, QP_MIN_RNR_TIMER = 1 << 15,
+	QP_SQ_PSN = 1 << 16, QP_MAX_DEST_RD_ATOMIC = 1 << 17, QP_DEST_QPN = 1 << 20,
+};
+/* enum ib_send_flags. */
+enum { SEND_SIGNALED = 2, SEND_INLINE = 8 };
+/* enum ib_qp_type. */
+enum { QPT_RC = 2, QPT_UD = 4 };
+enum { QKEY = 0x11111111 };
+
+/* A mapped ring: struct rxe_queue_buf. */
+struct ring {
+	struct rxe_queue_buf *buf;
+	size_t len;
+	uint32_t prod;	/* the user's own index, for rings user space fills */
+};
+
+static void *ring_slot(struct ring *r, uint32_t i)
+{
+	return r->buf->data + ((size_t)(i & r->buf->index_mask) << r->buf->log2_elem_size);
+}
+
+static void ring_map(int fd, const struct mminfo *mi, struct ring *r)
+{
+	r->len = mi->size;
+	r->buf = mmap(NULL, mi->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, mi->offset);
+	CHECK(r->buf != MAP_FAILED, "mmap ring %llx %u", (unsigned long long)mi->offset, mi->size);
+	r->prod = 0;
+}
+
+/* Publishes the user's producer index (release, as librxe). */
+static void ring_publish(struct ring *r, uint32_t v)
+{
+	__atomic_store_n(&r->buf->producer_index, v, __ATOMIC_RELEASE);
+}
+
+struct ucq {
+	uint32_t handle;
+	struct ring r;
+};
+
+static void ucq_make(int fd, uint32_t cqe, struct ucq *c)
+{
+	uint32_t resp[6];
+	struct mminfo mi;
+
+	CHECK(create_cq(fd, cqe, 0, -1, resp, 6) == 0, "create_cq");
+	c->handle = resp[0];
+	memcpy(&mi, &resp[2], sizeof(mi));
+	ring_map(fd, &mi, &c->r);
+}
+
+/* Takes up to max completions, waiting up to ms for want of them. */
+static int ucq_poll(struct ucq *c, struct ib_uverbs_wc *wc, int max, int want, int ms)
+{
+	struct rxe_queue_buf *b = c->r.buf;
+	int n = 0, waited = 0;
+
+	for (;;) {
+		uint32_t prod = __atomic_load_n(&b->producer_index, __ATOMIC_ACQUIRE);
+		uint32_t cons = b->consumer_index;
+
+		while (cons != prod && n < max) {
+			memcpy(&wc[n++], ring_slot(&c->r, cons), sizeof(*wc));
+			cons = (cons + 1) & b->index_mask;
+			__atomic_store_n(&b->consumer_index, cons, __ATOMIC_RELEASE);
+		}
+		if (n >= want || waited >= ms)
+			return n;
+		usleep(1000);
+		waited++;
+	}
+}
+
+struct uqp {
+	uint32_t handle, qpn, type;
+	struct ib_uverbs_create_qp_resp caps;
+	struct ring sq, rq;
+};
+
+static int uqp_create(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t rcq,
+		      struct uqp *q)
+{
+	struct ib_uverbs_create_qp c;
+	struct {
+		struct ib_uverbs_create_qp_resp core;
+		struct rxe_create_qp_resp drv;
+	} resp;
+
+	memset(&c, 0, sizeof(c));
+	memset(&resp, 0xff, sizeof(resp));
+	c.response = (uintptr_t)&resp;
+	c.user_handle = 0x9999;
+	c.pd_handle = pd;
+	c.send_cq_handle = scq;
+	c.recv_cq_handle = rcq;
+	c.max_send_wr = 16;
+	c.max_recv_wr = 4;
+	c.max_send_sge = 2;
+	c.max_recv_sge = 1;
+	c.max_inline_data = 64;
+	c.qp_type = type;
+	if (cmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), sizeof(resp) / 4) !=
+	    8 + (ssize_t)sizeof(c))
+		return -1;
+	q->handle = resp.core.qp_handle;
+	q->qpn = resp.core.qpn;
+	q->type = type;
+	q->caps = resp.core;
+	ring_map(fd, &resp.drv.sq_mi, &q->sq);
+	ring_map(fd, &resp.drv.rq_mi, &q->rq);
+	return 0;
+}
+
+static int uqp_destroy(int fd, struct uqp *q)
+{
+	uint32_t events = ~0u;
+	struct ib_uverbs_destroy_qp d = { .response = (uintptr_t)&events, .qp_handle = q->handle };
+
+	return cmd(fd, IB_USER_VERBS_CMD_DESTROY_QP, &d, sizeof(d), 1) == 8 + sizeof(d) ? 0 : -1;
+}
+
+static void uqp_unmap(struct uqp *q)
+{
+	munmap(q->sq.buf, q->sq.len);
+	munmap(q->rq.buf, q->rq.len);
+}
+
+struct modify_qp {
+	struct ib_uverbs_qp_dest dest, alt_dest;
+	uint32_t qp_handle, attr_mask, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags;
+	uint16_t pkey_index, alt_pkey_index;
+	uint8_t qp_state, cur_qp_state, path_mtu, path_mig_state, en_sqd_async_notify,
+		max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt,
+		rnr_retry, alt_port_num, alt_timeout, reserved[2];
+};
+
+static int modify(int fd, struct modify_qp *m)
+{
+	return cmd(fd, IB_USER_VERBS_CMD_MODIFY_QP, m, sizeof(*m), 0) == 8 + sizeof(*m) ? 0 : -1;
+}
+
+static int qp_state(int fd, struct uqp *q)
+{
+	struct ib_uverbs_query_qp_resp resp;
+	struct ib_uverbs_query_qp c = { .response = (uintptr_t)&resp, .qp_handle = q->handle };
+
+	memset(&resp, 0xff, sizeof(resp));
+	if (cmd(fd, IB_USER_VERBS_CMD_QUERY_QP, &c, sizeof(c), sizeof(resp) / 4) !=
+	    8 + sizeof(c))
+		return -1;
+	return resp.qp_state;
+}
+
+/* The port's IPv4 GID (RoCE v2) and its index, from sysfs. */
+static uint8_t gid[16];
+static int gid_index = -1;
+
+static void find_gid(void)
+{
+	char path[256], ibdev[64], line[128];
+	const char *base = strrchr(dev, '/');
+	FILE *f;
+	int i;
+
+	if (gid_index >= 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev", base + 1);
+	f = fopen(path, "r");
+	CHECK(f && fscanf(f, "%63s", ibdev) == 1, "%s", path);
+	fclose(f);
+	for (i = 0; i < 16 && gid_index < 0; i++) {
+		unsigned int w[8];
+		int k;
+
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/%d", ibdev, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) &&
+		    sscanf(line, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2], &w[3], &w[4],
+			   &w[5], &w[6], &w[7]) == 8 &&
+		    !w[0] && !w[1] && !w[2] && !w[3] && !w[4] && w[5] == 0xffff) {
+			for (k = 0; k < 8; k++) {
+				gid[2 * k] = w[k] >> 8;
+				gid[2 * k + 1] = w[k] & 0xff;
+			}
+			gid_index = i;
+		}
+		fclose(f);
+	}
+	CHECK(gid_index >= 0, "no IPv4 GID on %s", ibdev);
+}
+
+/* RESET -> INIT -> RTR -> RTS; an RC QP is connected to itself. */
+static void to_rts(int fd, struct uqp *q)
+{
+	struct modify_qp m;
+
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = q->handle;
+	m.qp_state = QPS_INIT;
+	m.port_num = 1;
+	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT;
+	if (q->type == QPT_UD) {
+		m.qkey = QKEY;
+		m.attr_mask |= QP_QKEY;
+	} else {
+		m.qp_access_flags = 7;
+		m.attr_mask |= QP_ACCESS_FLAGS;
+	}
+	CHECK(modify(fd, &m) == 0, "to INIT");
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = q->handle;
+	m.qp_state = QPS_RTR;
+	m.attr_mask = QP_STATE;
+	if (q->type == QPT_RC) {
+		find_gid();
+		memcpy(m.dest.dgid, gid, 16);
+		m.dest.sgid_index = gid_index;
+		m.dest.hop_limit = 64;
+		m.dest.is_global = 1;
+		m.dest.port_num = 1;
+		m.path_mtu = 3;
+		m.dest_qp_num = q->qpn;
+		m.rq_psn = 100;
+		m.max_dest_rd_atomic = 1;
+		m.min_rnr_timer = 1;
+		m.attr_mask |= QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN |
+			       QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER;
+	}
+	CHECK(modify(fd, &m) == 0, "to RTR");
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = q->handle;
+	m.qp_state = QPS_RTS;
+	m.sq_psn = 100;
+	m.attr_mask = QP_STATE | QP_SQ_PSN;
+	if (q->type == QPT_RC) {
+		m.timeout = 10;
+		m.retry_cnt = 1;
+		m.rnr_retry = 1;
+		m.max_rd_atomic = 1;
+		m.attr_mask |= QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_MAX_QP_RD_ATOMIC;
+	}
+	CHECK(modify(fd, &m) == 0, "to RTS");
+	CHECK(qp_state(fd, q) == QPS_RTS, "state %d after RTS", qp_state(fd, q));
+}
+
+/* CREATE_AH for the port's own IPv4 GID; returns the ah_num (handle out). */
+static uint32_t make_ah(int fd, uint32_t pd, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_create_ah_resp core;
+		struct rxe_create_ah_resp drv;
+	} resp;
+	struct ib_uverbs_create_ah c;
+
+	find_gid();
+	memset(&c, 0, sizeof(c));
+	c.response = (uintptr_t)&resp;
+	c.pd_handle = pd;
+	memcpy(c.attr.grh.dgid, gid, 16);
+	c.attr.grh.sgid_index = gid_index;
+	c.attr.grh.hop_limit = 64;
+	c.attr.is_global = 1;
+	c.attr.port_num = 1;
+	CHECK(cmd(fd, IB_USER_VERBS_CMD_CREATE_AH, &c, sizeof(c), sizeof(resp) / 4) ==
+	      8 + sizeof(c), "create_ah");
+	CHECK(resp.drv.ah_num != 0, "ah_num 0");
+	*handle = resp.core.ah_handle;
+	return resp.drv.ah_num;
+}
+
+static int destroy_ah(int fd, uint32_t handle)
+{
+	struct ib_uverbs_destroy_ah d = { .ah_handle = handle };
+
+	return cmd(fd, IB_USER_VERBS_CMD_DESTROY_AH, &d, sizeof(d), 0) == 8 + sizeof(d) ? 0 : -1;
+}
+
+/* The doorbell: POST_SEND with no work request. */
+static int doorbell(int fd, uint32_t qp)
+{
+	uint32_t bad = ~0u;
+	struct ib_uverbs_post_send c = { .response = (uintptr_t)&bad, .qp_handle = qp };
+
+	return cmd(fd, IB_USER_VERBS_CMD_POST_SEND, &c, sizeof(c), 1) == 8 + sizeof(c) ? 0 : -1;
+}
+
+/* The next send slot, zeroed (not published yet). */
+static struct rxe_send_wqe *sq_next(struct uqp *q)
+{
+	struct rxe_send_wqe *w = ring_slot(&q->sq, q->sq.prod);
+
+	memset(w, 0, 1u << q->sq.buf->log2_elem_size);
+	return w;
+}
+
+static void sq_push(struct uqp *q)
+{
+	q->sq.prod = (q->sq.prod + 1) & q->sq.buf->index_mask;
+	ring_publish(&q->sq, q->sq.prod);
+}
+
+/* A good signaled inline SEND of 8 bytes (a UD one to the QP itself). */
+static struct rxe_send_wqe *good_send(struct uqp *q, uint64_t wr_id, uint32_t ah_num)
+{
+	struct rxe_send_wqe *w = sq_next(q);
+
+	w->wr.wr_id = wr_id;
+	w->wr.opcode = IB_UVERBS_WR_SEND;
+	w->wr.send_flags = SEND_SIGNALED | SEND_INLINE;
+	if (q->type == QPT_UD) {
+		w->wr.wr.ud.remote_qpn = q->qpn;
+		w->wr.wr.ud.remote_qkey = QKEY;
+		w->wr.wr.ud.ah_num = ah_num;
+	}
+	w->dma.length = w->dma.resid = 8;
+	memcpy(w->dma.inline_data, "hostile!", 8);
+	return w;
+}
+
+static void expect_wc(const struct ib_uverbs_wc *wc, uint64_t wr_id, uint32_t status,
+		      uint32_t opcode, uint32_t qpn, const char *what)
+{
+	CHECK(wc->wr_id == wr_id && wc->status == status && wc->opcode == opcode &&
+	      wc->qp_num == qpn, "%s: wc wr_id %llx status %u opcode %u qp %u, want %llx %u %u %u",
+	      what, (unsigned long long)wc->wr_id, wc->status, wc->opcode, wc->qp_num,
+	      (unsigned long long)wr_id, status, opcode, qpn);
+}
+
+/* A good send on q completes with success, and nothing else comes. */
+static void works(int fd, struct uqp *q, struct ucq *c, uint32_t ah_num, const char *what)
+{
+	struct ib_uverbs_wc wc[4];
+
+	CHECK(qp_state(fd, q) == QPS_RTS, "%s: state %d", what, qp_state(fd, q));
+	good_send(q, 0x600d, ah_num);
+	sq_push(q);
+	CHECK(doorbell(fd, q->handle) == 0, "%s: doorbell", what);
+	CHECK(ucq_poll(c, wc, 4, 1, 2000) == 1, "%s: no completion", what);
+	expect_wc(&wc[0], 0x600d, WC_SUCCESS, IB_UVERBS_WC_SEND, q->qpn, what);
+	CHECK(ucq_poll(c, wc, 4, 1, 20) == 0, "%s: extra completion", what);
+}
+
+/* A context with a PD, a CQ, an AH to itself and a UD QP in RTS. */
+struct uctx {
+	int fd, ev;
+	uint32_t pd, ah, ah_num;
+	struct ucq cq;
+	struct uqp qp;
+};
+
+static void uctx_make(struct uctx *u)
+{
+	u->fd = open_dev();
+	u->ev = get_context(u->fd);
+	CHECK(alloc_pd(u->fd, &u->pd) == 0, "alloc_pd");
+	ucq_make(u->fd, 256, &u->cq);
+	u->ah_num = make_ah(u->fd, u->pd, &u->ah);
+	CHECK(uqp_create(u->fd, u->pd, QPT_UD, u->cq.handle, u->cq.handle, &u->qp) == 0,
+	      "create_qp");
+	to_rts(u->fd, &u->qp);
+}
+
+/* Bad send entries of case_wild_send. */
+enum { BAD_OPCODE, BAD_FLAG, BAD_NUM_SGE, BAD_INLINE, BAD_SGE_SUM, BAD_AH_0, BAD_AH_UNKNOWN,
+       BAD_AH_OTHER_PD, NR_BAD };
+static const char *const bad_name[NR_BAD] = { "opcode", "send flag", "num_sge", "inline length",
+					      "sge lengths", "ah_num 0", "unknown ah",
+					      "ah of another pd" };
+
+/*
+ * Wild send entries, each on a fresh UD QP in RTS, between good ones
+ * ([good, bad, good, good], one doorbell): the doorbell answers 0, the QP
+ * goes to ERR; the good entry before completes (or is flushed) first, the
+ * bad one completes with LOC_QP_OP_ERR and its wr_id, the rest with
+ * WR_FLUSH_ERR; then a doorbell on the QP in ERR flushes a new entry. A
+ * second QP of the same context and the QP of another open file keep
+ * working throughout.
+ */
+static void case_wild_send(void)
+{
+	struct uctx a, b;
+	struct ib_uverbs_wc wc[8];
+	uint32_t pd2, ah2, ah2_num;
+	int k;
+
+	uctx_make(&a);
+	uctx_make(&b);
+	CHECK(alloc_pd(a.fd, &pd2) == 0, "alloc_pd 2");
+	ah2_num = make_ah(a.fd, pd2, &ah2);
+	CHECK(ah2_num != a.ah_num, "ah_num %u twice", ah2_num);
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "other qp before");
+	works(b.fd, &b.qp, &b.cq, b.ah_num, "other file before");
+	for (k = 0; k < NR_BAD; k++) {
+		struct uqp q;
+		struct rxe_send_wqe *w;
+		uint64_t base = (uint64_t)(k + 1) << 32;
+
+		CHECK(uqp_create(a.fd, a.pd, QPT_UD, a.cq.handle, a.cq.handle, &q) == 0,
+		      "create_qp %s", bad_name[k]);
+		to_rts(a.fd, &q);
+		CHECK(q.caps.max_send_sge >= 2 && q.caps.max_inline_data >= 8,
+		      "caps sge %u inline %u", q.caps.max_send_sge, q.caps.max_inline_data);
+		good_send(&q, base + 1, a.ah_num);
+		sq_push(&q);
+		w = good_send(&q, base + 2, a.ah_num);
+		switch (k) {
+		case BAD_OPCODE:
+			w->wr.opcode = 99;
+			break;
+		case BAD_FLAG:
+			w->wr.send_flags |= 1u << 30;
+			break;
+		case BAD_NUM_SGE:
+			w->wr.send_flags = SEND_SIGNALED;
+			w->dma.length = w->dma.resid = 0;
+			w->dma.num_sge = q.caps.max_send_sge + 1;
+			break;
+		case BAD_INLINE:
+			w->dma.length = w->dma.resid = q.caps.max_inline_data + 1;
+			break;
+		case BAD_SGE_SUM:
+			w->wr.send_flags = SEND_SIGNALED;
+			w->dma.num_sge = 2;
+			w->dma.sge[0].length = 0x80000000u;
+			w->dma.sge[1].length = 0x80000000u;
+			w->dma.length = w->dma.resid = 0;
+			break;
+		case BAD_AH_0:
+			w->wr.wr.ud.ah_num = 0;
+			break;
+		case BAD_AH_UNKNOWN:
+			w->wr.wr.ud.ah_num = 12345;
+			break;
+		case BAD_AH_OTHER_PD:
+			w->wr.wr.ud.ah_num = ah2_num;
+			break;
+		}
+		sq_push(&q);
+		good_send(&q, base + 3, a.ah_num);
+		sq_push(&q);
+		good_send(&q, base + 4, a.ah_num);
+		sq_push(&q);
+		CHECK(doorbell(a.fd, q.handle) == 0, "%s: doorbell", bad_name[k]);
+		CHECK(ucq_poll(&a.cq, wc, 8, 4, 2000) == 4, "%s: completions", bad_name[k]);
+		CHECK(wc[0].wr_id == base + 1 &&
+		      (wc[0].status == WC_SUCCESS || wc[0].status == WC_WR_FLUSH_ERR),
+		      "%s: first wc %llx status %u", bad_name[k], (unsigned long long)wc[0].wr_id,
+		      wc[0].status);
+		expect_wc(&wc[1], base + 2, WC_LOC_QP_OP_ERR, IB_UVERBS_WC_SEND, q.qpn, bad_name[k]);
+		expect_wc(&wc[2], base + 3, WC_WR_FLUSH_ERR, IB_UVERBS_WC_SEND, q.qpn, bad_name[k]);
+		expect_wc(&wc[3], base + 4, WC_WR_FLUSH_ERR, IB_UVERBS_WC_SEND, q.qpn, bad_name[k]);
+		CHECK(ucq_poll(&a.cq, wc, 8, 1, 20) == 0, "%s: extra completion", bad_name[k]);
+		CHECK(qp_state(a.fd, &q) == QPS_ERR, "%s: state %d", bad_name[k],
+		      qp_state(a.fd, &q));
+		/* In ERR, the doorbell flushes what comes next. */
+		good_send(&q, base + 5, a.ah_num);
+		sq_push(&q);
+		CHECK(doorbell(a.fd, q.handle) == 0, "%s: doorbell in ERR", bad_name[k]);
+		CHECK(ucq_poll(&a.cq, wc, 8, 1, 2000) == 1, "%s: flush in ERR", bad_name[k]);
+		expect_wc(&wc[0], base + 5, WC_WR_FLUSH_ERR, IB_UVERBS_WC_SEND, q.qpn, bad_name[k]);
+		/* The kernel's consumer index caught up with ours. */
+		CHECK(q.sq.buf->consumer_index == q.sq.prod, "%s: consumer %u producer %u",
+		      bad_name[k], q.sq.buf->consumer_index, q.sq.prod);
+		works(a.fd, &a.qp, &a.cq, a.ah_num, bad_name[k]);
+		works(b.fd, &b.qp, &b.cq, b.ah_num, bad_name[k]);
+		CHECK(uqp_destroy(a.fd, &q) == 0, "%s: destroy", bad_name[k]);
+		uqp_unmap(&q);
+	}
+	CHECK(destroy_ah(a.fd, ah2) == 0, "destroy ah 2");
+	CHECK(dealloc_pd(a.fd, pd2) == 0, "dealloc pd 2");
+	/* Torn down by close, rings still mapped. */
+	close(a.fd);
+	close(b.fd);
+	close(a.ev);
+	close(b.ev);
+}
+
+/*
+ * Wild producer indexes: far ahead, behind the kernel's, 0xffffffff.
+ * The pass is bounded by the ring: exactly the masked count of entries
+ * is taken, the first zeroed (bad) slot ends the QP with LOC_QP_OP_ERR,
+ * the rest is flushed; nothing on other QPs.
+ */
+static void case_wild_index(void)
+{
+	struct uctx a;
+	struct ib_uverbs_wc wc[128];
+	int k, i, n;
+
+	uctx_make(&a);
+	for (k = 0; k < 3; k++) {
+		struct uqp q;
+		uint32_t mask, before = 0, prod = 0, want;
+
+		CHECK(uqp_create(a.fd, a.pd, QPT_UD, a.cq.handle, a.cq.handle, &q) == 0,
+		      "create_qp");
+		to_rts(a.fd, &q);
+		mask = q.sq.buf->index_mask;
+		CHECK(mask == 31, "send ring mask %u", mask);
+		if (k == 0) {
+			/* Two good entries, the index 1000 ahead of them. */
+			good_send(&q, 1, a.ah_num);
+			sq_push(&q);
+			good_send(&q, 2, a.ah_num);
+			sq_push(&q);
+			prod = 2 + 1000;
+			before = 2;
+		} else if (k == 1) {
+			/* Three completed, then the index goes back to 1. */
+			for (i = 1; i <= 3; i++) {
+				good_send(&q, i, a.ah_num);
+				sq_push(&q);
+			}
+			CHECK(doorbell(a.fd, q.handle) == 0, "doorbell");
+			CHECK(ucq_poll(&a.cq, wc, 128, 3, 2000) == 3, "three sends");
+			for (i = 0; i < 3; i++)
+				expect_wc(&wc[i], i + 1, WC_SUCCESS, IB_UVERBS_WC_SEND, q.qpn, "behind");
+			prod = 1;
+		} else {
+			prod = 0xffffffffu;
+		}
+		/* The kernel takes (prod - its index) & mask entries. */
+		want = k == 1 ? ((prod - 3) & mask) : (prod & mask);
+		ring_publish(&q.sq, prod);
+		CHECK(doorbell(a.fd, q.handle) == 0, "wild doorbell %d", k);
+		n = ucq_poll(&a.cq, wc, 128, want, 3000);
+		CHECK(n == (int)want, "index case %d: %d completions, want %u", k, n, want);
+		for (i = 0; i < n; i++) {
+			uint32_t slot = (k == 1 ? 3 : 0) + i;
+			uint64_t id = 0;
+
+			/* Zeroed slots have wr_id 0; slot 0 of case 1 still holds 1. */
+			if (k == 1 && (slot & mask) == 0)
+				id = 1;
+			if (k == 0 && i < 2)
+				id = i + 1;
+			if (i < (int)before) {
+				CHECK(wc[i].wr_id == id && (wc[i].status == WC_SUCCESS ||
+							   wc[i].status == WC_WR_FLUSH_ERR),
+				      "index case %d wc %d: %llx status %u", k, i,
+				      (unsigned long long)wc[i].wr_id, wc[i].status);
+				continue;
+			}
+			/* A zeroed slot is an RDMA WRITE (opcode 0), which UD may not use. */
+			expect_wc(&wc[i], id, i == (int)before ? WC_LOC_QP_OP_ERR : WC_WR_FLUSH_ERR,
+				  id ? IB_UVERBS_WC_SEND : IB_UVERBS_WC_RDMA_WRITE, q.qpn,
+				  "wild index");
+		}
+		CHECK(ucq_poll(&a.cq, wc, 128, 1, 20) == 0, "index case %d: extra", k);
+		CHECK(qp_state(a.fd, &q) == QPS_ERR, "index case %d: state", k);
+		CHECK(q.sq.buf->consumer_index == (prod & mask), "index case %d: consumer %u", k,
+		      q.sq.buf->consumer_index);
+		/* Again: nothing new, nothing more. */
+		CHECK(doorbell(a.fd, q.handle) == 0, "second doorbell");
+		CHECK(ucq_poll(&a.cq, wc, 128, 1, 20) == 0, "index case %d: after", k);
+		works(a.fd, &a.qp, &a.cq, a.ah_num, "other qp");
+		CHECK(uqp_destroy(a.fd, &q) == 0, "destroy");
+		uqp_unmap(&q);
+	}
+	CHECK(uqp_destroy(a.fd, &a.qp) == 0, "destroy qp");
+	CHECK(destroy_ah(a.fd, a.ah) == 0, "destroy ah");
+	close(a.fd);
+	close(a.ev);
+}
+
+/*
+ * A bad receive entry (num_sge above the QP's max) on an RC QP connected
+ * to itself, found when its own SEND arrives: the QP ends in ERR, the
+ * bad receive completes with LOC_QP_OP_ERR, the receive after it and
+ * the send are flushed.
+ */
+static void case_bad_recv(void)
+{
+	struct uctx a;
+	struct uqp q;
+	struct ib_uverbs_wc wc[8], *send = NULL, *rcv[2] = { NULL, NULL };
+	struct rxe_recv_wqe *r;
+	int i, n, nr = 0;
+
+	uctx_make(&a);
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &q) == 0,
+	      "create rc");
+	to_rts(a.fd, &q);
+	r = ring_slot(&q.rq, 0);
+	memset(r, 0, 1u << q.rq.buf->log2_elem_size);
+	r->wr_id = 0xbad;
+	r->dma.num_sge = q.caps.max_recv_sge + 1;
+	r = ring_slot(&q.rq, 1);
+	memset(r, 0, 1u << q.rq.buf->log2_elem_size);
+	r->wr_id = 0x600d;
+	ring_publish(&q.rq, 2);
+	good_send(&q, 0x5e4d, 0);
+	sq_push(&q);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell");
+	n = ucq_poll(&a.cq, wc, 8, 3, 3000);
+	CHECK(n == 3, "%d completions", n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].opcode == WC_RECV)
+			rcv[nr++ & 1] = &wc[i];
+		else
+			send = &wc[i];
+	}
+	CHECK(nr == 2 && send, "%d receive completions", nr);
+	expect_wc(rcv[0], 0xbad, WC_LOC_QP_OP_ERR, WC_RECV, q.qpn, "bad recv");
+	expect_wc(rcv[1], 0x600d, WC_WR_FLUSH_ERR, WC_RECV, q.qpn, "recv after");
+	expect_wc(send, 0x5e4d, WC_WR_FLUSH_ERR, IB_UVERBS_WC_SEND, q.qpn, "send");
+	CHECK(ucq_poll(&a.cq, wc, 8, 1, 20) == 0, "extra completion");
+	CHECK(qp_state(a.fd, &q) == QPS_ERR, "state %d", qp_state(a.fd, &q));
+	CHECK(q.rq.buf->consumer_index == 2, "rq consumer %u", q.rq.buf->consumer_index);
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "other qp");
+	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy");
+	uqp_unmap(&q);
+	close(a.fd);
+	close(a.ev);
+}
+
+static struct {
+	int fd;
+	struct uqp *q;
+	atomic_int stop;
+	int bad_errno;
+	long calls;
+} ring_race;
+
+/* Rings the doorbell (a few good entries first) until told to stop. */
+static void *ring_loop(void *arg)
+{
+	uint32_t ah_num = (uint32_t)(uintptr_t)arg;
+	int i = 0;
+
+	while (!atomic_load(&ring_race.stop)) {
+		if (i++ < 8) {
+			good_send(ring_race.q, i, ah_num);
+			sq_push(ring_race.q);
+		}
+		if (doorbell(ring_race.fd, ring_race.q->handle) < 0 && errno != EINVAL)
+			ring_race.bad_errno = errno;
+		ring_race.calls++;
+	}
+	return NULL;
+}
+
+/*
+ * Races and teardown: one thread rings the doorbell in a loop while the
+ * other destroys the QP and then its CQ (every call answers 0 or
+ * EINVAL); a file closed with a PD, MR, CQs, QPs, AH, channel and event
+ * file alive (and its rings still mapped); fork() with everything
+ * mapped: the child has no ring mapping (VM_DONTCOPY, which MADV_DOFORK
+ * cannot undo), its commands on its copy of the file work (a PD, the
+ * parent QP's doorbell and QUERY_QP), and the parent's QP keeps working.
+ */
+static void case_threads(void)
+{
+	struct uctx a;
+	struct ib_uverbs_wc wc[64];
+	int it;
+	long calls = 0, wcs = 0;
+
+	uctx_make(&a);
+	for (it = 0; it < 40; it++) {
+		struct ucq c;
+		struct uqp q;
+		pthread_t t;
+		uint32_t counts[2];
+
+		ucq_make(a.fd, 64, &c);
+		CHECK(uqp_create(a.fd, a.pd, QPT_UD, c.handle, c.handle, &q) == 0,
+		      "create");
+		to_rts(a.fd, &q);
+		ring_race.fd = a.fd;
+		ring_race.q = &q;
+		ring_race.calls = 0;
+		atomic_store(&ring_race.stop, 0);
+		CHECK(pthread_create(&t, NULL, ring_loop, (void *)(uintptr_t)a.ah_num) == 0,
+		      "thread");
+		usleep(200 + (it % 8) * 100);
+		CHECK(uqp_destroy(a.fd, &q) == 0, "destroy qp %d", it);
+		CHECK(destroy_cq(a.fd, c.handle, counts) == 0, "destroy cq %d", it);
+		usleep(200);
+		atomic_store(&ring_race.stop, 1);
+		pthread_join(t, NULL);
+		CHECK(ring_race.bad_errno == 0, "doorbell errno %d", ring_race.bad_errno);
+		CHECK(ring_race.calls > 0, "no doorbell");
+		/* The completions that came are all the QP's, in order. */
+		int n = ucq_poll(&c, wc, 64, 64, 0), i;
+
+		for (i = 0; i < n; i++)
+			CHECK(wc[i].qp_num == q.qpn && wc[i].wr_id == (uint64_t)i + 1,
+			      "race wc %d: %llx qp %u", i, (unsigned long long)wc[i].wr_id,
+			      wc[i].qp_num);
+		calls += ring_race.calls;
+		wcs += n;
+		uqp_unmap(&q);
+		munmap(c.r.buf, c.r.len);
+	}
+	/* Printed with a failure (uverbs.sh shows the output then). */
+	printf("races: %ld doorbells, %ld completions\n", calls, wcs);
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "after races");
+
+	/* fork() with everything mapped. */
+	CHECK(madvise(a.qp.sq.buf, a.qp.sq.len, MADV_DOFORK) < 0 && errno == EINVAL,
+	      "MADV_DOFORK");
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		uint32_t pd;
+		int r;
+
+		/* No ring is mapped in the child. */
+		CHECK(msync(a.qp.sq.buf, a.qp.sq.len, MS_ASYNC) < 0 && errno == ENOMEM,
+		      "child has the send ring");
+		CHECK(msync(a.cq.r.buf, a.cq.r.len, MS_ASYNC) < 0 && errno == ENOMEM,
+		      "child has the CQ ring");
+		r = alloc_pd(a.fd, &pd);
+		printf("child: alloc_pd %d errno %d\n", r, r ? errno : 0);
+		/* The file is shared with the parent: its commands work. */
+		CHECK(r == 0, "child alloc_pd");
+		CHECK(dealloc_pd(a.fd, pd) == 0, "child dealloc_pd");
+		r = doorbell(a.fd, a.qp.handle);
+		printf("child: doorbell %d errno %d\n", r, r ? errno : 0);
+		CHECK(r == 0, "child doorbell");
+		r = qp_state(a.fd, &a.qp);
+		CHECK(r == QPS_RTS, "child query %d", r);
+		_exit(0);
+	}
+	int st;
+
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "child status %x", st);
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "parent after fork");
+
+	/* Closed with everything alive, the rings still mapped. */
+	int ch = comp_channel(a.fd);
+	uint32_t mr[3], resp[6], pd2, ah2;
+	struct uqp rc;
+	static char buf[8192] __attribute__((aligned(4096)));
+
+	CHECK(ch >= 0, "channel");
+	CHECK(reg_mr(a.fd, a.pd, buf, sizeof(buf), 7, mr) == 0, "reg_mr");
+	CHECK(create_cq(a.fd, 32, 0, ch, resp, 6) == 0, "cq on channel");
+	CHECK(alloc_pd(a.fd, &pd2) == 0, "pd 2");
+	make_ah(a.fd, pd2, &ah2);
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, resp[0], a.cq.handle, &rc) == 0, "rc");
+	to_rts(a.fd, &rc);
+	good_send(&a.qp, 0x1a57, a.ah_num);
+	sq_push(&a.qp);
+	close(a.fd);
+	/* The mappings outlive the file. */
+	CHECK(a.qp.sq.buf->index_mask == 31 && rc.sq.buf->index_mask == 31, "ring after close");
+	uqp_unmap(&rc);
+	uqp_unmap(&a.qp);
+	munmap(a.cq.r.buf, a.cq.r.len);
+	close(ch);
+	close(a.ev);
+}
+
 /* A file whose device went: EIO for commands (uverbs.sh removes it). */
 static void case_gone(void)
 {
@@ -478,6 +1262,14 @@ int main(int argc, char **argv)
 		case_channel();
 	else if (!strcmp(argv[1], "cq"))
 		case_cq();
+	else if (!strcmp(argv[1], "wild_send"))
+		case_wild_send();
+	else if (!strcmp(argv[1], "wild_index"))
+		case_wild_index();
+	else if (!strcmp(argv[1], "bad_recv"))
+		case_bad_recv();
+	else if (!strcmp(argv[1], "threads"))
+		case_threads();
 	else if (!strcmp(argv[1], "gone"))
 		case_gone();
 	else
