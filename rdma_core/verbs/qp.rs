@@ -26,8 +26,8 @@ mod provider;
 mod user;
 
 pub use provider::{ProviderQp, QpOps, RqTake};
-pub(crate) use user::{Pumped, UserRq};
 pub use user::UserQpRings;
+pub(crate) use user::{Pumped, UserRq};
 
 use core::sync::atomic::{AtomicU32, Ordering};
 

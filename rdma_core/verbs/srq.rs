@@ -21,11 +21,11 @@ use crate::device::event::{Element, Event, EventKind};
 use crate::device::{Device, DeviceCaps};
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
+use crate::spec::uverbs::rxe_ring::RECV_WQE_DATA;
 use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
-use crate::verbs::restrack::{Resources, Table, UseCount};
-use crate::spec::uverbs::rxe_ring::RECV_WQE_DATA;
 use crate::verbs::qp::{Pumped, UserRq};
+use crate::verbs::restrack::{Resources, Table, UseCount};
 use crate::verbs::uring::UserRing;
 use crate::verbs::wr::{RecvWqe, RecvWr, Ring, MAX_SGE};
 

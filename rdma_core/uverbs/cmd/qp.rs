@@ -29,11 +29,11 @@ use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use rdma::kshim::errno::eopnotsupp;
 use rdma::prelude::{Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType};
 use rdma::spec::attr::{Gid, Mtu};
 use rdma::spec::opcodes::Access;
 use rdma::spec::qp_state::AttrMask;
-use rdma::kshim::errno::eopnotsupp;
 use rdma::spec::uverbs::cmd::Cmd;
 use rdma::spec::uverbs::qp::{
     CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, ExCreateQp, ExCreateQpResp, ModifyQp,
