@@ -7,7 +7,7 @@
 # (connections negotiated by the CM on QP1); then a peer memory client's
 # memory registered from user space and moved by RDMA, with the client's
 # sysfs statistics; last, user space on our stack: unchanged rdma-core's
-# ibv_devinfo, rdma link and perftest's ib_write_bw on two of our devices.
+# ibv_devinfo and rdma link on two of our devices.
 # Prints KTAP so the host can judge the run.
 cd "$(dirname "$0")/foundation" || exit 1
 # shellcheck source=lib/ktap.sh
@@ -145,7 +145,8 @@ ktap_check "rxe_teardown" rxe_teardown
 # User space on our stack: the kernel's C stack goes (and is kept from
 # coming back: libibverbs' netlink socket would load ib_core), our
 # rdma_rs_uverbs serves unchanged rdma-core on two of our devices, one in
-# each namespace: ibv_devinfo, rdma link, then perftest's ib_write_bw.
+# each namespace: ibv_devinfo and rdma link (the pingpongs and perftest
+# run in make check: rxe/uverbs.sh, multihost/uverbs.sh).
 nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
 uv_setup() {
 	modprobe -r rdma_ucm rdma_cm rdma_rxe ib_uverbs ib_cm iw_cm ib_core 2>/dev/null
@@ -156,21 +157,6 @@ uv_setup() {
 		netns_veth demo_u duv0 demo_v duv1 && netns_addr demo_u duv0 10.78.4.1/24 &&
 		netns_addr demo_v duv1 10.78.4.2/24 && rxe_bind demo_u duv0 rxu0 && rxe_bind demo_v duv1 rxu1
 }
-uv_gid() { # dev ipv4-tail
-	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		case "$(cat "$g")" in *ffff:"$2") basename "$g" && return 0 ;; esac
-	done
-	return 1
-}
-uv_write_bw() {
-	ga=$(uv_gid rxu0 0a4e:0401) && gb=$(uv_gid rxu1 0a4e:0402) || return 1
-	ip netns exec demo_v ib_write_bw -d rxu1 -x "$gb" -n 200 -F > "$tmpd/uv_srv" 2>&1 &
-	srv=$!
-	sleep 1
-	ip netns exec demo_u timeout 120 ib_write_bw -d rxu0 -x "$ga" -n 200 -F 10.78.4.2 > "$tmpd/uv_cli" 2>&1
-	rc=$?
-	wait "$srv" && [ "$rc" = 0 ]
-}
 uv_teardown() {
 	echo 0 > "$cfs/rxu0/enable" && echo 0 > "$cfs/rxu1/enable" && rmdir "$cfs/rxu0" "$cfs/rxu1" &&
 		ip netns del demo_u && ip netns del demo_v && rmmod rdma_rs_uverbs && rmmod rdma_rs_rxe
@@ -178,7 +164,5 @@ uv_teardown() {
 ktap_check "uverbs_devices" uv_setup
 show ibv_devinfo -d rxu0
 show rdma link
-ktap_check "ib_write_bw_on_our_rxe" uv_write_bw
-show cat "$tmpd/uv_cli"
 ktap_check "uverbs_teardown" uv_teardown
 ktap_finish

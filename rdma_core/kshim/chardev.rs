@@ -59,7 +59,12 @@ pub use crate::kshim::pages::current_mm_id;
 /// What a misc device does.
 ///
 /// Every method runs in process context and may sleep. `open` runs with
-/// the misc core's lock held: it must not register or drop a [`MiscDev`].
+/// the misc core's lock held: it must not register or drop a [`MiscDev`],
+/// nor take a lock under which anyone registers one. The core's device
+/// registry is such a lock (`rdma_rs_uverbs` makes its `uverbsN` in its
+/// client's `add`, which the registry calls with its lock held): an `open`
+/// must not look devices up (`rdma::device::get_by_name`) or make verbs
+/// objects; it defers that to the file's first command.
 /// `ioctl` and `mmap` may run concurrently on one file.
 pub trait CharDevOps: Send + Sync + 'static {
     /// What an open file holds.

@@ -15,6 +15,8 @@
 //! acquire ordering and is untrusted: it is masked into the ring, so any
 //! value names a slot and a wild one only confuses the ring's own owner.
 //! Slots are copied out once, whole, before anything in them is decoded.
+//! The geometry (slots, element and buffer sizes, index masking) is the
+//! host-tested [`RingGeometry`].
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -23,47 +25,31 @@ use kernel::sync::Arc;
 use crate::kshim::pages::{page_size, SharedPage};
 use crate::spec::uverbs::rxe::queue_buf::{
     CONSUMER_INDEX_OFFSET, INDEX_MASK_OFFSET, LOG2_ELEM_SIZE_OFFSET, PRODUCER_INDEX_OFFSET,
-    QUEUE_DATA_OFFSET,
 };
-
-/// The most slots a ring may have.
-pub const MAX_SLOTS: u32 = 1 << 16;
-
-/// The largest element.
-pub const MAX_ELEM: usize = 4096;
+use crate::spec::uverbs::rxe_ring::RingGeometry;
 
 /// A ring shared with user space.
 pub struct UserRing {
     pages: KVVec<SharedPage>,
-    /// A power of two: the capacity is one less (a full ring keeps one
-    /// slot free, so that full and empty differ).
-    slots: u32,
-    log2_elem: u32,
+    /// Slots (a power of two: a full ring keeps one free, so that full and
+    /// empty differ), element size, buffer size.
+    geo: RingGeometry,
 }
 
 impl UserRing {
     /// A ring of at least `num_elem` entries of `elem_size` bytes (rounded
-    /// up to a power of two). `EINVAL` for 0 or past [`MAX_SLOTS`] /
-    /// [`MAX_ELEM`]. May sleep.
+    /// up to a power of two): `EINVAL` for what [`RingGeometry`] refuses
+    /// (no entries, too many, too large). May sleep.
     pub fn new(num_elem: u32, elem_size: usize) -> Result<Arc<UserRing>> {
-        if num_elem == 0 || num_elem >= MAX_SLOTS || elem_size == 0 || elem_size > MAX_ELEM {
-            return Err(EINVAL);
-        }
-        let slots = (num_elem + 1).next_power_of_two();
-        let log2_elem = elem_size.next_power_of_two().trailing_zeros();
-        let bytes = QUEUE_DATA_OFFSET + ((slots as usize) << log2_elem);
-        let npages = bytes.div_ceil(page_size());
+        let geo = RingGeometry::new(num_elem, elem_size, page_size()).map_err(|_| EINVAL)?;
+        let npages = geo.buf_size() / page_size();
         let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
         for _ in 0..npages {
             pages.push(SharedPage::alloc()?, GFP_KERNEL)?;
         }
-        let ring = UserRing {
-            pages,
-            slots,
-            log2_elem,
-        };
-        ring.write_at(LOG2_ELEM_SIZE_OFFSET, &log2_elem.to_le_bytes())?;
-        ring.write_at(INDEX_MASK_OFFSET, &(slots - 1).to_le_bytes())?;
+        let ring = UserRing { pages, geo };
+        ring.write_at(LOG2_ELEM_SIZE_OFFSET, &geo.log2_elem_size().to_le_bytes())?;
+        ring.write_at(INDEX_MASK_OFFSET, &geo.index_mask().to_le_bytes())?;
         Ok(Arc::new(ring, GFP_KERNEL)?)
     }
 
@@ -79,22 +65,22 @@ impl UserRing {
 
     /// How many entries the ring holds at most.
     pub fn capacity(&self) -> u32 {
-        self.slots - 1
+        self.geo.capacity()
     }
 
     /// The size of a slot.
     pub fn elem_size(&self) -> usize {
-        1 << self.log2_elem
+        self.geo.elem_size()
     }
 
     /// How many entries lie between `cons` and `prod`.
     pub fn count(&self, prod: u32, cons: u32) -> u32 {
-        prod.wrapping_sub(cons) & (self.slots - 1)
+        self.geo.count(prod, cons)
     }
 
     /// Whether one more entry after `prod` would overrun `cons`.
     pub fn is_full(&self, prod: u32, cons: u32) -> bool {
-        self.count(prod, cons) == self.slots - 1
+        self.geo.is_full(prod, cons)
     }
 
     /// The producer index as the other side last published it (untrusted).
@@ -110,12 +96,12 @@ impl UserRing {
     /// Publishes the kernel's producer index: slots written before are
     /// seen by a reader that acquires it.
     pub fn publish_producer(&self, v: u32) {
-        self.store(PRODUCER_INDEX_OFFSET, v & (self.slots - 1));
+        self.store(PRODUCER_INDEX_OFFSET, v & self.geo.index_mask());
     }
 
     /// Publishes the kernel's consumer index.
     pub fn publish_consumer(&self, v: u32) {
-        self.store(CONSUMER_INDEX_OFFSET, v & (self.slots - 1));
+        self.store(CONSUMER_INDEX_OFFSET, v & self.geo.index_mask());
     }
 
     /// Copies slot `index` (masked) into `out` (at most a slot).
@@ -123,7 +109,7 @@ impl UserRing {
         if out.len() > self.elem_size() {
             return Err(EINVAL);
         }
-        self.read_at(self.slot_offset(index), out)
+        self.read_at(self.geo.slot_offset(index), out)
     }
 
     /// Writes `data` (at most a slot) to slot `index` (masked).
@@ -131,11 +117,7 @@ impl UserRing {
         if data.len() > self.elem_size() {
             return Err(EINVAL);
         }
-        self.write_at(self.slot_offset(index), data)
-    }
-
-    fn slot_offset(&self, index: u32) -> usize {
-        QUEUE_DATA_OFFSET + (((index & (self.slots - 1)) as usize) << self.log2_elem)
+        self.write_at(self.geo.slot_offset(index), data)
     }
 
     fn load(&self, off: usize) -> u32 {

@@ -235,7 +235,8 @@ impl WorkItem for Stream {
 
 impl Stream {
     fn run_stream(&self) -> Result {
-        let mut inner = self.file.inner.lock();
+        let mut guard = self.file.inner()?;
+        let inner = guard.as_mut().ok_or(EINVAL)?;
         inner.ready()?;
         let (iova, rkey) = {
             let mr = inner.mr(self.handle)?;
@@ -285,19 +286,44 @@ impl Stream {
 /// An open file.
 #[pin_data]
 struct FileCtx {
+    /// Made by the first command ([`FileCtx::inner`]).
     #[pin]
-    inner: Mutex<Inner>,
+    inner: Mutex<Option<Inner>>,
     #[pin]
     stream: Mutex<Option<Arc<Stream>>>,
 }
 
 impl FileCtx {
+    /// The file's state, made on first use: the two sides' PDs, CQs and
+    /// connected QPs.
+    fn inner(
+        &self,
+    ) -> Result<kernel::sync::lock::Guard<'_, Option<Inner>, kernel::sync::lock::mutex::MutexBackend>>
+    {
+        let mut g = self.inner.lock();
+        if g.is_none() {
+            let o = opts();
+            let a = Side::new(c_str!("pma"), GID_A, &o)?;
+            let b = Side::new(c_str!("pmb"), GID_B, &o)?;
+            a.connect(&b)?;
+            b.connect(&a)?;
+            *g = Some(Inner {
+                regs: KVec::new(),
+                a,
+                b,
+                next: 1,
+            });
+        }
+        Ok(g)
+    }
+
     fn reg(&self, arg: usize) -> Result<isize> {
         let mut io = IoctlArg::<136>::read(arg)?;
         let (addr, len, access, flags) = (io.u64(0), io.u64(8), io.u32(16), io.u32(20));
         let name = &io.bytes()[24..56];
         let nlen = name.iter().position(|&c| c == 0).ok_or(EINVAL)?;
-        let mut inner = self.inner.lock();
+        let mut guard = self.inner()?;
+        let inner = guard.as_mut().ok_or(EINVAL)?;
         let (mr, pd) = if nlen == 0 || &name[..nlen] == b"pma" {
             let mr = Mr::reg_user(
                 inner.a.pd.core(),
@@ -345,7 +371,8 @@ impl FileCtx {
     fn dereg(&self, arg: usize) -> Result<isize> {
         let handle = IoctlArg::<4>::read(arg)?.u32(0);
         let reg = {
-            let mut inner = self.inner.lock();
+            let mut guard = self.inner()?;
+            let inner = guard.as_mut().ok_or(EINVAL)?;
             rdma::kshim::vec::remove_first(&mut inner.regs, |r| r.handle == handle).ok_or(EINVAL)?
         };
         reg.mr.dereg().map_err(|(_, e)| e)?;
@@ -360,7 +387,8 @@ impl FileCtx {
             return Err(EINVAL);
         }
         let n = len as usize;
-        let mut inner = self.inner.lock();
+        let mut guard = self.inner()?;
+        let inner = guard.as_mut().ok_or(EINVAL)?;
         inner.ready()?;
         let (lkey, rkey, iova) = {
             let mr = inner.mr(handle)?;
@@ -494,23 +522,13 @@ struct Dev;
 impl CharDevOps for Dev {
     type File = Arc<FileCtx>;
 
+    /// The QPs are made on the first command, not here: `open` runs under
+    /// the misc layer's lock, which must not be held around the core's
+    /// device registry (uverbs registers its misc devices under it).
     fn open(&self) -> Result<Arc<FileCtx>> {
-        let o = opts();
-        let a = Side::new(c_str!("pma"), GID_A, &o)?;
-        let b = Side::new(c_str!("pmb"), GID_B, &o)?;
-        a.connect(&b)?;
-        b.connect(&a)?;
         Arc::pin_init(
             pin_init!(FileCtx {
-                inner <- new_mutex!(
-                    Inner {
-                        regs: KVec::new(),
-                        a,
-                        b,
-                        next: 1,
-                    },
-                    "peer_mem_test::FileCtx::inner"
-                ),
+                inner <- new_mutex!(None, "peer_mem_test::FileCtx::inner"),
                 stream <- new_mutex!(None, "peer_mem_test::FileCtx::stream"),
             }),
             GFP_KERNEL,
