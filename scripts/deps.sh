@@ -4,7 +4,8 @@
 # Debian packages: the 6.12 kernel source, the Debian rustc that has rust-src
 # (rustc-web + rust-web-src), clang/LLVM for bindgen and the LLVM=1 KASAN build,
 # the kernel build tools, QEMU and busybox for the guest, and the userspace RDMA
-# tools that drive the kernel's C stack inside the guest; shellcheck for
+# tools that drive the kernel's C stack inside the guest, and python3-pyverbs,
+# which ships rdma-core's own test suite; shellcheck for
 # `make lint`.
 # crates.io: bindgen-cli.
 set -euo pipefail
@@ -15,6 +16,7 @@ pkgs=(
 	flex bison bc libelf-dev libssl-dev cpio kmod xz-utils gcc libc6-dev
 	qemu-system-x86 busybox-static
 	ibverbs-utils rdmacm-utils perftest ibverbs-providers iproute2
+	python3 python3-pyverbs
 	linux-perf
 	shellcheck
 )

@@ -71,6 +71,28 @@ for so in "$prov"/*.so; do copy_with_libs "$so"; done
 cp /etc/libibverbs.d/*.driver "$root/etc/libibverbs.d/"
 copy_with_libs /usr/lib/x86_64-linux-gnu/librdmacm.so.1
 
+# rdma-core's own test suite (selftests/rxe/pyverbs.sh): Python, its
+# standard library less the parts the suite never imports, python3-pyverbs
+# and the libraries of its extension modules, and the suite itself, which
+# Debian ships in /usr/share/doc with most files gzipped: unpacked, not
+# changed, into /usr/share/rdma-core-tests/tests (run_tests.py imports it
+# as the package "tests").
+py=python3.11
+copy_with_libs "/usr/bin/$py"
+ln -s "$py" "$root/usr/bin/python3"
+(cd /usr/lib && find "$py" \( -name test -o -name tests -o -name idlelib -o -name tkinter \
+	-o -name turtledemo -o -name ensurepip -o -name lib2to3 -o -name pydoc_data \
+	-o -name 'config-*' \) -prune -o -print | cpio -pdm --quiet "$root/usr/lib")
+(cd /usr/lib && find python3/dist-packages/pyverbs | cpio -pdm --quiet "$root/usr/lib")
+for so in "/usr/lib/$py"/lib-dynload/*.so /usr/lib/python3/dist-packages/pyverbs/*.so \
+	/usr/lib/python3/dist-packages/pyverbs/providers/*/*.so; do
+	copy_with_libs "$so"
+done
+pyt=$root/usr/share/rdma-core-tests/tests
+mkdir -p "$pyt"
+cp /usr/share/doc/rdma-core/tests/* "$pyt/"
+gunzip -f "$pyt"/*.gz
+
 # Kernel modules: the kernel's own, then ours under extra/.
 mkdir -p "$root/usr/lib/modules"
 cp -a "$KDIR/modinst/lib/modules/$kver" "$root/usr/lib/modules/"

@@ -73,3 +73,17 @@ rxe_counters_show() {
 		echo "$_it: $(tr '\n' ' ' < "$rxe_cfs/$_it/counters")"
 	done
 }
+
+# perftest's output in FILE has its result row for ITERATIONS ("#bytes
+# #iterations" then the figures), which perftest prints only once every
+# iteration has completed with success (a bad completion makes it exit
+# non-zero first), and a figure in it is not zero. perftest scales its
+# cycle counts by a clock rate it estimates by regression against
+# gettimeofday(); on a loaded TCG guest that fit can fail its r^2 test,
+# perftest says so and every figure reads 0.00: then the row alone counts.
+perftest_completed() { # file iterations
+	awk -v n="$2" '
+		/^Correlation coefficient r\^2/ { noclock = 1 }
+		$1 ~ /^[0-9]+$/ && $2 == n && NF >= 5 { row = 1; if ($4 + 0 > 0 || $5 + 0 > 0) fig = 1 }
+		END { exit !(row && (fig || noclock)) }' "$1"
+}

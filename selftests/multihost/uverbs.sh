@@ -68,11 +68,14 @@ both_ways() { # gid-flag check program args...
 	done
 }
 pingpong_ok() { grep -q "bytes in" "$1"; }
-perftest_ok() {
-	awk '$1 ~ /^[0-9]+$/ && NF >= 5 && ($4 + 0 > 0 || $5 + 0 > 0) { ok = 1 } END { exit !ok }' "$1"
-}
 pingpong() { both_ways -g pingpong_ok "$@"; }
-perftest() { both_ways -x perftest_ok "$@" -F; }
+# perftest: all N iterations done, on each side.
+perftest_ok() { perftest_completed "$1" "$perftest_n"; }
+perftest() { # N program args...
+	perftest_n=$1
+	shift
+	both_ways -x perftest_ok "$@" -n "$perftest_n" -F
+}
 
 teardown() {
 	if [ "$RDMA_RS_GUEST" = 0 ]; then
@@ -87,9 +90,9 @@ gid=$(gid_now) || gid=none
 ktap_check "rc_pingpong" pingpong ibv_rc_pingpong -n 100 -s 4096 -c
 ktap_check "ud_pingpong" pingpong ibv_ud_pingpong -n 100 -s 1024 -c
 ktap_check "srq_pingpong" pingpong ibv_srq_pingpong -n 50 -q 4 -r 32 -s 1024 -c
-ktap_check "ib_write_bw" perftest ib_write_bw -n 100 -s 65536
-ktap_check "ib_read_bw" perftest ib_read_bw -n 100 -s 65536
-ktap_check "ib_send_bw" perftest ib_send_bw -n 100 -s 65536
+ktap_check "ib_write_bw" perftest 100 ib_write_bw -s 65536
+ktap_check "ib_read_bw" perftest 100 ib_read_bw -s 65536
+ktap_check "ib_send_bw" perftest 100 ib_send_bw -s 65536
 # Stay up a little so the other guest's last exchange ends too.
 sleep 3
 ktap_check "teardown" teardown
