@@ -145,8 +145,11 @@ ktap_check "rxe_teardown" rxe_teardown
 # User space on our stack: the kernel's C stack goes (and is kept from
 # coming back: libibverbs' netlink socket would load ib_core), our
 # rdma_rs_uverbs serves unchanged rdma-core on two of our devices, one in
-# each namespace: ibv_devinfo and rdma link (the pingpongs and perftest
-# run in make check: rxe/uverbs.sh, multihost/uverbs.sh).
+# each namespace: ibv_devinfo, rdma link, then perftest's ib_write_bw
+# between the namespaces (the pingpongs and the other perftest tools run
+# in make check: rxe/uverbs.sh, multihost/uverbs.sh). Inside a namespace
+# libibverbs finds devices through sysfs, where librxe knows rxe devices
+# by their names' "rxe" prefix: hence rxeu0 and rxeu1.
 nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
 uv_setup() {
 	modprobe -r rdma_ucm rdma_cm rdma_rxe ib_uverbs ib_cm iw_cm ib_core 2>/dev/null
@@ -155,14 +158,35 @@ uv_setup() {
 		cleanup_add rm -f "$nocore" &&
 		modprobe rdma_rs_rxe && modprobe rdma_rs_uverbs && netns_add demo_u demo_v &&
 		netns_veth demo_u duv0 demo_v duv1 && netns_addr demo_u duv0 10.78.4.1/24 &&
-		netns_addr demo_v duv1 10.78.4.2/24 && rxe_bind demo_u duv0 rxu0 && rxe_bind demo_v duv1 rxu1
+		netns_addr demo_v duv1 10.78.4.2/24 && rxe_bind demo_u duv0 rxeu0 && rxe_bind demo_v duv1 rxeu1
 }
 uv_teardown() {
-	echo 0 > "$cfs/rxu0/enable" && echo 0 > "$cfs/rxu1/enable" && rmdir "$cfs/rxu0" "$cfs/rxu1" &&
+	echo 0 > "$cfs/rxeu0/enable" && echo 0 > "$cfs/rxeu1/enable" && rmdir "$cfs/rxeu0" "$cfs/rxeu1" &&
 		ip netns del demo_u && ip netns del demo_v && rmmod rdma_rs_uverbs && rmmod rdma_rs_rxe
 }
+# ib_write_bw, 200 writes of 64 KiB from rxeu0 (demo_u) to rxeu1 (demo_v),
+# on their IPv4 RoCE v2 GIDs; the client's report is shown.
+uv_perftest() {
+	ga=$(roce_v2_gid_index rxeu0 0a4e:0401) && gb=$(roce_v2_gid_index rxeu1 0a4e:0402) || return 1
+	ip netns exec demo_v ib_write_bw -d rxeu1 -x "$gb" -s 65536 -n 200 -F > "$tmpd/bw_srv" 2>&1 &
+	_srv=$!
+	_n=0
+	until ip netns exec demo_u ib_write_bw -d rxeu0 -x "$ga" -s 65536 -n 200 -F 10.78.4.2 > "$tmpd/bw_cli" 2>&1; do
+		_n=$((_n + 1))
+		# The server may not listen yet.
+		if [ "$_n" -ge 50 ] || ! grep -q "Couldn't connect" "$tmpd/bw_cli"; then
+			kill "$_srv" 2> /dev/null
+			cat "$tmpd/bw_cli" "$tmpd/bw_srv"
+			return 1
+		fi
+		sleep 0.2
+	done
+	wait "$_srv" && perftest_completed "$tmpd/bw_cli" 200 || { cat "$tmpd/bw_cli" "$tmpd/bw_srv"; return 1; }
+}
 ktap_check "uverbs_devices" uv_setup
-show ibv_devinfo -d rxu0
+show ibv_devinfo -d rxeu0
 show rdma link
+ktap_check "uverbs_perftest" uv_perftest
+show cat "$tmpd/bw_cli"
 ktap_check "uverbs_teardown" uv_teardown
 ktap_finish

@@ -5,7 +5,8 @@
 //!
 //! - [`device`]: `GET_CONTEXT`, `QUERY_DEVICE` (legacy and extended),
 //!   `QUERY_PORT`.
-//! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
+//! - [`pd_mr`]: `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`,
+//!   `ALLOC_MW`, `DEALLOC_MW`.
 //! - [`cq`]: `CREATE_COMP_CHANNEL`, `CREATE_CQ` (legacy and extended),
 //!   `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
 //! - [`qp`]: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`,
@@ -63,6 +64,8 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::DeallocPd => pd_mr::dealloc_pd(&mut ctx.objects, req),
         Cmd::RegMr => pd_mr::reg_mr(&mut ctx.objects, req),
         Cmd::DeregMr => pd_mr::dereg_mr(&mut ctx.objects, req),
+        Cmd::AllocMw => pd_mr::alloc_mw(&mut ctx.objects, req),
+        Cmd::DeallocMw => pd_mr::dealloc_mw(&mut ctx.objects, req),
         _ => Err(eopnotsupp()),
     }
 }

@@ -17,6 +17,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use rdma::prelude::{Cq, Mr, Pd, Qp};
 use rdma::verbs::ah::Ah;
+use rdma::verbs::mw::Mw;
 use rdma::verbs::srq::Srq;
 use rdma::verbs::uring::UserRing;
 
@@ -58,6 +59,7 @@ pub(crate) struct USrq {
 pub(crate) enum Obj {
     Pd(Pd),
     Mr(Mr),
+    Mw(Mw),
     Cq(UCq),
     Qp(UQp),
     Ah(Ah),
@@ -66,12 +68,14 @@ pub(crate) enum Obj {
 
 impl Obj {
     /// The order of teardown: objects of a lower rank go first (they use
-    /// those of higher ranks).
+    /// those of higher ranks). Windows first: a bound one holds its MR
+    /// (and a type 2 one its QP).
     fn rank(&self) -> u8 {
         match self {
-            Obj::Mr(_) | Obj::Qp(_) | Obj::Ah(_) => 0,
-            Obj::Cq(_) | Obj::Srq(_) => 1,
-            Obj::Pd(_) => 2,
+            Obj::Mw(_) => 0,
+            Obj::Mr(_) | Obj::Qp(_) | Obj::Ah(_) => 1,
+            Obj::Cq(_) | Obj::Srq(_) => 2,
+            Obj::Pd(_) => 3,
         }
     }
 }
@@ -169,7 +173,7 @@ impl Objects {
 
     /// Destroys every object, users before what they use. May sleep.
     pub(crate) fn destroy_all(&mut self) {
-        for rank in 0..=2 {
+        for rank in 0..=3 {
             for slot in self.slots.iter_mut() {
                 if slot.as_ref().is_some_and(|o| o.rank() == rank) {
                     // Dropping an owner handle destroys the object once its

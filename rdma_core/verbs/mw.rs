@@ -311,6 +311,16 @@ fn resolve(
 }
 
 impl Device {
+    /// The window that `key` names (index part), if any: for BIND_MW
+    /// entries of user rings, which name windows by key. Any context.
+    pub(crate) fn mw_by_key(&self, key: u32) -> Option<Arc<MwCore>> {
+        let index = key >> 8;
+        if index < MW_INDEX_BASE {
+            return None;
+        }
+        self.res.mw.get(index)
+    }
+
     /// Checks a remote access by QP `qp` through `rkey` (an MR or an MW)
     /// without touching memory.
     pub(crate) fn remote_check(

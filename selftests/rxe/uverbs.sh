@@ -150,6 +150,10 @@ ktap_check "ring_wild_index" uverbs_user wild_index "$node"
 # A bad receive entry on an RC QP connected to itself, found by its own
 # SEND: ERR, LOC_QP_OP_ERR for it, flushes for the rest.
 ktap_check "ring_bad_recv" uverbs_user bad_recv "$node"
+# Memory windows: ALLOC_MW's bad types and handles; a type 2 window bound
+# from the ring opens its MR to a WRITE until LOCAL_INV closes it; a
+# BIND_MW entry naming another file's window ends only its own QP.
+ktap_check "ring_mw" uverbs_user mw "$node"
 # Doorbells racing DESTROY_QP/DESTROY_CQ, fork() with rings mapped, a file
 # closed with every kind of object alive.
 ktap_check "ring_threads" uverbs_user threads "$node"
@@ -177,10 +181,12 @@ pair_run() { # gid-flag program args...: server in uvy, client in uvx
 		echo "no IPv4 GID"
 		return 1
 	fi
-	ip netns exec uvy "$_pp" -d rxeu1 "$_gf" "$gb" "$@" > "$tmpd/pp_srv" 2>&1 &
+	# Bounded: a run that hangs fails with both sides' output and the
+	# devices' counters.
+	ip netns exec uvy timeout 150 "$_pp" -d rxeu1 "$_gf" "$gb" "$@" > "$tmpd/pp_srv" 2>&1 &
 	_srv=$!
 	_n=0
-	until ip netns exec uvx "$_pp" -d rxeu0 "$_gf" "$ga" "$@" 10.79.1.2 > "$tmpd/pp_cli" 2>&1; do
+	until ip netns exec uvx timeout 120 "$_pp" -d rxeu0 "$_gf" "$ga" "$@" 10.79.1.2 > "$tmpd/pp_cli" 2>&1; do
 		_n=$((_n + 1))
 		# The server may not listen yet; anything else is a failure.
 		if [ "$_n" -ge 50 ] || ! grep -Eq "Couldn't connect|Unable to open file descriptor" "$tmpd/pp_cli"; then
@@ -188,12 +194,14 @@ pair_run() { # gid-flag program args...: server in uvy, client in uvx
 			wait "$_srv"
 			sed 's/^/    # client: /' "$tmpd/pp_cli"
 			sed 's/^/    # server: /' "$tmpd/pp_srv"
+			rxe_counters_show rxeu0 rxeu1
 			return 1
 		fi
 		sleep 0.2
 	done
 	if ! wait "$_srv"; then
 		sed 's/^/    # server: /' "$tmpd/pp_srv"
+		rxe_counters_show rxeu0 rxeu1
 		return 1
 	fi
 }

@@ -455,7 +455,7 @@ static void case_cq(void)
 
 /* enum ib_wc_status, enum ib_qp_state, IB_QP_* (kernel-internal enums). */
 enum { WC_RECV = 128 };	/* enum ib_wc_opcode */
-enum { WC_SUCCESS = 0, WC_LOC_QP_OP_ERR = 2, WC_WR_FLUSH_ERR = 5 };
+enum { WC_SUCCESS = 0, WC_LOC_QP_OP_ERR = 2, WC_WR_FLUSH_ERR = 5, WC_REM_ACCESS_ERR = 10 };
 enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
 enum {
 	QP_STATE = 1 << 0, QP_ACCESS_FLAGS = 1 << 3, QP_PKEY_INDEX = 1 << 4,
@@ -1079,6 +1079,143 @@ static void case_bad_recv(void)
 	close(a.ev);
 }
 
+static int alloc_mw(int fd, uint32_t pd, uint8_t type, struct ib_uverbs_alloc_mw_resp *out)
+{
+	struct ib_uverbs_alloc_mw c;
+
+	memset(&c, 0, sizeof(c));
+	memset(out, 0xff, sizeof(*out));
+	c.response = (uintptr_t)out;
+	c.pd_handle = pd;
+	c.mw_type = type;
+	return cmd(fd, IB_USER_VERBS_CMD_ALLOC_MW, &c, sizeof(c), sizeof(*out) / 4) ==
+	       8 + (ssize_t)sizeof(c) ? 0 : -1;
+}
+
+static int dealloc_mw(int fd, uint32_t handle)
+{
+	struct ib_uverbs_dealloc_mw c = { .mw_handle = handle };
+
+	return cmd(fd, IB_USER_VERBS_CMD_DEALLOC_MW, &c, sizeof(c), 0) == 8 + sizeof(c) ? 0 : -1;
+}
+
+/* A signaled BIND_MW entry: the window mw_rkey gets [addr, addr + len) of mr. */
+static void bind_entry(struct uqp *q, uint64_t wr_id, uint32_t mw_rkey, uint32_t new_rkey,
+		       uint32_t mr_lkey, uint64_t addr, uint64_t len)
+{
+	struct rxe_send_wqe *w = sq_next(q);
+
+	w->wr.wr_id = wr_id;
+	w->wr.opcode = IB_UVERBS_WR_BIND_MW;
+	w->wr.send_flags = SEND_SIGNALED;
+	w->wr.wr.mw.addr = addr;
+	w->wr.wr.mw.length = len;
+	w->wr.wr.mw.mr_lkey = mr_lkey;
+	w->wr.wr.mw.mw_rkey = mw_rkey;
+	w->wr.wr.mw.rkey = new_rkey;
+	w->wr.wr.mw.access = 2;	/* remote write */
+	sq_push(q);
+}
+
+/*
+ * Memory windows: ALLOC_MW refuses types other than 1 and 2 and handles
+ * that are not PDs; a type 2 window bound from the ring opens its MR to an
+ * RDMA WRITE through its new rkey (the bytes land); LOCAL_INV closes it
+ * (the next WRITE fails with REM_ACCESS_ERR). A BIND_MW entry naming a
+ * window of another open file ends only the QP that carried it
+ * (LOC_QP_OP_ERR); the other file's QP and a second QP go on working.
+ */
+static void case_mw(void)
+{
+	struct uctx a, b;
+	struct uqp q;
+	struct ib_uverbs_alloc_mw_resp mw1, mw2, mwb;
+	struct ib_uverbs_wc wc[8];
+	struct rxe_send_wqe *w;
+	static char buf[4096] __attribute__((aligned(4096)));
+	uint32_t mr[3], key;
+	int n;
+
+	uctx_make(&a);
+	uctx_make(&b);
+	CHECK(alloc_mw(a.fd, a.pd, 3, &mw1) < 0 && errno == EINVAL, "type 3");
+	CHECK(alloc_mw(a.fd, a.pd, 0, &mw1) < 0 && errno == EINVAL, "type 0");
+	CHECK(alloc_mw(a.fd, 77, 1, &mw1) < 0 && errno == EINVAL, "pd 77");
+	CHECK(alloc_mw(a.fd, a.cq.handle, 1, &mw1) < 0 && errno == EINVAL, "cq as pd");
+	CHECK(alloc_mw(a.fd, a.pd, 1, &mw1) == 0, "type 1");
+	CHECK(alloc_mw(a.fd, a.pd, 2, &mw2) == 0, "type 2");
+	CHECK(alloc_mw(b.fd, b.pd, 2, &mwb) == 0, "type 2 of b");
+	CHECK(mw1.rkey >> 8 != mw2.rkey >> 8 && mw1.rkey != 0 && mw2.rkey != 0,
+	      "rkeys %x %x", mw1.rkey, mw2.rkey);
+	CHECK(dealloc_mw(a.fd, a.pd) < 0 && errno == EINVAL, "pd as mw");
+	CHECK(dealloc_mw(a.fd, 999) < 0 && errno == EINVAL, "mw 999");
+	CHECK(dealloc_mw(a.fd, mw1.mw_handle) == 0, "dealloc type 1");
+	CHECK(dealloc_mw(a.fd, mw1.mw_handle) < 0 && errno == EINVAL, "stale mw");
+
+	/* local write, remote write, MW bind */
+	CHECK(reg_mr(a.fd, a.pd, buf, sizeof(buf), 1 | 2 | 16, mr) == 0, "reg_mr");
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &q) == 0, "create rc");
+	to_rts(a.fd, &q);
+	key = (mw2.rkey & ~0xffu) | ((mw2.rkey + 1) & 0xff);
+	bind_entry(&q, 0xb1d, mw2.rkey, key, mr[1], (uintptr_t)buf, sizeof(buf));
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell bind");
+	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no bind completion");
+	expect_wc(&wc[0], 0xb1d, WC_SUCCESS, IB_UVERBS_WC_BIND_MW, q.qpn, "bind");
+
+	/* RDMA WRITE of 8 inline bytes through the window, to the QP itself. */
+	w = good_send(&q, 0x3417e, 0);
+	w->wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
+	w->wr.wr.rdma.remote_addr = (uintptr_t)buf + 64;
+	w->wr.wr.rdma.rkey = key;
+	sq_push(&q);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell write");
+	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no write completion");
+	expect_wc(&wc[0], 0x3417e, WC_SUCCESS, IB_UVERBS_WC_RDMA_WRITE, q.qpn, "write");
+	CHECK(!memcmp(buf + 64, "hostile!", 8), "bytes through the window");
+
+	/* LOCAL_INV of the window, then the same WRITE is refused. */
+	w = sq_next(&q);
+	w->wr.wr_id = 0x1a5;
+	w->wr.opcode = IB_UVERBS_WR_LOCAL_INV;
+	w->wr.send_flags = SEND_SIGNALED;
+	w->wr.ex.invalidate_rkey = key;
+	sq_push(&q);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell inv");
+	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no inv completion");
+	expect_wc(&wc[0], 0x1a5, WC_SUCCESS, IB_UVERBS_WC_LOCAL_INV, q.qpn, "local inv");
+	memset(buf + 64, 0, 8);
+	w = good_send(&q, 0x3417f, 0);
+	w->wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
+	w->wr.wr.rdma.remote_addr = (uintptr_t)buf + 64;
+	w->wr.wr.rdma.rkey = key;
+	sq_push(&q);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell write 2");
+	n = ucq_poll(&a.cq, wc, 8, 1, 5000);
+	CHECK(n == 1 && wc[0].wr_id == 0x3417f && wc[0].status == WC_REM_ACCESS_ERR,
+	      "write after inv: %d completions, status %u", n, n ? wc[0].status : 0);
+	CHECK(!memcmp(buf + 64, "\0\0\0\0\0\0\0\0", 8), "bytes after inv");
+	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy rc");
+	uqp_unmap(&q);
+
+	/* A window of another file, named in a BIND_MW entry. */
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &q) == 0, "create rc 2");
+	to_rts(a.fd, &q);
+	bind_entry(&q, 0xf0e, mwb.rkey, mwb.rkey + 1, mr[1], (uintptr_t)buf, sizeof(buf));
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell foreign");
+	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no foreign completion");
+	expect_wc(&wc[0], 0xf0e, WC_LOC_QP_OP_ERR, IB_UVERBS_WC_BIND_MW, q.qpn, "foreign mw");
+	CHECK(qp_state(a.fd, &q) == QPS_ERR, "state %d", qp_state(a.fd, &q));
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "other qp");
+	works(b.fd, &b.qp, &b.cq, b.ah_num, "other file");
+	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy rc 2");
+	uqp_unmap(&q);
+	/* Closed with a window and an MR alive: uverbs.sh checks the counts. */
+	close(a.fd);
+	close(a.ev);
+	close(b.fd);
+	close(b.ev);
+}
+
 static struct {
 	int fd;
 	struct uqp *q;
@@ -1268,6 +1405,8 @@ int main(int argc, char **argv)
 		case_wild_index();
 	else if (!strcmp(argv[1], "bad_recv"))
 		case_bad_recv();
+	else if (!strcmp(argv[1], "mw"))
+		case_mw();
 	else if (!strcmp(argv[1], "threads"))
 		case_threads();
 	else if (!strcmp(argv[1], "gone"))

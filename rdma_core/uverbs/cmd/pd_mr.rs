@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`.
+//! `ALLOC_PD`, `DEALLOC_PD`, `REG_MR`, `DEREG_MR`, `ALLOC_MW`,
+//! `DEALLOC_MW`.
 //!
 //! An object is made, stored under a new handle, and the response
 //! written; if the response cannot be written the object is destroyed
@@ -8,6 +9,12 @@
 //! Destroying takes the object out of the table and gives it back if the
 //! core refuses (`EBUSY`: a PD with users; `EINVAL`: an MR with windows
 //! bound).
+//!
+//! A memory window is allocated unbound (type 1 or 2, anything else
+//! `EINVAL` as in C); user space binds it with a `BIND_MW` entry on a send
+//! ring (`ibv_bind_mw` for type 1, `IBV_WR_BIND_MW` for type 2), which
+//! names it by its rkey. Deallocating a bound window unbinds it: the
+//! memory it opened is no longer reachable through its key.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -16,8 +23,11 @@ use rdma::kshim::errno::eopnotsupp;
 
 use rdma::prelude::{Device, Mr, Pd};
 use rdma::spec::opcodes::Access;
-use rdma::spec::uverbs::pd_mr::{AllocPd, AllocPdResp, DeallocPd, DeregMr, RegMr, RegMrResp};
+use rdma::spec::uverbs::pd_mr::{
+    AllocMw, AllocMwResp, AllocPd, AllocPdResp, DeallocMw, DeallocPd, DeregMr, RegMr, RegMrResp,
+};
 use rdma::spec::uverbs::Request;
+use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::umem::UserMrFlags;
 
 use super::{core, respond};
@@ -98,4 +108,28 @@ pub(super) fn dereg_mr(objs: &mut Objects, req: &Request<'_>) -> Result {
         objs.put_back(cmd.mr_handle, Obj::Mr(mr));
         e
     })
+}
+
+pub(super) fn alloc_mw(objs: &mut Objects, req: &Request<'_>) -> Result {
+    let cmd: AllocMw = core(req)?;
+    let mw_type = match cmd.mw_type {
+        1 => MwType::Type1,
+        2 => MwType::Type2,
+        _ => return Err(EINVAL),
+    };
+    let pd = objs.pd(cmd.pd_handle).ok_or(EINVAL)?;
+    let mw = Mw::alloc(pd.core(), mw_type)?;
+    let rkey = mw.rkey();
+    store_and_answer(objs, Obj::Mw(mw), |h| {
+        respond(req, &AllocMwResp { mw_handle: h, rkey }).map(|_| ())
+    })
+}
+
+pub(super) fn dealloc_mw(objs: &mut Objects, req: &Request<'_>) -> Result {
+    let cmd: DeallocMw = core(req)?;
+    let Some(Obj::Mw(mw)) = objs.take_if(cmd.mw_handle, |o| matches!(o, Obj::Mw(_))) else {
+        return Err(EINVAL);
+    };
+    mw.dealloc();
+    Ok(())
 }

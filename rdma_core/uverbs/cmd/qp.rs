@@ -23,7 +23,8 @@
 //! the extended one's creation flags and indirection tables are refused
 //! (`EOPNOTSUPP`), as rxe refuses them.
 //!
-//! Not built: memory windows, multicast.
+//! Memory windows are bound by BIND_MW entries of the send ring
+//! (`pd_mr.rs` allocates them). Not built: multicast.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -98,7 +99,8 @@ pub(super) fn create_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>
         2 => QpType::Rc,
         3 => QpType::Uc,
         4 => QpType::Ud,
-        _ => return Err(EINVAL),
+        // Raw packet, XRC and the rest: rxe has no such QPs.
+        _ => return Err(eopnotsupp()),
     };
     let objs = &ctx.objects;
     let srq = if cmd.is_srq != 0 {

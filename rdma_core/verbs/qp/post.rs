@@ -152,7 +152,10 @@ impl QpCore {
         w.length = length;
         w.inline = inline;
         if inline {
-            if length > self.cap.max_inline_data || length as usize > MAX_INLINE {
+            // ATOMIC_WRITE's 8 bytes are its operand, not inline data the
+            // QP was sized for (a user ring carries them in the entry).
+            let capped = op != WrOpcode::AtomicWrite && length > self.cap.max_inline_data;
+            if capped || length as usize > MAX_INLINE {
                 return Err(EINVAL);
             }
             w.num_sge = 0;

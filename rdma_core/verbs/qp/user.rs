@@ -30,8 +30,14 @@
 //!   ring handles at most a ring's worth of entries, whatever user space
 //!   does meanwhile.
 //!
-//! Not built yet: BIND_MW and ATOMIC_WRITE from a user ring (they end the
-//! QP as a bad entry would), user SRQs.
+//! - ATOMIC_WRITE carries its 8 bytes in the entry; they are queued as
+//!   the request's inline data. BIND_MW names its window and MR by key
+//!   (`mw_rkey`, `mr_lkey`): both are looked up when the entry is taken
+//!   and must belong to the QP's PD, else the entry is a bad one; the
+//!   bind itself runs in send queue order and fails with `MW_BIND_ERR`
+//!   as a kernel ULP's would. The window is found by the index part of
+//!   `mw_rkey`: its key byte changes only when an earlier bind of the
+//!   same ring runs, so it cannot be checked when the entry is taken.
 //!
 //! Locks: the rings are read and written under the queue's lock (the
 //! send queue's or the receive queue's), as the kernel entries are.
@@ -271,7 +277,45 @@ impl QpCore {
             }
             Payload::Inline(bytes) => (&[], Some(bytes)),
         };
-        let op = user_send_op(&wqe.op)?;
+        // ATOMIC_WRITE's 8 bytes travel in the entry, as inline data.
+        let inline = match &wqe.op {
+            UserSendOp::AtomicWrite { value, .. } => Some(&value[..]),
+            _ => inline,
+        };
+        // A BIND_MW entry names its window and MR by key: they are looked
+        // up here, and must be of this QP's PD (`fill_send_from`).
+        let bind = match wqe.op {
+            UserSendOp::BindMw {
+                mw_rkey, mr_lkey, ..
+            } => {
+                let dev = self.device();
+                Some((
+                    dev.mw_by_key(mw_rkey).ok_or(EINVAL)?,
+                    dev.mr_by_key(mr_lkey).ok_or(EINVAL)?,
+                ))
+            }
+            _ => None,
+        };
+        let op = match (&wqe.op, &bind) {
+            (
+                UserSendOp::BindMw {
+                    rkey,
+                    addr,
+                    length,
+                    access,
+                    ..
+                },
+                Some((mw, mr)),
+            ) => SendOp::BindMw {
+                mw,
+                mr,
+                key: *rkey,
+                addr: *addr,
+                length: *length,
+                access: *access,
+            },
+            _ => user_send_op(&wqe.op)?,
+        };
         let ah: Option<Arc<AhCore>> = match &wqe.ud {
             Some(ud) => Some(self.user_ah(ud.ah_num).ok_or(EINVAL)?),
             None => None,
@@ -527,6 +571,10 @@ fn user_send_op(op: &UserSendOp) -> Result<SendOp<'static>> {
             },
             whole_mr,
         },
-        UserSendOp::BindMw { .. } | UserSendOp::AtomicWrite { .. } => return Err(EINVAL),
+        UserSendOp::AtomicWrite {
+            remote_addr, rkey, ..
+        } => SendOp::AtomicWrite { remote_addr, rkey },
+        // Made by the caller, which looks its objects up.
+        UserSendOp::BindMw { .. } => return Err(EINVAL),
     })
 }
