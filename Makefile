@@ -5,7 +5,7 @@
 #   make run      boot a guest, load the stack, show it working
 #   make check    everything: deps, kernel, modules, lint, host tests, guest tests
 #   make bench    our rxe and RTRS against the kernel's: a table of ratios
-#                 (BENCH=rxe or BENCH=rtrs: that part alone)
+#                 (BENCH=rxe, BENCH=rtrs or BENCH=perftest: that part alone)
 #
 # Other targets: deps, kernel, modules, lint, test-host, fuzz, initramfs, guest-test,
 # multihost-test, harness-test, clean. See README.md and Documentation/.

@@ -1,7 +1,9 @@
 # The benchmark table, from the guest's "bench: ..." lines (scripts/bench.sh):
 #   STACK PATH TEST SIZE ITERATIONS NANOSECONDS   (rdma_rxe_bench)
 #   STACK rtrs-Y|N TEST SIZE REQUESTS NANOSECONDS  (rtrs_bench, rtrs_cbench)
-#   perftest PATH TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh)
+#   STACK perftest TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh:
+#   perftest's write, read, send bandwidth and send_lat, ours through
+#   rdma_rs_uverbs, the kernel's through ib_uverbs)
 # A workload that ran several times counts by its median. MB is 10^6
 # bytes. "ours/C" is how many times faster ours is: bandwidth and rate
 # divided, latency inverted, so above 1 means ours is ahead.
@@ -19,7 +21,6 @@
 # contains 1 means the runs do not tell the stacks apart.
 function mbs(size, n, ns) { return size * n * 1000 / ns }
 $1 == "guest" && $3 == "memcpy" { memcpy = mbs($4, $5, $6); next }
-$1 == "perftest" { pt[++npt] = $0; next }
 $1 == "ours" || $1 == "theirs" {
 	key = $2 " " $3 " " $4
 	if (!(key in seen)) { seen[key] = 1; order[++n] = key }
@@ -94,14 +95,5 @@ END {
 		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 		if (k[3] == 4096)
 			printf "%-9s %-9s %8s %7.0f IOPS %7.0f IOPS %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], no * 1e9 / o, nt * 1e9 / t, bo / bt, lo, hi
-	}
-	if (npt) {
-		print ""
-		print "perftest on the kernel's rxe (userspace view, loopback; timed from outside):"
-		for (i = 1; i <= npt; i++) {
-			$0 = pt[i]
-			if ($3 ~ /_lat$/) printf "  %-12s %8s B: %.1f us\n", $3, $4, $6 / $5 / 2 / 1000
-			else printf "  %-12s %8s B: %.1f MB/s\n", $3, $4, mbs($4, $5, $6)
-		}
 	}
 }

@@ -9,9 +9,10 @@
 # sources under the cache, so the test build in the tree stays as it is.
 set -euo pipefail
 export KERNEL_FLAVOR=bench
-# BENCH=rxe or BENCH=rtrs runs that part alone (selftests/bench.sh).
+# BENCH=rxe, BENCH=rtrs or BENCH=perftest runs that part alone
+# (selftests/bench.sh).
 part=${BENCH:-all}
-case "$part" in all | rxe | rtrs) ;; *) echo "bench: BENCH=rxe, rtrs or nothing, not '$part'" >&2; exit 2 ;; esac
+case "$part" in all | rxe | rtrs | perftest) ;; *) echo "bench: BENCH=rxe, rtrs, perftest or nothing, not '$part'" >&2; exit 2 ;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=env.sh
 . "$top/scripts/env.sh"
@@ -37,10 +38,14 @@ RDMA_RS_TOP=$src "$src/scripts/initramfs.sh" "$out/initramfs.cpio"
 RDMA_RS_APPEND="tsc=reliable rdma_rs.bench=$part " RDMA_RS_INITRD=$out/initramfs.cpio "$top/scripts/vm.sh" --name bench --mode bench --timeout 3600 |
 	tee "$out/guest.log" | grep -E "^(ok|not ok|#) |vm.sh:" || true
 results=$top/.build/vm/bench/ktap0.log
-if [ "$part" != rtrs ]; then
+if [ "$part" = all ] || [ "$part" = rxe ]; then
 	grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the rxe benchmark did not run to the end" >&2; exit 1; }
 fi
-if [ "$part" != rxe ]; then
+if [ "$part" != rtrs ]; then
+	grep -q "^ok .* perftest_ours" "$results" && grep -q "^ok .* perftest_theirs" "$results" ||
+		{ echo "bench: perftest did not run on both stacks" >&2; exit 1; }
+fi
+if [ "$part" = all ] || [ "$part" = rtrs ]; then
 	grep -q "^ok [0-9]* rtrs" "$results" || { echo "bench: the RTRS benchmark did not run to the end" >&2; exit 1; }
 fi
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `make bench`, in the guest: the same kernel-space workload on our rxe and
-# on the kernel's rdma_rxe (modules/rdma_rxe_bench.rs says which), then
-# perftest on the kernel's rxe for the userspace view, then the same RTRS
+# on the kernel's rdma_rxe (modules/rdma_rxe_bench.rs says which), perftest
+# on both stacks for the userspace view (ours through rdma_rs_uverbs first,
+# before the C stack is loaded), then the same RTRS
 # load on our RTRS and on the kernel's (rtrs/ulp/rtrs_bench.rs and
 # rtrs/cbench/rtrs_cbench.c). Prints KTAP, with the figures as
 # "# bench: ..." lines that scripts/bench.sh turns into a table.
@@ -59,30 +60,58 @@ now_ns() {
 	awk '{ printf "%.0f", $1 * 1e9 }' /proc/uptime
 }
 
-# One perftest run in loopback on cbo0: tool, size, iterations; prints how
-# long the client took, in nanoseconds.
-perftest_once() { # tool size iterations
-	x=$(roce_v2_gid_index cbo0 0a54:0001) || return 1
-	$1 -d cbo0 -x "$x" -s "$2" -n "$3" -F > "$tmpd/pt_srv.log" 2>&1 &
+# One perftest run in loopback on one device, server and client in the
+# initial namespace: stack (ours: rbo0, whose RoCE v2 GID is 10.83.0.1,
+# the out-of-band TCP exchange over 127.0.0.1, as rbo0's address lives in
+# namespace bna; theirs: cbo0, 10.84.0.1), tool, size, iterations. Prints
+# how long the client took, in nanoseconds.
+perftest_once() { # ours|theirs tool size iterations
+	if [ "$1" = ours ]; then d=rbo0 tail=0a53:0001 to=127.0.0.1; else d=cbo0 tail=0a54:0001 to=10.84.0.1; fi
+	x=$(roce_v2_gid_index "$d" "$tail") || return 1
+	"$2" -d "$d" -x "$x" -s "$3" -n "$4" -F > "$tmpd/pt_srv.log" 2>&1 &
 	srv=$!
 	cleanup_add kill "$srv"
 	sleep 1
 	t0=$(now_ns)
-	timeout 300 "$1" -d cbo0 -x "$x" -s "$2" -n "$3" -F 10.84.0.1 > "$tmpd/pt_cli.log" 2>&1
+	timeout 300 "$2" -d "$d" -x "$x" -s "$3" -n "$4" -F "$to" > "$tmpd/pt_cli.log" 2>&1
 	rc=$?
 	t1=$(now_ns)
-	wait $srv
-	[ $rc -eq 0 ] || { sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2; return 1; }
+	wait "$srv"
+	[ $rc -eq 0 ] && perftest_completed "$tmpd/pt_cli.log" "$4" ||
+		{ sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2; return 1; }
 	echo $((t1 - t0))
 }
 
 # perftest times itself with the TSC and the "cpu MHz" of /proc/cpuinfo,
 # which a TCG guest reports as 0, so its own figures come out 0 or inf.
 # Each tool runs instead with N and 3N iterations, timed from outside: the
-# difference is 2N iterations without the set-up.
-perftest() { # tool size N
-	a=$(perftest_once "$1" "$2" "$3") && b=$(perftest_once "$1" "$2" $((3 * $3))) || return 1
-	echo "# bench: perftest loopback $1 $2 $((2 * $3)) $((b - a))"
+# difference is 2N iterations without the set-up. Printed as a workload of
+# the "perftest" path: write, read, send (bandwidth), send_lat.
+perftest() { # ours|theirs tool size N
+	a=$(perftest_once "$1" "$2" "$3" "$4") && b=$(perftest_once "$1" "$2" "$3" $((3 * $4))) || return 1
+	t=${2#ib_}
+	echo "# bench: $1 perftest ${t%_bw} $3 $((2 * $4)) $((b - a))"
+}
+perftest_all() { # ours|theirs
+	ok=1
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		perftest "$1" "$t" 65536 200 || ok=0
+	done
+	perftest "$1" ib_send_lat 8 500 || ok=0
+	[ $ok = 1 ]
+}
+
+# Ours, before the kernel's stack is loaded: rdma_rs_uverbs serves
+# unchanged libibverbs only while ib_core is absent (kept from autoloading
+# meanwhile); it goes again before theirs() loads the C stack.
+nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
+perftest_ours() {
+	mkdir -p /etc/modprobe.d && printf 'install ib_core /bin/false\n' > "$nocore" || return 1
+	modprobe rdma_rs_uverbs && perftest_all ours
+	rc=$?
+	rmmod rdma_rs_uverbs
+	rm -f "$nocore"
+	return $rc
 }
 
 # The whole benchmark once more under perf (CPU-clock samples of both
@@ -107,8 +136,9 @@ profile() {
 	rmmod rdma_rxe_bench
 }
 
-# rdma_rs.bench=rxe or =rtrs on the kernel command line (`make bench
-# BENCH=...`) runs that part alone; the other's cases are skipped.
+# rdma_rs.bench=rxe, =rtrs or =perftest on the kernel command line (`make
+# bench BENCH=...`) runs that part alone (rxe includes perftest); the
+# others' cases are skipped.
 part=all
 read -r cmdline < /proc/cmdline
 for arg in $cmdline; do
@@ -117,11 +147,15 @@ done
 
 ktap_plan
 ktap_check "ours_on_veth" ours
-ktap_check "theirs_on_veth" theirs
 if [ "$part" = rtrs ]; then
-	ktap_skip "rdma_rxe_bench" "rdma_rs.bench=rtrs"
-	ktap_skip "profile" "rdma_rs.bench=rtrs"
-	ktap_skip "perftest" "rdma_rs.bench=rtrs"
+	ktap_skip "perftest_ours" "rdma_rs.bench=rtrs"
+else
+	ktap_check "perftest_ours" perftest_ours
+fi
+ktap_check "theirs_on_veth" theirs
+if [ "$part" = rtrs ] || [ "$part" = perftest ]; then
+	ktap_skip "rdma_rxe_bench" "rdma_rs.bench=$part"
+	ktap_skip "profile" "rdma_rs.bench=$part"
 else
 	ktap_module rdma_rxe_bench
 	dmesg | sed -n 's/^.*rdma_rxe_bench: bench: /# bench: /p'
@@ -132,13 +166,12 @@ else
 	else
 		ktap_skip "profile" "no perf in the guest"
 	fi
+fi
+if [ "$part" = rtrs ]; then
+	ktap_skip "perftest_theirs" "rdma_rs.bench=rtrs"
+else
 	rmmod rxe_cpeer 2>/dev/null
-	ok=1
-	for t in ib_write_bw ib_read_bw ib_send_bw; do
-		perftest "$t" 65536 200 || ok=0
-	done
-	perftest ib_send_lat 8 500 || ok=0
-	if [ $ok = 1 ]; then ktap_pass "perftest"; else ktap_fail "perftest" "a run failed"; fi
+	ktap_check "perftest_theirs" perftest_all theirs
 fi
 
 # RTRS: three rounds, each ours (always_invalidate Y, then N), then the
@@ -208,9 +241,9 @@ rtrs_profile() {
 	rtrs_report "$tmpd/cperf.data" "rtrs C profile"
 }
 
-if [ "$part" = rxe ]; then
-	ktap_skip "rtrs" "rdma_rs.bench=rxe"
-	ktap_skip "rtrs_profile" "rdma_rs.bench=rxe"
+if [ "$part" = rxe ] || [ "$part" = perftest ]; then
+	ktap_skip "rtrs" "rdma_rs.bench=$part"
+	ktap_skip "rtrs_profile" "rdma_rs.bench=$part"
 else
 	if rtrs_rounds; then ktap_pass "rtrs"; else ktap_fail "rtrs" "a round failed"; fi
 	if ! command -v perf > /dev/null; then

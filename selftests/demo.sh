@@ -147,9 +147,8 @@ ktap_check "rxe_teardown" rxe_teardown
 # rdma_rs_uverbs serves unchanged rdma-core on two of our devices, one in
 # each namespace: ibv_devinfo, rdma link, then perftest's ib_write_bw
 # between the namespaces (the pingpongs and the other perftest tools run
-# in make check: rxe/uverbs.sh, multihost/uverbs.sh). Inside a namespace
-# libibverbs finds devices through sysfs, where librxe knows rxe devices
-# by their names' "rxe" prefix: hence rxeu0 and rxeu1.
+# in make check: rxe/uverbs.sh, multihost/uverbs.sh). libibverbs finds
+# the devices through our RDMA netlink, which answers in every namespace.
 nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
 uv_setup() {
 	modprobe -r rdma_ucm rdma_cm rdma_rxe ib_uverbs ib_cm iw_cm ib_core 2>/dev/null

@@ -17,12 +17,12 @@
 //! fails the reply with `EAGAIN`. Dropping the endpoint releases the
 //! socket and waits for requests in progress.
 //!
-//! Network namespaces: the socket is created in `init_net` only. A process
-//! in another network namespace can open a socket of the unit (the unit is
-//! registered) but finds no kernel socket at port 0 in its namespace: its
-//! `sendmsg` fails with `ECONNREFUSED`, as it does for a unit nobody serves
-//! there (libibverbs then falls back to sysfs). Requests are answered only
-//! for `init_net`, and `net_admin` is checked against its user namespace.
+//! Network namespaces: the endpoint has a kernel socket in every network
+//! namespace, made for those that exist at `register` and for each one
+//! created later, released with its namespace; a request is answered
+//! through the socket of the sender's namespace, and `net_admin` is
+//! checked against that namespace's user namespace. At most four
+//! endpoints exist at once (`ENOSPC`).
 //!
 //! Taken units: the kernel refuses a second kernel socket of a unit in a
 //! namespace (`netlink_kernel_create` returns NULL, with no errno, when
@@ -83,8 +83,8 @@ impl NlRequest<'_> {
         self.portid
     }
 
-    /// The sender has `CAP_NET_ADMIN` over `init_net`'s user namespace
-    /// (and its socket was opened with it).
+    /// The sender has `CAP_NET_ADMIN` over the user namespace of its network
+    /// namespace (and its socket was opened with it).
     pub fn net_admin(&self) -> bool {
         self.net_admin
     }
@@ -167,9 +167,10 @@ unsafe impl<T: NlHandler> Sync for NlEndpoint<T> {}
 
 impl<T: NlHandler> NlEndpoint<T> {
     /// Serves netlink unit `unit` (below [`MAX_LINKS`]; `EINVAL`
-    /// otherwise) in `init_net` with `handler`, for `module`, the caller's
-    /// `THIS_MODULE`. `EBUSY` if the unit already has a kernel socket
-    /// there. Process context.
+    /// otherwise) in every network namespace with `handler`, for `module`,
+    /// the caller's `THIS_MODULE`. `EBUSY` if the unit already has a
+    /// kernel socket in `init_net`; `ENOSPC` past four endpoints. Process
+    /// context.
     pub fn register(unit: u32, handler: Arc<T>, module: &'static ThisModule) -> Result<Self> {
         if unit >= MAX_LINKS {
             return Err(EINVAL);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The kernel netlink socket glue of netlink_glue.c, bound for netlink.rs:
- * one kernel socket of a netlink protocol (unit) in init_net per
- * rdma_rs_nl_register, whose input calls rdma_rs_nl_input of netlink.rs,
+ * a kernel socket of a netlink protocol (unit) in every network namespace
+ * per rdma_rs_nl_register (at most four endpoints at once: ENOSPC past
+ * them), whose input calls rdma_rs_nl_input of netlink.rs,
  * and a unicast send of one datagram to a port.
  */
 #ifndef RDMA_RS_NETLINK_GLUE_H

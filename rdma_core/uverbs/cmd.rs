@@ -10,7 +10,8 @@
 //! - [`cq`]: `CREATE_COMP_CHANNEL`, `CREATE_CQ` (legacy and extended),
 //!   `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
 //! - [`qp`]: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`,
-//!   `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`.
+//!   `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`,
+//!   `ATTACH_MCAST`, `DETACH_MCAST`.
 //! - [`srq`]: `CREATE_SRQ`, `MODIFY_SRQ`, `QUERY_SRQ`, `DESTROY_SRQ`.
 //!
 //! Every other command of the table fails with `EOPNOTSUPP` (not built
@@ -56,6 +57,8 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::PostSend => qp::post_send(ctx, req),
         Cmd::CreateAh => qp::create_ah(ctx, req),
         Cmd::DestroyAh => qp::destroy_ah(ctx, req),
+        Cmd::AttachMcast => qp::mcast(ctx, req, true),
+        Cmd::DetachMcast => qp::mcast(ctx, req, false),
         Cmd::CreateSrq => srq::create_srq(file, ctx, req),
         Cmd::ModifySrq => srq::modify_srq(ctx, req),
         Cmd::QuerySrq => srq::query_srq(ctx, req),

@@ -4,8 +4,8 @@
 # checks at load that a taken unit is EBUSY and unit 32 EINVAL);
 # netlink_user sends libibverbs' and rdma's requests and checks the
 # replies, a dump over several datagrams, every error with its errno, the
-# CAP_NET_ADMIN check, and that another network namespace gets
-# ECONNREFUSED. A process holding a socket of the unit pins the module;
+# CAP_NET_ADMIN check, and that a network namespace made later is served
+# too. A process holding a socket of the unit pins the module;
 # once it is gone the module unloads and the unit is unregistered.
 # rdma_netlink_rdma serves the same server on NETLINK_RDMA, for the
 # guest's real rdma tool (unless the C ib_core holds the unit), and keeps

@@ -106,6 +106,25 @@ rdma_tool_shows() {
 }
 ktap_check "rdma_tool" rdma_tool_shows
 
+# Every network namespace is served: in uvx, rdma lists the devices, and
+# libibverbs finds through netlink a device whose name librxe would not
+# claim from sysfs (nsdev0, on a veth of its own in uvx).
+netns_served() {
+	ip link add nsv0 netns uvx type veth peer name nsv1 netns uvx || return 1
+	cleanup_add ip -n uvx link del nsv0
+	ip -n uvx link set nsv0 up && ip -n uvx link set nsv1 up &&
+		ip -n uvx addr add 10.79.3.1/24 dev nsv0 && rxe_bind uvx nsv0 nsdev0 || return 1
+	_ok=0
+	ip netns exec uvx rdma dev > "$tmpd/ns_rdma" 2>&1 &&
+		grep -q "rxeu0: node_type ca" "$tmpd/ns_rdma" && grep -q "nsdev0: node_type ca" "$tmpd/ns_rdma" &&
+		ip netns exec uvx ibv_devinfo -d nsdev0 > "$tmpd/ns_devinfo" 2>&1 &&
+		grep -q "transport:.*InfiniBand" "$tmpd/ns_devinfo" && _ok=1
+	rxe_item_remove nsdev0
+	ip -n uvx link del nsv0
+	[ "$_ok" = 1 ] || { sed 's/^/    # /' "$tmpd/ns_rdma" "$tmpd/ns_devinfo" 2>/dev/null; return 1; }
+}
+ktap_check "netns_served" netns_served
+
 # The port as both stacks report it, field by field: what the link and the
 # RoCE v2 protocol fix must be the same (device limits are each stack's own
 # and are left out).
@@ -154,6 +173,9 @@ ktap_check "ring_bad_recv" uverbs_user bad_recv "$node"
 # from the ring opens its MR to a WRITE until LOCAL_INV closes it; a
 # BIND_MW entry naming another file's window ends only its own QP.
 ktap_check "ring_mw" uverbs_user mw "$node"
+# Multicast groups: joins and leaves of a UD QP; other QPs, GIDs and
+# handles refused.
+ktap_check "abi_mcast" uverbs_user mcast "$node"
 # Doorbells racing DESTROY_QP/DESTROY_CQ, fork() with rings mapped, a file
 # closed with every kind of object alive.
 ktap_check "ring_threads" uverbs_user threads "$node"

@@ -1079,6 +1079,56 @@ static void case_bad_recv(void)
 	close(a.ev);
 }
 
+static int mcast(int fd, uint32_t command, uint32_t qp, const uint8_t *gid)
+{
+	struct ib_uverbs_attach_mcast c;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.gid, gid, 16);
+	c.qp_handle = qp;
+	return cmd(fd, command, &c, sizeof(c), 0) == 8 + sizeof(c) ? 0 : -1;
+}
+
+/*
+ * Multicast groups: a UD QP joins and leaves an IPv4-mapped multicast GID
+ * (joining twice is fine, leaving a group not joined is EINVAL); an RC QP,
+ * a unicast GID, a handle of no QP or of another file's QP are refused;
+ * the file is closed with a QP still in a group (uverbs.sh checks that
+ * nothing is left). The data path of groups is rxe/mcast.sh's.
+ */
+static void case_mcast(void)
+{
+	struct uctx a, b;
+	struct uqp rc;
+	static const uint8_t group[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };
+	static const uint8_t unicast[16] = { [10] = 0xff, [11] = 0xff, 10, 1, 2, 3 };
+	static const uint8_t other[16] = { 0xff, 0x0e, [15] = 0x42 };
+	const uint32_t at = IB_USER_VERBS_CMD_ATTACH_MCAST, de = IB_USER_VERBS_CMD_DETACH_MCAST;
+
+	uctx_make(&a);
+	uctx_make(&b);
+	CHECK(mcast(a.fd, at, a.qp.handle, group) == 0, "attach");
+	CHECK(mcast(a.fd, at, a.qp.handle, group) == 0, "attach again");
+	CHECK(mcast(a.fd, at, a.qp.handle, other) == 0, "attach ff0e::42");
+	CHECK(mcast(a.fd, at, a.qp.handle, unicast) < 0 && errno == EINVAL, "unicast gid");
+	CHECK(mcast(a.fd, at, 999, group) < 0 && errno == EINVAL, "qp 999");
+	CHECK(mcast(a.fd, at, a.pd, group) < 0 && errno == EINVAL, "pd as qp");
+	/* b's QP, with the same handle number in b's file, is in no group. */
+	CHECK(mcast(b.fd, de, b.qp.handle, group) < 0 && errno == EINVAL, "other file's group");
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &rc) == 0, "create rc");
+	CHECK(mcast(a.fd, at, rc.handle, group) < 0 && errno == EINVAL, "rc qp");
+	CHECK(uqp_destroy(a.fd, &rc) == 0, "destroy rc");
+	uqp_unmap(&rc);
+	CHECK(mcast(a.fd, de, a.qp.handle, other) == 0, "detach ff0e::42");
+	CHECK(mcast(a.fd, de, a.qp.handle, other) < 0 && errno == EINVAL, "detach again");
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "qp in a group");
+	/* Closed with the QP in a group. */
+	close(a.fd);
+	close(a.ev);
+	close(b.fd);
+	close(b.ev);
+}
+
 static int alloc_mw(int fd, uint32_t pd, uint8_t type, struct ib_uverbs_alloc_mw_resp *out)
 {
 	struct ib_uverbs_alloc_mw c;
@@ -1407,6 +1457,8 @@ int main(int argc, char **argv)
 		case_bad_recv();
 	else if (!strcmp(argv[1], "mw"))
 		case_mw();
+	else if (!strcmp(argv[1], "mcast"))
+		case_mcast();
 	else if (!strcmp(argv[1], "threads"))
 		case_threads();
 	else if (!strcmp(argv[1], "gone"))

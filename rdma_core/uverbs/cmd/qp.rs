@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Queue pairs and address handles: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`,
-//! `DESTROY_QP`, `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`.
+//! `DESTROY_QP`, `POST_SEND` (the doorbell), `CREATE_AH`, `DESTROY_AH`,
+//! `ATTACH_MCAST`, `DETACH_MCAST`.
 //!
 //! A user QP is the core's QP with its queues in rings user space maps
 //! (`Qp::create_user`): the driver response of `CREATE_QP` (`struct
@@ -24,7 +25,12 @@
 //! (`EOPNOTSUPP`), as rxe refuses them.
 //!
 //! Memory windows are bound by BIND_MW entries of the send ring
-//! (`pd_mr.rs` allocates them). Not built: multicast.
+//! (`pd_mr.rs` allocates them).
+//!
+//! `ATTACH_MCAST`/`DETACH_MCAST` join and leave a multicast group: UD QPs
+//! and multicast GIDs only (`EINVAL` otherwise, and for a group the QP is
+//! not in), as the core's `attach_mcast` decides; the LID is not used
+//! over RoCE.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -37,8 +43,8 @@ use rdma::spec::opcodes::Access;
 use rdma::spec::qp_state::AttrMask;
 use rdma::spec::uverbs::cmd::Cmd;
 use rdma::spec::uverbs::qp::{
-    CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, ExCreateQp, ExCreateQpResp, ModifyQp,
-    PostSend, PostSendResp, QpDest, QueryQp, QueryQpResp, EX_CREATE_QP_CREATE_FLAGS,
+    AttachMcast, CreateQp, CreateQpResp, DestroyQp, DestroyQpResp, ExCreateQp, ExCreateQpResp,
+    ModifyQp, PostSend, PostSendResp, QpDest, QueryQp, QueryQpResp, EX_CREATE_QP_CREATE_FLAGS,
     EX_CREATE_QP_IND_TABLE,
 };
 use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateAhResp, RxeCreateQpResp};
@@ -415,4 +421,16 @@ pub(super) fn destroy_ah(ctx: &mut UContext, req: &Request<'_>) -> Result {
         ctx.objects.put_back(cmd.ah_handle, Obj::Ah(ah));
         e
     })
+}
+
+/// `ATTACH_MCAST` (`attach`) or `DETACH_MCAST`.
+pub(super) fn mcast(ctx: &UContext, req: &Request<'_>, attach: bool) -> Result {
+    let cmd: AttachMcast = core(req)?;
+    let uqp = ctx.objects.qp(cmd.qp_handle).ok_or(EINVAL)?;
+    let gid = Gid(cmd.gid);
+    if attach {
+        uqp.qp.core().attach_mcast(&gid)
+    } else {
+        uqp.qp.core().detach_mcast(&gid)
+    }
 }
