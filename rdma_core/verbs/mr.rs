@@ -677,8 +677,27 @@ impl Handle<MrCore> {
         access: Access,
         flags: UserMrFlags,
     ) -> Result<Mr> {
+        Mr::reg_user_at(pd, addr, len, addr, access, flags)
+    }
+
+    /// [`Mr::reg_user`] with the I/O virtual address `iova` for the
+    /// region's first byte (`ibv_reg_mr_iova`): accesses name
+    /// `[iova, iova + len)`, which reaches `[addr, addr + len)`. `EINVAL`
+    /// also if the I/O range wraps.
+    pub fn reg_user_at(
+        pd: &Arc<PdCore>,
+        addr: u64,
+        len: u64,
+        iova: u64,
+        access: Access,
+        flags: UserMrFlags,
+    ) -> Result<Mr> {
         crate::kshim::verb::might_sleep();
-        if len == 0 || addr.checked_add(len).is_none() || !access.check() {
+        if len == 0
+            || addr.checked_add(len).is_none()
+            || iova.checked_add(len).is_none()
+            || !access.check()
+        {
             return Err(EINVAL);
         }
         let dev = pd.device();
@@ -691,7 +710,7 @@ impl Handle<MrCore> {
             pd,
             MrKind::User,
             (None, Some(user.clone())),
-            addr,
+            iova,
             len,
             access,
             0,

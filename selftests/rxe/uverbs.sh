@@ -176,6 +176,8 @@ ktap_check "ring_mw" uverbs_user mw "$node"
 # Multicast groups: joins and leaves of a UD QP; other QPs, GIDs and
 # handles refused.
 ktap_check "abi_mcast" uverbs_user mcast "$node"
+# An MR at an I/O address of its own (ibv_reg_mr_iova).
+ktap_check "ring_iova" uverbs_user iova "$node"
 # Doorbells racing DESTROY_QP/DESTROY_CQ, fork() with rings mapped, a file
 # closed with every kind of object alive.
 ktap_check "ring_threads" uverbs_user threads "$node"

@@ -131,6 +131,20 @@ static int reg_mr(int fd, uint32_t pd, void *addr, uint64_t len, uint32_t access
 	return cmd(fd, REG_MR, req, 40, 3) == 48 ? 0 : -1;
 }
 
+/* REG_MR whose I/O address (hca_va) is iova, not addr (ibv_reg_mr_iova). */
+static int reg_mr_iova(int fd, uint32_t pd, void *addr, uint64_t len, uint64_t iova,
+		       uint32_t access, uint32_t *out)
+{
+	uint64_t req[6];
+
+	req[0] = (uintptr_t)out;
+	req[1] = (uintptr_t)addr;
+	req[2] = len;
+	req[3] = iova;
+	req[4] = pd | ((uint64_t)access << 32);
+	return cmd(fd, REG_MR, req, 40, 3) == 48 ? 0 : -1;
+}
+
 static int dereg_mr(int fd, uint32_t handle)
 {
 	uint32_t req[1] = { handle };
@@ -1129,6 +1143,58 @@ static void case_mcast(void)
 	close(b.ev);
 }
 
+/* A signaled RDMA WRITE of the 8 inline bytes of good_send to addr under rkey. */
+static void write_entry(struct uqp *q, uint64_t wr_id, uint64_t addr, uint32_t rkey)
+{
+	struct rxe_send_wqe *w = good_send(q, wr_id, 0);
+
+	w->wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
+	w->wr.wr.rdma.remote_addr = addr;
+	w->wr.wr.rdma.rkey = rkey;
+	sq_push(q);
+}
+
+/*
+ * An MR registered at an I/O address of its own (ibv_reg_mr_iova): a WRITE
+ * to iova + 128 lands at byte 128 of the buffer; one to the buffer's own
+ * address, outside [iova, iova + len), fails with REM_ACCESS_ERR and
+ * changes nothing. An I/O range that wraps is EINVAL.
+ */
+static void case_iova(void)
+{
+	struct uctx a;
+	struct uqp q;
+	struct ib_uverbs_wc wc[4];
+	static char buf[8192] __attribute__((aligned(4096)));
+	const uint64_t iova = 0x7e5700000000ull;
+	uint32_t mr[3];
+	int n;
+
+	uctx_make(&a);
+	CHECK(reg_mr_iova(a.fd, a.pd, buf, sizeof(buf), ~0ull - 100, 7, mr) < 0 && errno == EINVAL,
+	      "wrapping iova");
+	CHECK(reg_mr_iova(a.fd, a.pd, buf, sizeof(buf), iova, 7, mr) == 0, "reg_mr_iova");
+	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &q) == 0, "create rc");
+	to_rts(a.fd, &q);
+	write_entry(&q, 0x10a, iova + 128, mr[2]);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell");
+	CHECK(ucq_poll(&a.cq, wc, 4, 1, 3000) == 1, "no completion");
+	expect_wc(&wc[0], 0x10a, WC_SUCCESS, IB_UVERBS_WC_RDMA_WRITE, q.qpn, "write at iova");
+	CHECK(!memcmp(buf + 128, "hostile!", 8), "bytes at iova + 128");
+	memset(buf, 0, sizeof(buf));
+	write_entry(&q, 0x10b, (uintptr_t)buf + 256, mr[2]);
+	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell 2");
+	n = ucq_poll(&a.cq, wc, 4, 1, 5000);
+	CHECK(n == 1 && wc[0].wr_id == 0x10b && wc[0].status == WC_REM_ACCESS_ERR,
+	      "write at the buffer's address: %d completions, status %u", n, n ? wc[0].status : 0);
+	CHECK(!memcmp(buf + 256, "\0\0\0\0\0\0\0\0", 8), "bytes at the buffer's address");
+	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy rc");
+	uqp_unmap(&q);
+	CHECK(dereg_mr(a.fd, mr[0]) == 0, "dereg");
+	close(a.fd);
+	close(a.ev);
+}
+
 static int alloc_mw(int fd, uint32_t pd, uint8_t type, struct ib_uverbs_alloc_mw_resp *out)
 {
 	struct ib_uverbs_alloc_mw c;
@@ -1459,6 +1525,8 @@ int main(int argc, char **argv)
 		case_mw();
 	else if (!strcmp(argv[1], "mcast"))
 		case_mcast();
+	else if (!strcmp(argv[1], "iova"))
+		case_iova();
 	else if (!strcmp(argv[1], "threads"))
 		case_threads();
 	else if (!strcmp(argv[1], "gone"))

@@ -19,7 +19,6 @@
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-use rdma::kshim::errno::eopnotsupp;
 
 use rdma::prelude::{Device, Mr, Pd};
 use rdma::spec::opcodes::Access;
@@ -71,17 +70,15 @@ pub(super) fn dealloc_pd(objs: &mut Objects, req: &Request<'_>) -> Result {
 
 pub(super) fn reg_mr(objs: &mut Objects, req: &Request<'_>) -> Result {
     let cmd: RegMr = core(req)?;
-    // Our regions are addressed by their virtual address; another I/O
-    // address (`ibv_reg_mr_iova`) is not built yet.
-    if cmd.hca_va != cmd.start {
-        return Err(eopnotsupp());
-    }
     let access = Access(cmd.access_flags & !ACCESS_OPTIONAL);
     let pd = objs.pd(cmd.pd_handle).ok_or(EINVAL)?;
-    let mr = Mr::reg_user(
+    // `hca_va` is the region's I/O address (`ibv_reg_mr_iova`; plain
+    // `ibv_reg_mr` gives the buffer's own).
+    let mr = Mr::reg_user_at(
         pd.core(),
         cmd.start,
         cmd.length,
+        cmd.hca_va,
         access,
         UserMrFlags::ALLOW_PEER,
     )?;
