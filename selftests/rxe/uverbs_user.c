@@ -1154,6 +1154,35 @@ static void write_entry(struct uqp *q, uint64_t wr_id, uint64_t addr, uint32_t r
 	sq_push(q);
 }
 
+/* A WRITE to addr under rkey completes with success and lands at `at`. */
+static void write_lands(int fd, struct uqp *q, struct ucq *c, uint64_t addr, uint32_t rkey,
+			const char *at, const char *what)
+{
+	struct ib_uverbs_wc wc[4];
+
+	write_entry(q, 0x3417e, addr, rkey);
+	CHECK(doorbell(fd, q->handle) == 0, "%s: doorbell", what);
+	CHECK(ucq_poll(c, wc, 4, 1, 3000) == 1, "%s: no completion", what);
+	expect_wc(&wc[0], 0x3417e, WC_SUCCESS, IB_UVERBS_WC_RDMA_WRITE, q->qpn, what);
+	CHECK(!memcmp(at, "hostile!", 8), "%s: bytes", what);
+}
+
+/* A WRITE to addr under rkey fails with REM_ACCESS_ERR; `at` stays zero. */
+static void write_refused(int fd, struct uqp *q, struct ucq *c, uint64_t addr, uint32_t rkey,
+			  char *at, const char *what)
+{
+	struct ib_uverbs_wc wc[4];
+	int n;
+
+	memset(at, 0, 8);
+	write_entry(q, 0x3417f, addr, rkey);
+	CHECK(doorbell(fd, q->handle) == 0, "%s: doorbell", what);
+	n = ucq_poll(c, wc, 4, 1, 5000);
+	CHECK(n == 1 && wc[0].wr_id == 0x3417f && wc[0].status == WC_REM_ACCESS_ERR,
+	      "%s: %d completions, status %u", what, n, n ? wc[0].status : 0);
+	CHECK(!memcmp(at, "\0\0\0\0\0\0\0\0", 8), "%s: bytes", what);
+}
+
 /*
  * An MR registered at an I/O address of its own (ibv_reg_mr_iova): a WRITE
  * to iova + 128 lands at byte 128 of the buffer; one to the buffer's own
@@ -1164,11 +1193,9 @@ static void case_iova(void)
 {
 	struct uctx a;
 	struct uqp q;
-	struct ib_uverbs_wc wc[4];
 	static char buf[8192] __attribute__((aligned(4096)));
 	const uint64_t iova = 0x7e5700000000ull;
 	uint32_t mr[3];
-	int n;
 
 	uctx_make(&a);
 	CHECK(reg_mr_iova(a.fd, a.pd, buf, sizeof(buf), ~0ull - 100, 7, mr) < 0 && errno == EINVAL,
@@ -1176,18 +1203,9 @@ static void case_iova(void)
 	CHECK(reg_mr_iova(a.fd, a.pd, buf, sizeof(buf), iova, 7, mr) == 0, "reg_mr_iova");
 	CHECK(uqp_create(a.fd, a.pd, QPT_RC, a.cq.handle, a.cq.handle, &q) == 0, "create rc");
 	to_rts(a.fd, &q);
-	write_entry(&q, 0x10a, iova + 128, mr[2]);
-	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell");
-	CHECK(ucq_poll(&a.cq, wc, 4, 1, 3000) == 1, "no completion");
-	expect_wc(&wc[0], 0x10a, WC_SUCCESS, IB_UVERBS_WC_RDMA_WRITE, q.qpn, "write at iova");
-	CHECK(!memcmp(buf + 128, "hostile!", 8), "bytes at iova + 128");
-	memset(buf, 0, sizeof(buf));
-	write_entry(&q, 0x10b, (uintptr_t)buf + 256, mr[2]);
-	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell 2");
-	n = ucq_poll(&a.cq, wc, 4, 1, 5000);
-	CHECK(n == 1 && wc[0].wr_id == 0x10b && wc[0].status == WC_REM_ACCESS_ERR,
-	      "write at the buffer's address: %d completions, status %u", n, n ? wc[0].status : 0);
-	CHECK(!memcmp(buf + 256, "\0\0\0\0\0\0\0\0", 8), "bytes at the buffer's address");
+	write_lands(a.fd, &q, &a.cq, iova + 128, mr[2], buf + 128, "write at iova + 128");
+	write_refused(a.fd, &q, &a.cq, (uintptr_t)buf + 256, mr[2], buf + 256,
+		      "write at the buffer's own address");
 	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy rc");
 	uqp_unmap(&q);
 	CHECK(dereg_mr(a.fd, mr[0]) == 0, "dereg");
@@ -1250,7 +1268,6 @@ static void case_mw(void)
 	struct rxe_send_wqe *w;
 	static char buf[4096] __attribute__((aligned(4096)));
 	uint32_t mr[3], key;
-	int n;
 
 	uctx_make(&a);
 	uctx_make(&b);
@@ -1279,15 +1296,7 @@ static void case_mw(void)
 	expect_wc(&wc[0], 0xb1d, WC_SUCCESS, IB_UVERBS_WC_BIND_MW, q.qpn, "bind");
 
 	/* RDMA WRITE of 8 inline bytes through the window, to the QP itself. */
-	w = good_send(&q, 0x3417e, 0);
-	w->wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
-	w->wr.wr.rdma.remote_addr = (uintptr_t)buf + 64;
-	w->wr.wr.rdma.rkey = key;
-	sq_push(&q);
-	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell write");
-	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no write completion");
-	expect_wc(&wc[0], 0x3417e, WC_SUCCESS, IB_UVERBS_WC_RDMA_WRITE, q.qpn, "write");
-	CHECK(!memcmp(buf + 64, "hostile!", 8), "bytes through the window");
+	write_lands(a.fd, &q, &a.cq, (uintptr_t)buf + 64, key, buf + 64, "write through the window");
 
 	/* LOCAL_INV of the window, then the same WRITE is refused. */
 	w = sq_next(&q);
@@ -1299,17 +1308,7 @@ static void case_mw(void)
 	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell inv");
 	CHECK(ucq_poll(&a.cq, wc, 8, 1, 3000) == 1, "no inv completion");
 	expect_wc(&wc[0], 0x1a5, WC_SUCCESS, IB_UVERBS_WC_LOCAL_INV, q.qpn, "local inv");
-	memset(buf + 64, 0, 8);
-	w = good_send(&q, 0x3417f, 0);
-	w->wr.opcode = IB_UVERBS_WR_RDMA_WRITE;
-	w->wr.wr.rdma.remote_addr = (uintptr_t)buf + 64;
-	w->wr.wr.rdma.rkey = key;
-	sq_push(&q);
-	CHECK(doorbell(a.fd, q.handle) == 0, "doorbell write 2");
-	n = ucq_poll(&a.cq, wc, 8, 1, 5000);
-	CHECK(n == 1 && wc[0].wr_id == 0x3417f && wc[0].status == WC_REM_ACCESS_ERR,
-	      "write after inv: %d completions, status %u", n, n ? wc[0].status : 0);
-	CHECK(!memcmp(buf + 64, "\0\0\0\0\0\0\0\0", 8), "bytes after inv");
+	write_refused(a.fd, &q, &a.cq, (uintptr_t)buf + 64, key, buf + 64, "write after inv");
 	CHECK(uqp_destroy(a.fd, &q) == 0, "destroy rc");
 	uqp_unmap(&q);
 
