@@ -42,8 +42,10 @@ if [ "$part" = all ] || [ "$part" = rxe ]; then
 	grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the rxe benchmark did not run to the end" >&2; exit 1; }
 fi
 if [ "$part" != rtrs ]; then
-	grep -q "^ok .* perftest_ours" "$results" && grep -q "^ok .* perftest_theirs" "$results" ||
-		{ echo "bench: perftest did not run on both stacks" >&2; exit 1; }
+	if ! grep -q "^ok .* perftest_ours" "$results" || ! grep -q "^ok .* perftest_theirs" "$results"; then
+		echo "bench: perftest did not run on both stacks" >&2
+		exit 1
+	fi
 fi
 if [ "$part" = all ] || [ "$part" = rtrs ]; then
 	grep -q "^ok [0-9]* rtrs" "$results" || { echo "bench: the RTRS benchmark did not run to the end" >&2; exit 1; }

@@ -77,8 +77,10 @@ perftest_once() { # ours|theirs tool size iterations
 	rc=$?
 	t1=$(now_ns)
 	wait "$srv"
-	[ $rc -eq 0 ] && perftest_completed "$tmpd/pt_cli.log" "$4" ||
-		{ sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2; return 1; }
+	if [ "$rc" -ne 0 ] || ! perftest_completed "$tmpd/pt_cli.log" "$4"; then
+		sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2
+		return 1
+	fi
 	echo $((t1 - t0))
 }
 
@@ -98,7 +100,7 @@ perftest_all() { # ours|theirs
 		perftest "$1" "$t" 65536 200 || ok=0
 	done
 	perftest "$1" ib_send_lat 8 500 || ok=0
-	[ $ok = 1 ]
+	[ "$ok" = 1 ]
 }
 
 # Ours, before the kernel's stack is loaded: rdma_rs_uverbs serves
@@ -111,7 +113,7 @@ perftest_ours() {
 	rc=$?
 	rmmod rdma_rs_uverbs
 	rm -f "$nocore"
-	return $rc
+	return "$rc"
 }
 
 # The whole benchmark once more under perf (CPU-clock samples of both

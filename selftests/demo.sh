@@ -180,7 +180,10 @@ uv_perftest() {
 		fi
 		sleep 0.2
 	done
-	wait "$_srv" && perftest_completed "$tmpd/bw_cli" 200 || { cat "$tmpd/bw_cli" "$tmpd/bw_srv"; return 1; }
+	if ! wait "$_srv" || ! perftest_completed "$tmpd/bw_cli" 200; then
+		cat "$tmpd/bw_cli" "$tmpd/bw_srv"
+		return 1
+	fi
 }
 ktap_check "uverbs_devices" uv_setup
 show ibv_devinfo -d rxeu0

@@ -41,8 +41,11 @@ run_suite() { # name dev
 	_ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$tmpd/$1.log")
 	_got=$(wc -l < "$tmpd/$1.res")
 	# Every test run has its outcome read, or the comparison means nothing.
-	[ -n "$_ran" ] && [ "$_ran" -eq "$_got" ] && [ "$_ran" -gt 100 ] ||
-		{ echo "ran ${_ran:-?} tests, read $_got outcomes"; tail -n 30 "$tmpd/$1.log"; return 1; }
+	if [ -z "$_ran" ] || [ "$_ran" -ne "$_got" ] || [ "$_ran" -le 100 ]; then
+		echo "ran ${_ran:-?} tests, read $_got outcomes"
+		tail -n 30 "$tmpd/$1.log"
+		return 1
+	fi
 	awk '{ n[$2]++ } END { printf "%d passed, %d skipped, %d failed\n", n["pass"], n["skip"], n["fail"] }' \
 		"$tmpd/$1.res" > "$tmpd/$1.sum"
 }
@@ -119,7 +122,10 @@ ktap_check "ours_run" ours_run
 # Every test that passes on the kernel's stack passes on ours; the rdma_cm
 # tests (tests.test_rdmacm, tests.test_mlx5_rdmacm) are not compared yet.
 ours_passes_what_c_passes() {
-	[ -s "$tmpd/c.res" ] && [ -s "$tmpd/ours.res" ] || { echo "a run is missing"; return 1; }
+	if [ ! -s "$tmpd/c.res" ] || [ ! -s "$tmpd/ours.res" ]; then
+		echo "a run is missing"
+		return 1
+	fi
 	awk '
 	FNR == NR { if ($2 == "pass" && $1 !~ /^tests\.test_(mlx5_)?rdmacm\./) { c[$1] = 1; n++ } next }
 	$2 == "pass" && ($1 in c) { both++; delete c[$1] }
