@@ -319,16 +319,20 @@ impl Rxe {
     /// configfs items that have it go back to unbound, the link items go.
     pub(crate) fn netdev_gone(&self, rd: &Arc<RxeDev>) {
         let mut items = self.items.lock();
-        for item in items.iter() {
+        // The items of `rd` let go of it and of their claim; a link item
+        // then goes too (no other link item is touched: one being made has
+        // no device yet). `retain` may ask again about an item it kept:
+        // the second time it has no `rd` and is kept.
+        rdma::provider::vec::retain(&mut items, |item| {
             let mut st = item.state.lock();
             if st.rd.as_ref().is_some_and(|r| Arc::ptr_eq(r, rd)) {
                 st.rd = None;
                 self.unclaim(item.id);
+                !item.link
+            } else {
+                true
             }
-        }
-        // The link items without a device now are of no more use: they hold
-        // no claim (gone above) and no device, so they just go.
-        rdma::provider::vec::retain(&mut items, |i| !(i.link && i.state.lock().rd.is_none()));
+        });
         drop(items);
         self.disable(rd);
         pr_info!(
