@@ -245,7 +245,7 @@ ktap_check "link_add" link_add
 link_listed() {
 	rdma link show > "$tmpd/links" 2>&1 && ibv_devices > "$tmpd/devices" 2>&1 &&
 		grep -Eq "^link rxel0/1 .*netdev veth_l( |$)" "$tmpd/links" &&
-		grep -Eq "^ *rxel0 +[0-9a-f]{16}$" "$tmpd/devices" && return 0
+		grep -Eq "^[[:space:]]*rxel0[[:space:]]+[0-9a-f]{16}$" "$tmpd/devices" && return 0
 	sed 's/^/    # /' "$tmpd/links" "$tmpd/devices"
 	return 1
 }
