@@ -20,6 +20,7 @@
 pub mod client;
 pub mod driver;
 pub mod event;
+pub mod link;
 pub mod port;
 pub(crate) mod registry;
 pub mod sysfs;

@@ -9,6 +9,8 @@
 //! - its [`Driver`], which registers devices ([`Driver::register_device`])
 //!   described by a [`DeviceDesc`] and served by its [`DeviceOps`], and
 //!   unregisters them;
+//! - a link type for `rdma link add`/`delete` ([`LinkRegistration`], its
+//!   [`LinkOps`]), if it makes software devices on netdevs;
 //! - its handles, which only a provider holds: [`ProviderDevice`] (GID and
 //!   P_Key tables, events, its QPs by number through
 //!   [`ProviderQp::by_qpn`] and its CQs through [`ProviderCq::of`]),
@@ -38,6 +40,7 @@
 
 pub use crate::device::driver::Driver;
 pub use crate::device::event::{Element, Event, EventKind};
+pub use crate::device::link::{LinkOps, LinkRegistration};
 pub use crate::device::port::{GidEntry, PortAttr};
 pub use crate::device::{
     Device, DeviceAttr, DeviceCaps, DeviceDesc, DeviceOps, ProviderDevice, NAME_MAX,

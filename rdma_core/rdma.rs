@@ -144,6 +144,7 @@ struct RdmaCore {
     _cma: Undo,
     _cm: Undo,
     _mad: Undo,
+    _links: Undo,
     _registry: Undo,
     _sysfs: Undo,
     _net: Undo,
@@ -163,6 +164,8 @@ impl kernel::Module for RdmaCore {
             GFP_KERNEL,
         )?);
         let registry = Undo(device::registry::unpublish);
+        device::link::init()?;
+        let links = Undo(device::link::exit);
         mad::init()?;
         let mad = Undo(mad::exit);
         cm::init()?;
@@ -174,6 +177,7 @@ impl kernel::Module for RdmaCore {
             _cma: cma,
             _cm: cm,
             _mad: mad,
+            _links: links,
             _registry: registry,
             _sysfs: sysfs,
             _net: net,

@@ -9,13 +9,25 @@
 //! ([`NetListener`], atomic context); configfs (`config.rs`) only turns
 //! what is written to an item's files into the calls of [`RxeItem`].
 //!
-//! Locks, outermost first: `Rxe::items` (mutex), an item's `state`
-//! (mutex), then `Rxe::bound` and `Rxe::claims` (IRQ-safe, leaves).
+//! Items come two ways, and make their devices the same way
+//! ([`RxeItem::bind`], [`RxeItem::set_enabled`]): a configfs directory
+//! (`mkdir`, [`Rxe::new_item`]), or `rdma link add` ([`Rxe::new_link`],
+//! from `link.rs`), which makes an item with no directory, a *link item*.
+//! A link item lives as long as its device: `rdma link delete`
+//! ([`Rxe::del_link`]), its netdev's unregistration and module exit remove
+//! item and device together. A configfs item's device is not a link's:
+//! [`Rxe::del_link`] refuses it (`EINVAL`), as configfs owns it (`echo 0 >
+//! enable`, `rmdir`).
+//!
+//! Locks, outermost first: the core's `Links::list` (held across
+//! [`Rxe::new_link`] and [`Rxe::del_link`]), `Rxe::items` (mutex), an
+//! item's `state` (mutex), then `Rxe::bound` and `Rxe::claims` (IRQ-safe,
+//! leaves).
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use kernel::c_str;
-use kernel::error::code::{EBUSY, EINVAL, ENODEV};
+use kernel::error::code::{EBUSY, EEXIST, EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -24,7 +36,7 @@ use kernel::types::ARef;
 use rdma::provider::{
     net::{NetDevice, NetEvent, NetListener},
     work::OwnedQueue,
-    DeviceDesc, Driver, Gid, LinkLayer, NodeType, SpinLockIrq, NAME_MAX,
+    Device, DeviceDesc, Driver, Gid, LinkLayer, NodeType, SpinLockIrq, NAME_MAX,
 };
 
 use crate::device::{self, RxeDev, RxeOps, GID_TBL_LEN};
@@ -76,9 +88,20 @@ impl Rxe {
         )
     }
 
-    /// Module exit: configfs is gone (so no item is left) and netdev events
-    /// stopped; the devices' queued work runs to its end first.
+    /// The driver the devices are registered with.
+    pub(crate) fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
+    /// Module exit: `rdma link` and configfs are gone (so only link items
+    /// are left) and netdev events stopped. The link items go with their
+    /// devices, then the devices' queued work runs to its end.
     pub(crate) fn shutdown(&self) {
+        let left = core::mem::take(&mut *self.items.lock());
+        for it in left.iter() {
+            self.drop_item(it);
+        }
+        drop(left);
         self.wq.drain();
         let bound = core::mem::take(&mut *self.bound.lock());
         for rd in bound.iter() {
@@ -120,9 +143,13 @@ impl Rxe {
         self.rx_unclaimed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A new item named `name` (the name its device will have): `EINVAL`
-    /// for a name no device can have.
+    /// A new configfs item named `name` (the name its device will have):
+    /// `EINVAL` for a name no device can have.
     pub(crate) fn new_item(self: &Arc<Self>, name: &CStr) -> Result<Arc<RxeItem>> {
+        self.new_item_of(name, false)
+    }
+
+    fn new_item_of(self: &Arc<Self>, name: &CStr, link: bool) -> Result<Arc<RxeItem>> {
         if name.len() >= NAME_MAX || name.as_bytes().contains(&b'%') {
             return Err(EINVAL);
         }
@@ -133,6 +160,7 @@ impl Rxe {
                 rxe: self.clone(),
                 id: self.next_item.fetch_add(1, Ordering::Relaxed),
                 name: owned,
+                link,
                 state <- new_mutex!(ItemState { rd: None }, "RxeItem::state"),
             }),
             GFP_KERNEL,
@@ -151,7 +179,14 @@ impl Rxe {
             });
             pos.and_then(|p| rdma::provider::vec::remove(&mut items, p))
         };
-        let Some(it) = mine else { return };
+        if let Some(it) = mine {
+            self.drop_item(&it);
+        }
+    }
+
+    /// An item taken out of `items`: its claim and its device go. Process
+    /// context, not from the devices' work.
+    fn drop_item(&self, it: &Arc<RxeItem>) {
         let rd = {
             let mut st = it.state.lock();
             st.rd.take()
@@ -240,16 +275,64 @@ impl Rxe {
         }
     }
 
-    /// The netdev of `rd` is being unregistered (from its work item).
+    /// `rdma link add NAME type rxe netdev IF`: a link item named `name`
+    /// on `netdev`, enabled. `EINVAL` for a loopback or non-Ethernet
+    /// netdev, `EEXIST` if an item has the netdev already (as the C rxe
+    /// answers for a netdev with a device) or a device has the name.
+    /// Nothing is left behind on failure.
+    pub(crate) fn new_link(self: &Arc<Self>, name: &CStr, netdev: &ARef<NetDevice>) -> Result {
+        let item = self.new_item_of(name, true)?;
+        let r = item
+            .bind(netdev.clone())
+            .map_err(|e| if e == EBUSY { EEXIST } else { e })
+            .and_then(|()| item.set_enabled(true));
+        if r.is_err() {
+            self.remove_item(core::ptr::from_ref::<RxeItem>(&*item).cast::<u8>());
+        }
+        r
+    }
+
+    /// `rdma link delete`: removes the link item whose device is `dev`,
+    /// and the device. `EINVAL` if `dev` is a configfs item's, or none of
+    /// ours any more.
+    pub(crate) fn del_link(&self, dev: &Arc<Device>) -> Result {
+        let mine = {
+            let mut items = self.items.lock();
+            let pos = items.iter().position(|i| {
+                i.device()
+                    .and_then(|rd| rd.device())
+                    .is_some_and(|d| Arc::ptr_eq(d.arc(), dev))
+            });
+            let pos = pos.ok_or(EINVAL)?;
+            if !items[pos].link {
+                return Err(EINVAL);
+            }
+            rdma::provider::vec::remove(&mut items, pos)
+        };
+        if let Some(it) = mine {
+            self.drop_item(&it);
+        }
+        Ok(())
+    }
+
+    /// The netdev of `rd` is being unregistered (from its work item): the
+    /// configfs items that have it go back to unbound, the link items go.
     pub(crate) fn netdev_gone(&self, rd: &Arc<RxeDev>) {
-        let items = self.items.lock();
-        for item in items.iter() {
+        let mut items = self.items.lock();
+        // The items of `rd` let go of it and of their claim; a link item
+        // then goes too (no other link item is touched: one being made has
+        // no device yet). `retain` may ask again about an item it kept:
+        // the second time it has no `rd` and is kept.
+        rdma::provider::vec::retain(&mut items, |item| {
             let mut st = item.state.lock();
             if st.rd.as_ref().is_some_and(|r| Arc::ptr_eq(r, rd)) {
                 st.rd = None;
                 self.unclaim(item.id);
+                !item.link
+            } else {
+                true
             }
-        }
+        });
         drop(items);
         self.disable(rd);
         pr_info!(
@@ -284,12 +367,15 @@ struct ItemState {
 }
 
 /// An item: a device name, the netdev it names (its claim) and its device
-/// while enabled. Configfs shows each as a directory (`config.rs`).
+/// while enabled. Configfs shows each as a directory (`config.rs`), except
+/// link items (made by `rdma link add`).
 #[pin_data]
 pub(crate) struct RxeItem {
     rxe: Arc<Rxe>,
     id: usize,
     name: CString,
+    /// Made by `rdma link add`: no configfs directory; goes with its device.
+    link: bool,
     #[pin]
     state: Mutex<ItemState>,
 }
@@ -321,8 +407,19 @@ impl RxeItem {
         buf[..name.len()].copy_from_slice(name);
         let name = CStr::from_bytes_with_nul(&buf[..=name.len()]).map_err(|_| EINVAL)?;
         let netdev = NetDevice::get_by_name_in_current_ns(name)?;
+        drop(st);
+        self.bind(netdev)
+    }
+
+    /// Names `netdev`: `EINVAL` for a loopback or non-Ethernet device,
+    /// `EBUSY` while enabled or if another item has it.
+    pub(crate) fn bind(&self, netdev: ARef<NetDevice>) -> Result {
         if netdev.is_loopback() || !netdev.is_ether() {
             return Err(EINVAL);
+        }
+        let st = self.state.lock();
+        if st.rd.is_some() {
+            return Err(EBUSY);
         }
         self.rxe.claim(self.id, netdev)
     }

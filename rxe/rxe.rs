@@ -4,7 +4,9 @@
 //!
 //! Devices are made and removed through configfs
 //! (`/sys/kernel/config/rdma_rs_rxe/<name>/{netdev,enable,ibdev}`, see
-//! `config.rs`) and kept in the module's registry (`registry.rs`); each is
+//! `config.rs`) or with `rdma link add NAME type rxe netdev IF` and `rdma
+//! link delete NAME` (the link type "rxe", `link.rs`), and kept in the
+//! module's registry (`registry.rs`); each is
 //! bound to one netdev and follows it: port state with the carrier, MTU
 //! with the netdev's, the GID table with its IPv4 and IPv6 addresses
 //! (`device.rs`), and the device goes away by itself when the netdev is
@@ -30,11 +32,13 @@ use kernel::sync::Arc;
 use rdma::provider::{
     configfs::{Attr, Subsystem},
     net::NetListenerRegistration,
+    LinkRegistration,
 };
 
 mod config;
 mod counters;
 mod device;
+mod link;
 mod mcast;
 mod net;
 mod registry;
@@ -72,8 +76,10 @@ module! {
 }
 
 struct RxeModule {
-    // Field order is drop order: no new configuration, no more netdev
-    // events, then the devices' work drains and the devices go.
+    // Field order is drop order: no new configuration (`rdma link`, whose
+    // calls in progress end first, then configfs), no more netdev events,
+    // then the link items go, the devices' work drains and the devices go.
+    _link: LinkRegistration,
     _cfs: Subsystem,
     _listener: NetListenerRegistration,
     _rxe: Shutdown,
@@ -117,8 +123,11 @@ impl kernel::Module for RxeModule {
         ];
         let group = Arc::new(config::RxeGroup(rxe.clone()), GFP_KERNEL)?;
         let cfs = Subsystem::register(module, c_str!("rdma_rs_rxe"), &attrs, group)?;
+        let ops = Arc::new(link::RxeLink(rxe.clone()), GFP_KERNEL)?;
+        let link = LinkRegistration::new(c_str!("rxe"), rxe.driver(), ops)?;
         pr_info!("loaded\n");
         Ok(RxeModule {
+            _link: link,
             _cfs: cfs,
             _listener: listener,
             _rxe: Shutdown(rxe),

@@ -43,7 +43,7 @@ impl Driver {
         self.name
     }
 
-    fn id(&self) -> usize {
+    pub(crate) fn id(&self) -> usize {
         ptr::from_ref(self) as usize
     }
 

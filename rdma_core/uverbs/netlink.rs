@@ -8,10 +8,17 @@
 //! A device's index is its `N` of `uverbsN`. Requests are decoded and
 //! replies built by `rdma::spec::netlink::nldev`: a request's replies, an
 //! acknowledgement if asked; an error (`NLMSG_ERROR` with the errno)
-//! instead of replies; a dump's messages, then `NLMSG_DONE`. `NEWLINK` and
-//! `DELLINK` need `CAP_NET_ADMIN` and answer `EOPNOTSUPP` (our rxe devices
-//! are made through configfs for now). Every other command is
-//! `EOPNOTSUPP`, as the codec decides.
+//! instead of replies; a dump's messages, then `NLMSG_DONE`. Every other
+//! command is `EOPNOTSUPP`, as the codec decides.
+//!
+//! `NEWLINK` and `DELLINK` (`rdma link add NAME type rxe netdev IF`, `rdma
+//! link delete NAME`) need `CAP_NET_ADMIN` and go to the core's link types
+//! (`rdma::device::link`), which a provider registers (rdma_rs_rxe: "rxe"),
+//! with none of this module's locks held: `NEWLINK` answers `EINVAL` for a
+//! bad name or an unknown type, `ENODEV` for an unknown netdev, `EEXIST`
+//! for a name or netdev taken; `DELLINK` answers `EINVAL` for an unknown
+//! index (as the C core does) or a device its provider will not remove (an
+//! rxe device made through configfs).
 //!
 //! Holding the family also keeps the C `ib_core` from being autoloaded by
 //! the socket libibverbs opens. If `ib_core` holds it (`EBUSY`), the
@@ -19,12 +26,14 @@
 //! not know our devices (Documentation/uverbs.rst).
 
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::sync::Arc;
 
+use rdma::device::link;
 use rdma::kshim::netlink::{NlHandler, NlRequest};
 use rdma::spec::netlink::msg::{flags, Message, Messages, Out};
 use rdma::spec::netlink::nldev::{self, Cmd, Request};
-use rdma::spec::netlink::{NlError, ENODEV, EOPNOTSUPP, EPERM};
+use rdma::spec::netlink::{NlError, EINVAL as NL_EINVAL, ENODEV, EOPNOTSUPP, EPERM};
 
 use crate::device::{DevTable, Entry, DRIVER_ABI_VERSION};
 
@@ -158,11 +167,39 @@ impl NlServer {
                 };
                 sent(r.add(|o| nldev::put_sys(o, to, &s)))?;
             }
-            Cmd::NewLink { .. } | Cmd::DelLink { .. } => return Err(EOPNOTSUPP),
+            Cmd::NewLink {
+                name,
+                link_type,
+                netdev,
+            } => {
+                let (mut n, mut t, mut d) = ([0u8; 64], [0u8; 16], [0u8; 16]);
+                let name = c_string(name, &mut n)?;
+                let link_type = c_string(link_type, &mut t)?;
+                let netdev = c_string(netdev, &mut d)?;
+                sent(link::new_link(name, link_type, netdev))?;
+            }
+            Cmd::DelLink { index } => {
+                // The device, not a usage reference: its unregistration
+                // waits for those.
+                let dev = find(index).map_err(|_| NL_EINVAL)?.dev.clone();
+                drop(table);
+                sent(link::del_link(&dev))?;
+            }
             _ => return Err(EOPNOTSUPP),
         }
         Ok(())
     }
+}
+
+/// `text` (an attribute's string, checked by the codec) as a C string in
+/// `buf`: `EINVAL` if it does not fit or holds a NUL.
+fn c_string<'b>(text: &[u8], buf: &'b mut [u8]) -> Result<&'b CStr, i32> {
+    if text.len() >= buf.len() {
+        return Err(NL_EINVAL);
+    }
+    buf[..text.len()].copy_from_slice(text);
+    buf[text.len()] = 0;
+    CStr::from_bytes_with_nul(&buf[..=text.len()]).map_err(|_| NL_EINVAL)
 }
 
 /// Writes `uverbs<index>` into `buf` and returns its length.

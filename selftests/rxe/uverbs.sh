@@ -5,7 +5,8 @@
 # hostile use with errnos and leaks nothing, and wild entries and indexes
 # on the rings of user QPs end only the QP they belong to (uverbs_user); a
 # device removed under open files, the module pinned by them, and the C
-# stack's ib_uverbs keeping ours out.
+# stack's ib_uverbs keeping ours out. `rdma link add`/`delete` make and
+# remove our rxe devices; one left alive goes when rdma_rs_rxe unloads.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -252,6 +253,101 @@ ktap_check "ib_send_lat" perftest 200 ib_send_lat -s 64
 ktap_check "nothing_left_pingpong" cmp -s "$tmpd/res0" "$res"
 ktap_check "device_b_removed" rxe_item_remove rxeu1
 
+# rdma link add/delete: NEWLINK and DELLINK of our netlink server, served
+# by rdma_rs_rxe's link type "rxe", on veths of the initial namespace (the
+# only one our netlink serves). rdma prints the errno's text (perror).
+netns_veth - veth_l uvx veth_lx && netns_veth - veth_m uvx veth_mx &&
+	ip link set veth_l up && ip link set veth_m up &&
+	ip -n uvx link set veth_lx up && ip -n uvx link set veth_mx up
+rdma_fails() { # errno-text rdma-args...: rdma fails, saying errno-text
+	_want=$1
+	shift
+	if rdma "$@" > "$tmpd/rdma_err" 2>&1; then
+		echo "rdma $* succeeded"
+		return 1
+	fi
+	grep -q "$_want" "$tmpd/rdma_err" || { sed 's/^/    # /' "$tmpd/rdma_err"; return 1; }
+}
+link_add() {
+	rdma link add rxel0 type rxe netdev veth_l || return 1
+	cleanup_add rdma link delete rxel0
+	[ -d /sys/class/infiniband/rxel0 ] && [ -d /sys/class/rdma_rs/rxel0 ]
+}
+ktap_check "link_add" link_add
+link_listed() {
+	rdma link show > "$tmpd/links" 2>&1 && ibv_devices > "$tmpd/devices" 2>&1 &&
+		grep -Eq "^link rxel0/1 .*netdev veth_l( |$)" "$tmpd/links" &&
+		grep -Eq "^[[:space:]]*rxel0[[:space:]]+[0-9a-f]{16}$" "$tmpd/devices" && return 0
+	sed 's/^/    # /' "$tmpd/links" "$tmpd/devices"
+	return 1
+}
+ktap_check "link_listed" link_listed
+link_devinfo() {
+	ibv_devinfo -d rxel0 > "$tmpd/devinfo_l" 2>&1 &&
+		grep -Eq "^hca_id:[[:space:]]+rxel0$" "$tmpd/devinfo_l" &&
+		grep -Eq "link_layer:[[:space:]]+Ethernet$" "$tmpd/devinfo_l" && return 0
+	sed 's/^/    # /' "$tmpd/devinfo_l"
+	return 1
+}
+ktap_check "link_devinfo" link_devinfo
+# A name taken (on another netdev), a netdev taken (under another name),
+# no such netdev, no such type, a name template: refused, nothing made.
+link_refused() {
+	rdma_fails "File exists" link add rxel0 type rxe netdev veth_m &&
+		rdma_fails "File exists" link add rxel9 type rxe netdev veth_l &&
+		rdma_fails "No such device" link add rxel9 type rxe netdev nosuch0 &&
+		rdma_fails "Invalid argument" link add rxel9 type nosuch netdev veth_m &&
+		rdma_fails "Invalid argument" link add "rxel%d" type rxe netdev veth_m || return 1
+	# (rxel1: what the template would have made.)
+	for _d in rxel9 rxel1 "rxel%d"; do
+		[ ! -e "/sys/class/infiniband/$_d" ] || { echo "a refused link made $_d"; return 1; }
+	done
+	[ -d /sys/class/infiniband/rxel0 ] || { echo "rxel0 went"; return 1; }
+}
+ktap_check "link_add_refused" link_refused
+# A configfs item's device is configfs's: DELLINK refuses it.
+link_delete_configfs() {
+	rxe_item_new rxeuc && echo veth_m > "$rxe_cfs/rxeuc/netdev" &&
+		echo 1 > "$rxe_cfs/rxeuc/enable" || return 1
+	rdma_fails "Invalid argument" link delete rxeuc || return 1
+	[ -d /sys/class/infiniband/rxeuc ] && [ "$(cat "$rxe_cfs/rxeuc/enable")" = 1 ] || return 1
+	rxe_item_remove rxeuc
+}
+ktap_check "link_delete_configfs_refused" link_delete_configfs
+link_delete() {
+	rdma link delete rxel0 || return 1
+	rdma link show > "$tmpd/links" 2>&1 && ibv_devices > "$tmpd/devices" 2>&1 || return 1
+	if grep -q rxel0 "$tmpd/links" "$tmpd/devices" || [ -e /sys/class/infiniband/rxel0 ] ||
+		[ -e /sys/class/rdma_rs/rxel0 ]; then
+		echo "rxel0 still there"
+		sed 's/^/    # /' "$tmpd/links" "$tmpd/devices"
+		return 1
+	fi
+	# The netdev is free again.
+	rdma link add rxel0 type rxe netdev veth_l && rdma link delete rxel0
+}
+ktap_check "link_delete" link_delete
+ktap_check "link_delete_again_fails" sh -c "! rdma link delete rxel0"
+# The netdev unregistered: the link's device goes with it (as a configfs
+# item's does), and so does its name.
+gone_within() { # path: waits up to 10 s for it to go
+	_n=0
+	while [ -e "$1" ]; do
+		_n=$((_n + 1))
+		[ "$_n" -lt 100 ] || { echo "$1 still there"; return 1; }
+		sleep 0.1
+	done
+}
+link_netdev_gone() {
+	rdma link add rxel1 type rxe netdev veth_m || return 1
+	ip link del veth_m || return 1
+	gone_within /sys/class/infiniband/rxel1 || return 1
+	rdma link show > "$tmpd/links" 2>&1 || return 1
+	! grep -q rxel1 "$tmpd/links" || { echo "rxel1 listed"; return 1; }
+	rdma link add rxel1 type rxe netdev veth_l
+}
+ktap_check "link_netdev_gone" link_netdev_gone
+
 # A file held open pins the module; the device removed under it
 # disassociates it: its commands fail with EIO, its objects are gone.
 device_gone() {
@@ -281,6 +377,13 @@ device_gone() {
 ktap_check "device_removed_under_file" device_gone
 ktap_check "unload" rmmod rdma_rs_uverbs
 ktap_check "class_gone" test ! -e /sys/class/infiniband_verbs
+# rdma_rs_rxe unloaded with a link's device (rxel1) alive: it goes too.
+rxe_unload_link() {
+	[ -d /sys/class/rdma_rs/rxel1 ] || { echo "rxel1 not there"; return 1; }
+	rmmod rdma_rs_rxe || return 1
+	! [ -e /sys/class/rdma_rs/rxel1 ]
+}
+ktap_check "unload_rxe_with_link" rxe_unload_link
 
 # With the kernel's ib_uverbs loaded, ours stays out and says why.
 c_first() {
