@@ -237,7 +237,12 @@ impl NlServer {
             }
             Cmd::StatGet { index, port } => {
                 let e = find(index).map_err(|_| EINVAL_NL)?;
+                e.dev.check_port(port).map_err(|_| EINVAL_NL)?;
+                // A device without counters has no default counter set.
                 let names = e.dev.hw_counter_names().map_err(|_| EINVAL_NL)?;
+                if names.is_empty() {
+                    return Err(EINVAL_NL);
+                }
                 let mut counters = KVec::with_capacity(names.len(), GFP_KERNEL).map_err(nomem)?;
                 for (i, name) in names.iter().enumerate() {
                     let value = e.dev.hw_counter(port, i).map_err(|_| EINVAL_NL)?;
