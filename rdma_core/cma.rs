@@ -59,6 +59,7 @@ pub mod id;
 pub mod listen;
 
 pub use addr::{IpAddr, SockAddr};
+pub use client::ids_on;
 pub use conn::ConnParam;
 pub use event::{CmEvent, CmHandler, Disposition, EventKind};
 pub use id::{live_ids, CmId, CmIdCore};

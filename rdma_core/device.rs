@@ -42,7 +42,10 @@ use crate::device::registry::DevClients;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::attr::{LinkLayer, NodeType};
-use crate::verbs::qp::{QpInfo, QpOps};
+use crate::verbs::cq::CqCore;
+use crate::verbs::mr::MrCore;
+use crate::verbs::pd::PdCore;
+use crate::verbs::qp::{QpCore, QpInfo, QpOps};
 use crate::verbs::restrack::Resources;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
@@ -485,6 +488,43 @@ impl Device {
             r.ah.count(),
             r.mw.count(),
         ]
+    }
+
+    /// The live QPs, the GSI QP first, in number order (`rdma res show
+    /// qp`). Any context.
+    pub fn qps(&self) -> Result<KVec<Arc<QpCore>>> {
+        let mut all = self.res.gsi.matching(|_| true)?;
+        all.extend_from_slice(&self.res.qp.matching(|_| true)?, GFP_KERNEL)?;
+        Ok(all)
+    }
+
+    /// The live CQs, in number order. Any context.
+    pub fn cqs(&self) -> Result<KVec<Arc<CqCore>>> {
+        self.res.cq.matching(|_| true)
+    }
+
+    /// The live MRs, in number order. Any context.
+    pub fn mrs(&self) -> Result<KVec<Arc<MrCore>>> {
+        self.res.mr.matching(|_| true)
+    }
+
+    /// The live PDs, in number order. Any context.
+    pub fn pds(&self) -> Result<KVec<Arc<PdCore>>> {
+        self.res.pd.matching(|_| true)
+    }
+
+    /// The names of the port counters ([`DeviceOps::hw_counter_names`]),
+    /// or `ENODEV` once the provider has let go.
+    pub fn hw_counter_names(&self) -> Result<&'static [&'static CStr]> {
+        Ok(self.ops()?.hw_counter_names())
+    }
+
+    /// The value of counter `index` of `port` ([`DeviceOps::hw_counter`]):
+    /// what `ports/<port>/hw_counters/<name>` shows. `EINVAL` for a port
+    /// the device does not have. Process context.
+    pub fn hw_counter(&self, port: u32, index: usize) -> Result<u64> {
+        self.check_port(port)?;
+        Ok(self.ops()?.hw_counter(port, index))
     }
 
     /// Whether `port` has a MAD layer on QP1 ([`DeviceOps::has_mad`]).

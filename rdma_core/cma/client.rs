@@ -53,6 +53,18 @@ impl CmIdCore {
 /// `DeviceRemoval` event.
 const REMOVAL_WAIT_MS: u32 = 5000;
 
+/// How many live ids are bound to `dev` (the `cm_id` row of `rdma res`).
+/// Process context.
+pub fn ids_on(dev: &Device) -> usize {
+    IDS.get().map_or(0, |ids| {
+        ids.list
+            .lock()
+            .iter()
+            .filter(|(_, i)| i.on_device(dev))
+            .count()
+    })
+}
+
 /// The rdma_cm's internal client: device removal.
 struct CmaClient;
 

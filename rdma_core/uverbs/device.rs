@@ -181,6 +181,8 @@ pub(crate) struct Entry {
     pub(crate) dev: Arc<Device>,
     /// The node's `(major, minor)`.
     pub(crate) devt: (u32, u32),
+    /// Its open files (for the count of user contexts).
+    pub(crate) udev: Arc<UverbsDev>,
 }
 
 /// The devices that have a uverbs device now.
@@ -293,6 +295,7 @@ impl Client for UverbsClient {
             index,
             dev: dev.clone(),
             devt: h.devt,
+            udev: h.udev.clone(),
         };
         if let Err(e) = self.table.list.lock().push(entry, GFP_KERNEL) {
             self.undo(&h);

@@ -109,6 +109,18 @@ impl UverbsDev {
         }
     }
 
+    /// How many open files have a context (the `ctx` row of `rdma res`).
+    /// Takes the list's lock, then each file's (as [`Self::device_event`]
+    /// does).
+    pub(crate) fn contexts(&self) -> u64 {
+        let files = self.files.lock();
+        files
+            .iter()
+            .flatten()
+            .filter(|f| f.state.lock().ctx.is_some())
+            .count() as u64
+    }
+
     /// A device event, for every open file's context. Object events need
     /// the objects' user handles, which only their files know.
     pub(crate) fn device_event(&self, event: &Event) {

@@ -3,7 +3,8 @@
 //! The RDMA netlink family (`NETLINK_RDMA`) for our devices: what
 //! libibverbs asks before anything else (the device list, then each
 //! device's `uverbs` character device) and what iproute2's `rdma` shows
-//! (`rdma dev`, `rdma link`, `rdma system`).
+//! (`rdma dev`, `rdma link`, `rdma system`, `rdma res`, `rdma
+//! statistic`).
 //!
 //! A device's index is its `N` of `uverbsN`. Requests are decoded and
 //! replies built by `rdma::spec::netlink::nldev`: a request's replies, an
@@ -20,6 +21,31 @@
 //! index (as the C core does) or a device its provider will not remove (an
 //! rxe device made through configfs).
 //!
+//! Resources and counters, as the C `nldev` answers them (an unknown
+//! device or port is `EINVAL` there, not `ENODEV`):
+//!
+//! - `RES_GET` (one device, or a dump of all): the summary, from the
+//!   device's object tables (`Device::resource_counts`, the sysfs
+//!   `resources` file), the rdma_cm ids bound to it
+//!   (`rdma::cma::ids_on`) and the device's open files with a context.
+//! - `RES_QP_GET`, `RES_CQ_GET`, `RES_MR_GET`, `RES_PD_GET` dumps: a
+//!   snapshot of the table (`Device::qps` and the like), each object as
+//!   the C kernel describes it (QPs of one port only, if one is asked
+//!   for; keys only for `CAP_NET_ADMIN`). A table longer than what is left
+//!   of a datagram goes on in a new message in the next one
+//!   (`Replier::add_table`). Who made an object is not recorded: user
+//!   objects carry no PID, kernel ones no name. The CM ID, context and SRQ
+//!   lists are `EOPNOTSUPP`, as is the single-object form of each list
+//!   (iproute2 falls back to the dump).
+//! - `STAT_GET` of a port: the provider's counters
+//!   (`Device::hw_counter_names`, `Device::hw_counter`), the same set
+//!   and values as `ports/N/hw_counters/`. The dump of counters bound to
+//!   QPs is empty (binding is not built); MR statistics are
+//!   `EOPNOTSUPP`.
+//!
+//! Locks: none held while replying. The context count takes a device's
+//! file list, then each file's state (the order device events use).
+//!
 //! Holding the family also keeps the C `ib_core` from being autoloaded by
 //! the socket libibverbs opens. If `ib_core` holds it (`EBUSY`), the
 //! module goes on without it: libibverbs then asks `ib_core`, which does
@@ -32,8 +58,12 @@ use kernel::sync::Arc;
 use rdma::device::link;
 use rdma::kshim::netlink::{NlHandler, NlRequest};
 use rdma::spec::netlink::msg::{flags, Message, Messages, Out};
-use rdma::spec::netlink::nldev::{self, Cmd, Request};
-use rdma::spec::netlink::{NlError, EINVAL as NL_EINVAL, ENODEV, EOPNOTSUPP, EPERM};
+use rdma::spec::netlink::nldev::{
+    self, attr, Cmd, CqEntry, DevHandle, MrEntry, Owner, PdEntry, QpEntry, ReplyTo, Request,
+    ResEntry, ResKind,
+};
+use rdma::spec::netlink::{NlError, ENODEV, EOPNOTSUPP, EPERM};
+use rdma::verbs::cq::PollCtx;
 
 use crate::device::{DevTable, Entry, DRIVER_ABI_VERSION};
 
@@ -77,6 +107,22 @@ impl Replier<'_, '_> {
             }
             r => r.map_err(|_| EINVAL),
         }
+    }
+
+    /// Appends a RES_*_GET table of `entries` for `dev`, in as many
+    /// messages (and datagrams) as it takes: each message holds the
+    /// entries that fit in what is left of the datagram, and a full
+    /// datagram is sent before the next message starts.
+    fn add_table<E: ResEntry>(&mut self, to: ReplyTo, dev: DevHandle<'_>, entries: &[E]) -> Result {
+        let mut done = 0;
+        while let Some(rest) = entries.get(done..).filter(|r| !r.is_empty()) {
+            match nldev::put_res_table(&mut self.out, to, dev, rest) {
+                Ok(n) => done += n,
+                Err(NlError::NoSpace) if !self.out.is_empty() => self.flush()?,
+                Err(_) => return Err(EINVAL),
+            }
+        }
+        Ok(())
     }
 
     fn error(&mut self, m: &Message<'_>, errno: i32) -> Result {
@@ -181,9 +227,71 @@ impl NlServer {
             Cmd::DelLink { index } => {
                 // The device, not a usage reference: its unregistration
                 // waits for those.
-                let dev = find(index).map_err(|_| NL_EINVAL)?.dev.clone();
+                let dev = find(index).map_err(|_| EINVAL_NL)?.dev.clone();
                 drop(table);
                 sent(link::del_link(&dev))?;
+            }
+            // An unknown device is EINVAL for the RES and STAT commands,
+            // as in the kernel.
+            Cmd::ResGet { index } => {
+                let e = find(index).map_err(|_| EINVAL_NL)?;
+                let sum = summary(e);
+                sent(r.add(|o| nldev::put_res_summary(o, to, false, handle(e), &sum)))?;
+            }
+            Cmd::ResGetDump => {
+                for e in table.iter() {
+                    let sum = summary(e);
+                    sent(r.add(|o| nldev::put_res_summary(o, to, true, handle(e), &sum)))?;
+                }
+                sent(r.add(|o| nldev::put_done(o, to)))?;
+            }
+            Cmd::ResDump { kind, index, port } => {
+                let e = find(index).map_err(|_| EINVAL_NL)?;
+                if let Some(p) = port {
+                    e.dev.check_port(p).map_err(|_| EINVAL_NL)?;
+                }
+                let admin = r.req.net_admin();
+                match kind {
+                    ResKind::Qp => sent(r.add_table(to, handle(e), &qp_entries(e, port)?))?,
+                    ResKind::Cq => sent(r.add_table(to, handle(e), &cq_entries(e)?))?,
+                    ResKind::Mr => sent(r.add_table(to, handle(e), &mr_entries(e, admin)?))?,
+                    ResKind::Pd => sent(r.add_table(to, handle(e), &pd_entries(e, admin)?))?,
+                    ResKind::CmId | ResKind::Ctx | ResKind::Srq => return Err(EOPNOTSUPP),
+                }
+                sent(r.add(|o| nldev::put_done(o, to)))?;
+            }
+            Cmd::StatGet { index, port } => {
+                let e = find(index).map_err(|_| EINVAL_NL)?;
+                e.dev.check_port(port).map_err(|_| EINVAL_NL)?;
+                // A device without counters has no default counter set.
+                let names = e.dev.hw_counter_names().map_err(|_| EINVAL_NL)?;
+                if names.is_empty() {
+                    return Err(EINVAL_NL);
+                }
+                let mut counters = KVec::with_capacity(names.len(), GFP_KERNEL).map_err(nomem)?;
+                for (i, name) in names.iter().enumerate() {
+                    let value = e.dev.hw_counter(port, i).map_err(|_| EINVAL_NL)?;
+                    let c = nldev::HwCounter {
+                        name: name.as_bytes(),
+                        value,
+                    };
+                    counters.push(c, GFP_KERNEL).map_err(nomem)?;
+                }
+                sent(r.add(|o| nldev::put_stat(o, to, handle(e), port, &counters)))?;
+            }
+            Cmd::StatGetDump { index, port, res } => {
+                let e = find(index).map_err(|_| EINVAL_NL)?;
+                if let Some(p) = port {
+                    e.dev.check_port(p).map_err(|_| EINVAL_NL)?;
+                }
+                match res {
+                    // No counters are ever bound to QPs here (`rdma
+                    // statistic qp set` is not built): an empty list.
+                    r_ if r_ == u32::from(attr::RES_QP) => {}
+                    r_ if r_ == u32::from(attr::RES_MR) => return Err(EOPNOTSUPP),
+                    _ => return Err(EINVAL_NL),
+                }
+                sent(r.add(|o| nldev::put_done(o, to)))?;
             }
             _ => return Err(EOPNOTSUPP),
         }
@@ -195,11 +303,135 @@ impl NlServer {
 /// `buf`: `EINVAL` if it does not fit or holds a NUL.
 fn c_string<'b>(text: &[u8], buf: &'b mut [u8]) -> Result<&'b CStr, i32> {
     if text.len() >= buf.len() {
-        return Err(NL_EINVAL);
+        return Err(EINVAL_NL);
     }
     buf[..text.len()].copy_from_slice(text);
     buf[text.len()] = 0;
-    CStr::from_bytes_with_nul(&buf[..=text.len()]).map_err(|_| NL_EINVAL)
+    CStr::from_bytes_with_nul(&buf[..=text.len()]).map_err(|_| EINVAL_NL)
+}
+
+/// `EINVAL` as the errno the server answers with.
+const EINVAL_NL: i32 = rdma::spec::netlink::EINVAL;
+
+fn nomem(_: kernel::alloc::AllocError) -> i32 {
+    -ENOMEM.to_errno()
+}
+
+fn handle(e: &Entry) -> DevHandle<'_> {
+    DevHandle {
+        index: e.index,
+        name: e.dev.name().as_bytes(),
+    }
+}
+
+/// The counts of `rdma res`, from the device's object tables, the
+/// rdma_cm's ids bound to it and the files with a context.
+fn summary(e: &Entry) -> nldev::ResSummary {
+    // (PDs, CQs, QPs, SRQs, MRs, AHs, MWs)
+    let [pd, cq, qp, srq, mr, _ah, _mw] = e.dev.resource_counts();
+    nldev::ResSummary {
+        pd: pd.into(),
+        cq: cq.into(),
+        qp: qp.into(),
+        cm_id: Some(rdma::cma::ids_on(&e.dev) as u64),
+        mr: mr.into(),
+        ctx: Some(e.udev.contexts()),
+        srq: srq.into(),
+    }
+}
+
+/// Who made an object: user space (through a uverbs file) or a kernel
+/// user. The creator's PID and a kernel user's name are not recorded.
+fn owner(user: bool) -> Owner<'static> {
+    if user {
+        Owner::User { pid: None }
+    } else {
+        Owner::Kernel { name: b"" }
+    }
+}
+
+fn qp_entries(e: &Entry, port: Option<u32>) -> Result<KVec<QpEntry<'static>>, i32> {
+    let qps = e.dev.qps().map_err(|_| -ENOMEM.to_errno())?;
+    let mut v = KVec::with_capacity(qps.len(), GFP_KERNEL).map_err(nomem)?;
+    for qp in qps.iter() {
+        let a = qp.attr();
+        let entry = QpEntry {
+            // The port is set by the modify to INIT (the GSI QP's at
+            // creation).
+            port: (a.port_num != 0).then_some(a.port_num),
+            lqpn: qp.qpn(),
+            pdn: qp.pd().num(),
+            rqpn: a.dest_qp_num,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            // Path migration is not supported: always migrated.
+            path_mig_state: 0,
+            qp_type: qp.qp_type() as u8,
+            state: qp.state() as u8,
+            owner: owner(qp.user_rings().is_some()),
+        };
+        if entry.on_port(port) {
+            v.push(entry, GFP_KERNEL).map_err(nomem)?;
+        }
+    }
+    Ok(v)
+}
+
+fn cq_entries(e: &Entry) -> Result<KVec<CqEntry<'static>>, i32> {
+    let cqs = e.dev.cqs().map_err(|_| -ENOMEM.to_errno())?;
+    let mut v = KVec::with_capacity(cqs.len(), GFP_KERNEL).map_err(nomem)?;
+    for cq in cqs.iter() {
+        let entry = CqEntry {
+            cqn: cq.num(),
+            cqe: cq.capacity() as u32,
+            users: cq.users().into(),
+            poll_ctx: cq.poll_ctx().map(|c| match c {
+                PollCtx::Softirq => 0,
+                PollCtx::Workqueue => 1,
+                PollCtx::UnboundWorkqueue => 2,
+                PollCtx::Direct => 3,
+            }),
+            dim: false,
+            ctxn: 0,
+            owner: owner(cq.user_ring().is_some()),
+        };
+        v.push(entry, GFP_KERNEL).map_err(nomem)?;
+    }
+    Ok(v)
+}
+
+fn mr_entries(e: &Entry, admin: bool) -> Result<KVec<MrEntry<'static>>, i32> {
+    let mrs = e.dev.mrs().map_err(|_| -ENOMEM.to_errno())?;
+    let mut v = KVec::with_capacity(mrs.len(), GFP_KERNEL).map_err(nomem)?;
+    for mr in mrs.iter() {
+        let entry = MrEntry {
+            // The index part of the keys, as the table numbers it.
+            mrn: mr.lkey() >> 8,
+            keys: admin.then(|| (mr.rkey(), mr.lkey())),
+            length: mr.length(),
+            pdn: mr.pd().num(),
+            owner: owner(mr.user_mem().is_some()),
+        };
+        v.push(entry, GFP_KERNEL).map_err(nomem)?;
+    }
+    Ok(v)
+}
+
+fn pd_entries(e: &Entry, admin: bool) -> Result<KVec<PdEntry<'static>>, i32> {
+    let pds = e.dev.pds().map_err(|_| -ENOMEM.to_errno())?;
+    let mut v = KVec::with_capacity(pds.len(), GFP_KERNEL).map_err(nomem)?;
+    for pd in pds.iter() {
+        let entry = PdEntry {
+            pdn: pd.num(),
+            keys: admin.then(|| pd.unsafe_global_rkey()),
+            users: pd.users().into(),
+            ctxn: 0,
+            // A PD does not say who made it.
+            owner: Owner::Kernel { name: b"" },
+        };
+        v.push(entry, GFP_KERNEL).map_err(nomem)?;
+    }
+    Ok(v)
 }
 
 /// Writes `uverbs<index>` into `buf` and returns its length.

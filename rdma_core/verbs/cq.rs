@@ -255,6 +255,11 @@ impl CqCore {
         &self.dev
     }
 
+    /// How many QPs and SRQs use the CQ (`rdma res show cq`'s `users`).
+    pub fn users(&self) -> u32 {
+        self.uses.users()
+    }
+
     /// The poll context, `None` for a CQ with a raw handler.
     pub fn poll_ctx(&self) -> Option<PollCtx> {
         self.ctx

@@ -52,6 +52,11 @@ impl PdCore {
         self.life.num()
     }
 
+    /// How many objects use the PD (`rdma res show pd`'s `users`).
+    pub fn users(&self) -> u32 {
+        self.uses.users()
+    }
+
     /// The global key (`pd->unsafe_global_rkey`), usable as an lkey too, of
     /// a PD allocated with [`PdFlags::UNSAFE_GLOBAL_RKEY`].
     pub fn unsafe_global_rkey(&self) -> Option<u32> {

@@ -228,6 +228,11 @@ impl UseCount {
         UseCount(AtomicU32::new(0))
     }
 
+    /// How many objects use it now (for listings: racy by nature).
+    pub(crate) fn users(&self) -> u32 {
+        self.0.load(Ordering::Relaxed) & !(DEAD | ORPHAN)
+    }
+
     /// Takes a use; `ENODEV` if the object is already destroyed.
     pub(crate) fn get(&self) -> Result {
         self.0

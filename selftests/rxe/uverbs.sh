@@ -238,7 +238,142 @@ perftest() { # N program args...
 	perftest_completed "$tmpd/pp_cli" "$_iters" ||
 		{ sed 's/^/    # client: /' "$tmpd/pp_cli"; return 1; }
 }
+
+# iproute2's `rdma res` and `rdma statistic` through our netlink server:
+# the counts are those of the device's object tables (its sysfs
+# `resources`), with the rdma_cm ids on it and the files with a context;
+# `res show qp|cq|mr|pd` lists each object; the counters are the configfs
+# `counters` file's, name for name, in order.
+res_of() { # dev kind: the count the last `rdma res show DEV` printed
+	awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$tmpd/res_$1"
+}
+res_matches_sysfs() { # dev
+	if ! rdma res show "$1" > "$tmpd/res_$1" 2>&1 ||
+		! grep -Eq "^[0-9]+: $1: pd [0-9]+ cq [0-9]+ qp [0-9]+ cm_id [0-9]+ mr [0-9]+ ctx [0-9]+ srq [0-9]+ *$" "$tmpd/res_$1"; then
+		sed 's/^/    # /' "$tmpd/res_$1"
+		return 1
+	fi
+	for _k in pd cq qp srq mr; do
+		_want=$(awk -v k="$_k" '$1 == k { print $2 }' "/sys/class/rdma_rs/$1/resources")
+		_got=$(res_of "$1" "$_k")
+		[ "$_got" = "$_want" ] || { echo "$1 $_k: rdma res $_got, sysfs $_want"; return 1; }
+	done
+}
+rdma_res_summary() {
+	rdma res > "$tmpd/res_all" 2>&1 || { sed 's/^/    # /' "$tmpd/res_all"; return 1; }
+	if ! grep -Eq "^[0-9]+: rxeu0: pd " "$tmpd/res_all" || ! grep -Eq "^[0-9]+: rxeu1: pd " "$tmpd/res_all"; then
+		sed 's/^/    # /' "$tmpd/res_all"
+		return 1
+	fi
+	res_matches_sysfs rxeu0 || return 1
+	res_matches_sysfs rxeu1 || return 1
+	[ "$(res_of rxeu1 ctx)" = 0 ] && [ "$(res_of rxeu1 cm_id)" = 0 ] && return 0
+	sed 's/^/    # /' "$tmpd/res_rxeu1"
+	return 1
+}
+ktap_check "rdma_res" rdma_res_summary
+# An ibv_rc_pingpong server makes its context, PD, MR, CQ and RC QP (moved
+# to INIT on port 1), then waits for its client: the counts go up by one
+# each, the lists show them; when it is killed they go back.
+lines_of() { # dev file: how many lines of DEV the list has
+	grep -Ec "^(dev|link) $1[/ ]" "$2"
+}
+res_during_pingpong() {
+	res_matches_sysfs rxeu1 || return 1
+	cp "$tmpd/res_rxeu1" "$tmpd/res_idle"
+	_qp0=$(res_of rxeu1 qp) _pd0=$(res_of rxeu1 pd)
+	gb=$(gid_of rxeu1 0a4f:0102) || { echo "no IPv4 GID"; return 1; }
+	ip netns exec uvy ibv_rc_pingpong -d rxeu1 -g "$gb" -n 10 > "$tmpd/pp_srv" 2>&1 &
+	_srv=$!
+	_n=0
+	until res_matches_sysfs rxeu1 > /dev/null && [ "$(res_of rxeu1 ctx)" = 1 ] &&
+		[ "$(res_of rxeu1 qp)" = $((_qp0 + 1)) ] && [ "$(res_of rxeu1 pd)" = $((_pd0 + 1)) ]; do
+		_n=$((_n + 1))
+		if [ "$_n" -ge 50 ]; then
+			kill "$_srv"
+			wait "$_srv"
+			echo "the server's objects never showed"
+			sed 's/^/    # /' "$tmpd/res_rxeu1" "$tmpd/pp_srv"
+			return 1
+		fi
+		sleep 0.2
+	done
+	_bad=0
+	rdma res show qp link rxeu1 > "$tmpd/qps" 2>&1 || _bad=1
+	for _k in cq mr pd; do
+		rdma res show "$_k" > "$tmpd/objs_$_k" 2>&1 || _bad=1
+	done
+	kill "$_srv"
+	wait "$_srv"
+	[ "$_bad" = 0 ] || { sed 's/^/    # /' "$tmpd/qps" "$tmpd/objs_cq" "$tmpd/objs_mr" "$tmpd/objs_pd"; return 1; }
+	# Every QP once; the server's RC QP in INIT on port 1, with its PD.
+	if [ "$(lines_of rxeu1 "$tmpd/qps")" != $((_qp0 + 1)) ] ||
+		! grep -Eq "^link rxeu1/1 lqpn [0-9]+ rqpn 0 type RC state INIT rq-psn [0-9]+ sq-psn [0-9]+ path-mig-state MIGRATED pdn [0-9]+ *$" "$tmpd/qps"; then
+		echo "rdma res show qp:"
+		sed 's/^/    # /' "$tmpd/qps" "$tmpd/res_rxeu1"
+		return 1
+	fi
+	for _k in cq mr pd; do
+		_want=$(res_of rxeu1 "$_k")
+		[ "$(lines_of rxeu1 "$tmpd/objs_$_k")" = "$_want" ] ||
+			{ echo "rdma res show $_k: not $_want objects"; sed 's/^/    # /' "$tmpd/objs_$_k"; return 1; }
+	done
+	if ! grep -Eq "^dev rxeu1 mrn [0-9]+ .*mrlen 4096 " "$tmpd/objs_mr" ||
+		! grep -Eq "^dev rxeu1 cqn [0-9]+ cqe [0-9]+ users 2 " "$tmpd/objs_cq"; then
+		sed 's/^/    # /' "$tmpd/objs_mr" "$tmpd/objs_cq"
+		return 1
+	fi
+	# Back to the counts before, once the file is closed.
+	_n=0
+	until res_matches_sysfs rxeu1 > /dev/null && cmp -s "$tmpd/res_rxeu1" "$tmpd/res_idle"; do
+		_n=$((_n + 1))
+		[ "$_n" -ge 50 ] && { sed 's/^/    # /' "$tmpd/res_rxeu1"; return 1; }
+		sleep 0.2
+	done
+}
+ktap_check "rdma_res_objects" res_during_pingpong
+# Objects of kinds not listed: an errno, not a crash.
+rdma_res_unlisted() {
+	rdma res show cm_id > "$tmpd/cm_id" 2>&1 && { echo "rdma res show cm_id succeeded"; return 1; }
+	grep -q "Operation not supported" "$tmpd/cm_id" && return 0
+	sed 's/^/    # /' "$tmpd/cm_id"
+	return 1
+}
+ktap_check "rdma_res_unlisted" rdma_res_unlisted
+stat_of() { # dev: "name value" lines of `rdma statistic show link DEV/1`
+	rdma statistic show link "$1/1" |
+		awk '$1 == "link" { for (i = 3; i < NF; i += 2) print $i, $(i + 1) }'
+}
+statistic_matches() { # dev file: save the counters to FILE
+	stat_of "$1" > "$2" && [ "$(wc -l < "$2")" -gt 10 ] && cmp -s "$2" "$rxe_cfs/$1/counters" && return 0
+	echo "rdma statistic show link $1/1 and the counters file differ:"
+	diff "$2" "$rxe_cfs/$1/counters" | sed 's/^/    # /'
+	return 1
+}
+rdma_statistic() {
+	if ! rdma statistic show > "$tmpd/stat_all" 2>&1 || ! rdma statistic > /dev/null 2>&1 ||
+		! grep -q "^link rxeu0/1 sent_pkts [0-9]* rcvd_pkts " "$tmpd/stat_all" ||
+		! grep -q "^link rxeu1/1 sent_pkts " "$tmpd/stat_all"; then
+		sed 's/^/    # /' "$tmpd/stat_all"
+		return 1
+	fi
+	statistic_matches rxeu0 "$tmpd/stat0"
+}
+ktap_check "rdma_statistic" rdma_statistic
 ktap_check "rc_pingpong" pingpong ibv_rc_pingpong -n 300 -s 4096 -c
+# The client's side sent at least a packet per message and received its
+# server's, and the two views still agree.
+statistic_moved() {
+	statistic_matches rxeu0 "$tmpd/stat1" || return 1
+	_s0=$(awk '$1 == "sent_pkts" { print $2 }' "$tmpd/stat0")
+	_s1=$(awk '$1 == "sent_pkts" { print $2 }' "$tmpd/stat1")
+	_r0=$(awk '$1 == "rcvd_pkts" { print $2 }' "$tmpd/stat0")
+	_r1=$(awk '$1 == "rcvd_pkts" { print $2 }' "$tmpd/stat1")
+	[ $((_s1 - _s0)) -ge 300 ] && [ $((_r1 - _r0)) -ge 300 ] && return 0
+	echo "sent_pkts $_s0 -> $_s1, rcvd_pkts $_r0 -> $_r1"
+	return 1
+}
+ktap_check "rdma_statistic_moved" statistic_moved
 ktap_check "rc_pingpong_events" pingpong ibv_rc_pingpong -n 100 -s 100 -e -c
 # The ibv_wr_* API (-N): the extended CREATE_QP.
 ktap_check "rc_pingpong_wr_api" pingpong ibv_rc_pingpong -n 100 -s 4096 -N -c

@@ -341,8 +341,8 @@ fn malformed_requests() {
         NlError::UnknownOp(0)
     );
     assert_eq!(
-        err_of(&message(0x1409, 0x301, 1, 0, &[])),
-        NlError::Unsupported(cmd::RES_GET)
+        err_of(&message(0x1402, 0x5, 1, 0, &[])),
+        NlError::Unsupported(cmd::SET)
     );
     // Errnos: EINVAL for the malformed, EOPNOTSUPP for the unimplemented.
     assert_eq!(NlError::Missing { ty: 1 }.errno(), EINVAL);

@@ -243,7 +243,50 @@ fn check_netlink_datagram(buf: &[u8]) -> usize {
                 assert!(name.len() <= nldev::DEV_NAME_MAX && !name.contains(&0));
                 nldev::put_error(&mut out, &m.hdr, to.pid, 0).expect("fits");
             }
-            Cmd::GetDump | Cmd::SysGet => {
+            Cmd::ResGet { index } => {
+                let dev = nldev::DevHandle {
+                    index,
+                    name: b"rxe0",
+                };
+                let sum = nldev::ResSummary {
+                    qp: 1,
+                    ctx: Some(0),
+                    ..nldev::ResSummary::default()
+                };
+                nldev::put_res_summary(&mut out, to, false, dev, &sum).expect("fits");
+            }
+            Cmd::ResDump { index, port, .. } => {
+                let dev = nldev::DevHandle {
+                    index,
+                    name: b"rxe0",
+                };
+                let qp = nldev::QpEntry {
+                    port,
+                    lqpn: index,
+                    pdn: 1,
+                    rqpn: 0,
+                    rq_psn: 0,
+                    sq_psn: 0,
+                    path_mig_state: 0,
+                    qp_type: 2,
+                    state: 1,
+                    owner: nldev::Owner::User { pid: Some(1) },
+                };
+                assert!(qp.on_port(port));
+                assert_eq!(nldev::put_res_table(&mut out, to, dev, &[qp]), Ok(1));
+            }
+            Cmd::StatGet { index, port } => {
+                let dev = nldev::DevHandle {
+                    index,
+                    name: b"rxe0",
+                };
+                let c = [nldev::HwCounter {
+                    name: b"sent_pkts",
+                    value: u64::from(port),
+                }];
+                nldev::put_stat(&mut out, to, dev, port, &c).expect("fits");
+            }
+            Cmd::GetDump | Cmd::SysGet | Cmd::ResGetDump | Cmd::StatGetDump { .. } => {
                 nldev::put_done(
                     &mut out,
                     ReplyTo {

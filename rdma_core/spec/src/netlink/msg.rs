@@ -514,6 +514,25 @@ impl MsgWriter<'_, '_> {
         Ok(Nest(at))
     }
 
+    /// Opens a nested attribute of type `ty` without [`NLA_F_NESTED`]
+    /// (the kernel's `nla_nest_start_noflag`, which the RDMA resource
+    /// tables use).
+    pub fn begin_nest_plain(&mut self, ty: u16) -> Result<Nest, NlError> {
+        let at = self.pos;
+        let mut hdr = [0u8; NLA_HDRLEN];
+        hdr[2..4].copy_from_slice(&(ty & NLA_TYPE_MASK).to_ne_bytes());
+        self.put_raw(&hdr)?;
+        Ok(Nest(at))
+    }
+
+    /// Drops an open nest and everything put in it since
+    /// ([`MsgWriter::begin_nest`] or [`MsgWriter::begin_nest_plain`]).
+    pub fn cancel_nest(&mut self, nest: Nest) {
+        if nest.0 >= self.start && nest.0 <= self.pos {
+            self.pos = nest.0;
+        }
+    }
+
     /// Closes a nest: sets its length.
     pub fn end_nest(&mut self, nest: Nest) -> Result<(), NlError> {
         let len = self.pos.checked_sub(nest.0).ok_or(NlError::NoSpace)?;

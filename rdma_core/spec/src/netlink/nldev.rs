@@ -155,12 +155,82 @@ pub mod attr {
     pub const PORT_PHYS_STATE: u16 = 13;
     /// u8: node type (`RDMA_NODE_*`).
     pub const DEV_NODE_TYPE: u16 = 14;
-    /// nested: resource summary.
+    /// nested: resource summary (a table of [`RES_SUMMARY_ENTRY`]).
     pub const RES_SUMMARY: u16 = 15;
+    /// nested: one kind of object in the summary.
+    pub const RES_SUMMARY_ENTRY: u16 = 16;
+    /// string: the kind's name ("pd", "qp", ...).
+    pub const RES_SUMMARY_ENTRY_NAME: u16 = 17;
+    /// u64: how many objects of the kind there are.
+    pub const RES_SUMMARY_ENTRY_CURR: u16 = 18;
+    /// nested: the QP table of a RES_QP_GET reply.
+    pub const RES_QP: u16 = 19;
+    /// nested: one QP.
+    pub const RES_QP_ENTRY: u16 = 20;
+    /// u32: the local QP number.
+    pub const RES_LQPN: u16 = 21;
+    /// u32: the remote QP number (RC, UC).
+    pub const RES_RQPN: u16 = 22;
+    /// u32: the receive queue's PSN (RC, UC).
+    pub const RES_RQ_PSN: u16 = 23;
+    /// u32: the send queue's PSN.
+    pub const RES_SQ_PSN: u16 = 24;
+    /// u8: the path migration state (RC, UC, XRC).
+    pub const RES_PATH_MIG_STATE: u16 = 25;
+    /// u8: the QP type (`IB_QPT_*`).
+    pub const RES_TYPE: u16 = 26;
+    /// u8: the QP state (`IB_QPS_*`).
+    pub const RES_STATE: u16 = 27;
+    /// u32: the process ID of a user object's creator.
+    pub const RES_PID: u16 = 28;
+    /// string: the kernel owner's name of a kernel object.
+    pub const RES_KERN_NAME: u16 = 29;
+    /// nested: the CM ID table of a RES_CM_ID_GET reply.
+    pub const RES_CM_ID: u16 = 30;
+    /// nested: one CM ID.
+    pub const RES_CM_ID_ENTRY: u16 = 31;
+    /// nested: the CQ table of a RES_CQ_GET reply.
+    pub const RES_CQ: u16 = 35;
+    /// nested: one CQ.
+    pub const RES_CQ_ENTRY: u16 = 36;
+    /// u32: the CQ's size in entries.
+    pub const RES_CQE: u16 = 37;
+    /// u64: how many objects use the object.
+    pub const RES_USECNT: u16 = 38;
+    /// u8: a kernel CQ's polling context.
+    pub const RES_POLL_CTX: u16 = 39;
+    /// nested: the MR table of a RES_MR_GET reply.
+    pub const RES_MR: u16 = 40;
+    /// nested: one MR.
+    pub const RES_MR_ENTRY: u16 = 41;
+    /// u32: an MR's rkey.
+    pub const RES_RKEY: u16 = 42;
+    /// u32: an MR's lkey.
+    pub const RES_LKEY: u16 = 43;
+    /// u64: an MR's I/O virtual address.
+    pub const RES_IOVA: u16 = 44;
+    /// u64: an MR's length.
+    pub const RES_MRLEN: u16 = 45;
+    /// nested: the PD table of a RES_PD_GET reply.
+    pub const RES_PD: u16 = 46;
+    /// nested: one PD.
+    pub const RES_PD_ENTRY: u16 = 47;
+    /// u32: a PD's local DMA lkey.
+    pub const RES_LOCAL_DMA_LKEY: u16 = 48;
+    /// u32: a PD's unsafe global rkey.
+    pub const RES_UNSAFE_GLOBAL_RKEY: u16 = 49;
     /// u32: the netdev's ifindex.
     pub const NDEV_INDEX: u16 = 50;
     /// string: the netdev's name.
     pub const NDEV_NAME: u16 = 51;
+    /// u32: a PD's number.
+    pub const RES_PDN: u16 = 60;
+    /// u32: a CQ's number.
+    pub const RES_CQN: u16 = 61;
+    /// u32: an MR's number.
+    pub const RES_MRN: u16 = 62;
+    /// u32: a user context's number.
+    pub const RES_CTXN: u16 = 64;
     /// string: a link's type ("rxe").
     pub const LINK_TYPE: u16 = 65;
     /// u8: the namespace mode (1: devices shared by all namespaces).
@@ -181,12 +251,35 @@ pub mod attr {
     /// u32 (the header says u64; the kernel and libibverbs use 32 bits):
     /// the provider's `RDMA_DRIVER_*` ID.
     pub const UVERBS_DRIVER_ID: u16 = 73;
+    /// u32: in STAT_GET, which objects' counters: [`RES_QP`] (bound QP
+    /// counters) or [`RES_MR`] (MR statistics); absent: the port's.
+    pub const STAT_RES: u16 = 75;
+    /// nested: a table of [`STAT_HWCOUNTER_ENTRY`].
+    pub const STAT_HWCOUNTERS: u16 = 80;
+    /// nested: one counter.
+    pub const STAT_HWCOUNTER_ENTRY: u16 = 81;
+    /// string: the counter's name.
+    pub const STAT_HWCOUNTER_ENTRY_NAME: u16 = 82;
+    /// u64: the counter's value.
+    pub const STAT_HWCOUNTER_ENTRY_VALUE: u16 = 83;
+    /// nested: a user context table.
+    pub const RES_CTX: u16 = 86;
+    /// nested: one user context.
+    pub const RES_CTX_ENTRY: u16 = 87;
+    /// nested: an SRQ table.
+    pub const RES_SRQ: u16 = 88;
+    /// nested: one SRQ.
+    pub const RES_SRQ_ENTRY: u16 = 89;
+    /// u32: an SRQ's number.
+    pub const RES_SRQN: u16 = 90;
     /// u8: adaptive CQ moderation enabled.
     pub const DEV_DIM: u16 = 84;
     /// u8: copy-on-fork supported.
     pub const SYS_COPY_ON_FORK: u16 = 93;
     /// u8: privileged QKEY mode.
     pub const SYS_PRIVILEGED_QKEY_MODE: u16 = 96;
+    /// u8: ask for driver-internal objects too (ignored: we have none).
+    pub const DRIVER_DETAILS: u16 = 97;
     /// u8: device type (0 for a plain device).
     pub const DEV_TYPE: u16 = 99;
     /// u8: how the device's name was assigned (0 unknown, 1 user).
@@ -267,6 +360,101 @@ pub enum Cmd<'a> {
         /// The device index.
         index: u32,
     },
+    /// RES_GET of one device: its resource summary.
+    ResGet {
+        /// The device index.
+        index: u32,
+    },
+    /// RES_GET dump: every device's resource summary.
+    ResGetDump,
+    /// A RES_*_GET dump: the objects of one kind on a device.
+    ResDump {
+        /// Which objects.
+        kind: ResKind,
+        /// The device index.
+        index: u32,
+        /// Only the objects of this port (QPs, CM IDs); `None`: all.
+        port: Option<u32>,
+    },
+    /// STAT_GET of a port's default counters (no [`attr::STAT_RES`]).
+    StatGet {
+        /// The device index.
+        index: u32,
+        /// The port.
+        port: u32,
+    },
+    /// STAT_GET dump of the counters bound to objects
+    /// ([`attr::STAT_RES`] names which: [`attr::RES_QP`] or
+    /// [`attr::RES_MR`]).
+    StatGetDump {
+        /// The device index.
+        index: u32,
+        /// The port, if given.
+        port: Option<u32>,
+        /// The value of [`attr::STAT_RES`].
+        res: u32,
+    },
+}
+
+/// The kinds of objects the RES_*_GET dumps list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResKind {
+    /// RES_QP_GET.
+    Qp,
+    /// RES_CM_ID_GET.
+    CmId,
+    /// RES_CQ_GET.
+    Cq,
+    /// RES_MR_GET.
+    Mr,
+    /// RES_PD_GET.
+    Pd,
+    /// RES_CTX_GET.
+    Ctx,
+    /// RES_SRQ_GET.
+    Srq,
+}
+
+impl ResKind {
+    /// The kind a command lists, if it is a RES_*_GET.
+    pub const fn of_cmd(op: u16) -> Option<ResKind> {
+        Some(match op {
+            cmd::RES_QP_GET => ResKind::Qp,
+            cmd::RES_CM_ID_GET => ResKind::CmId,
+            cmd::RES_CQ_GET => ResKind::Cq,
+            cmd::RES_MR_GET => ResKind::Mr,
+            cmd::RES_PD_GET => ResKind::Pd,
+            cmd::RES_CTX_GET => ResKind::Ctx,
+            cmd::RES_SRQ_GET => ResKind::Srq,
+            _ => return None,
+        })
+    }
+
+    /// The command that lists this kind.
+    pub const fn cmd(self) -> u16 {
+        match self {
+            ResKind::Qp => cmd::RES_QP_GET,
+            ResKind::CmId => cmd::RES_CM_ID_GET,
+            ResKind::Cq => cmd::RES_CQ_GET,
+            ResKind::Mr => cmd::RES_MR_GET,
+            ResKind::Pd => cmd::RES_PD_GET,
+            ResKind::Ctx => cmd::RES_CTX_GET,
+            ResKind::Srq => cmd::RES_SRQ_GET,
+        }
+    }
+
+    /// The reply's table attribute and the attribute of each entry in it.
+    pub const fn table_attrs(self) -> (u16, u16) {
+        match self {
+            ResKind::Qp => (attr::RES_QP, attr::RES_QP_ENTRY),
+            ResKind::CmId => (attr::RES_CM_ID, attr::RES_CM_ID_ENTRY),
+            ResKind::Cq => (attr::RES_CQ, attr::RES_CQ_ENTRY),
+            ResKind::Mr => (attr::RES_MR, attr::RES_MR_ENTRY),
+            ResKind::Pd => (attr::RES_PD, attr::RES_PD_ENTRY),
+            ResKind::Ctx => (attr::RES_CTX, attr::RES_CTX_ENTRY),
+            ResKind::Srq => (attr::RES_SRQ, attr::RES_SRQ_ENTRY),
+        }
+    }
 }
 
 /// Where a reply goes: the requester's port ID and the request's sequence
@@ -312,7 +500,14 @@ impl Request<'_> {
     /// The command is a dump (its replies carry `NLM_F_MULTI` and end with
     /// [`put_done`]; the kernel sends no acknowledgement after a dump).
     pub fn is_dump(&self) -> bool {
-        matches!(self.cmd, Cmd::GetDump | Cmd::PortGetDump { .. })
+        matches!(
+            self.cmd,
+            Cmd::GetDump
+                | Cmd::PortGetDump { .. }
+                | Cmd::ResGetDump
+                | Cmd::ResDump { .. }
+                | Cmd::StatGetDump { .. }
+        )
     }
 }
 
@@ -332,6 +527,7 @@ struct Parsed<'a> {
     chardev_type: Option<&'a [u8]>,
     link_type: Option<&'a [u8]>,
     ndev_name: Option<&'a [u8]>,
+    stat_res: Option<u32>,
 }
 
 fn parse_attrs<'a>(m: &Message<'a>) -> Result<Parsed<'a>, NlError> {
@@ -345,6 +541,10 @@ fn parse_attrs<'a>(m: &Message<'a>) -> Result<Parsed<'a>, NlError> {
             attr::CHARDEV_TYPE => p.chardev_type = Some(a.str_z(CHARDEV_TYPE_MAX)?),
             attr::LINK_TYPE => p.link_type = Some(a.str_z(IFNAME_MAX)?),
             attr::NDEV_NAME => p.ndev_name = Some(a.str_z(IFNAME_MAX)?),
+            attr::STAT_RES => p.stat_res = Some(a.u32()?),
+            attr::DRIVER_DETAILS => {
+                a.u8()?;
+            }
             _ => {}
         }
     }
@@ -410,6 +610,29 @@ pub fn decode<'a>(m: &Message<'a>) -> Result<Request<'a>, NlError> {
         },
         cmd::DELLINK => Cmd::DelLink {
             index: need(p.dev_index, attr::DEV_INDEX)?,
+        },
+        cmd::RES_GET if dump => Cmd::ResGetDump,
+        cmd::RES_GET => Cmd::ResGet {
+            index: need(p.dev_index, attr::DEV_INDEX)?,
+        },
+        // The single-object form (an object's number given) is left to
+        // the dump: iproute2 falls back to it when the doit fails.
+        _ if dump && ResKind::of_cmd(op).is_some() => Cmd::ResDump {
+            kind: match ResKind::of_cmd(op) {
+                Some(k) => k,
+                None => return Err(NlError::Unsupported(op)),
+            },
+            index: need(p.dev_index, attr::DEV_INDEX)?,
+            port: p.port_index,
+        },
+        cmd::STAT_GET if dump => Cmd::StatGetDump {
+            index: need(p.dev_index, attr::DEV_INDEX)?,
+            port: p.port_index,
+            res: need(p.stat_res, attr::STAT_RES)?,
+        },
+        cmd::STAT_GET if p.stat_res.is_none() => Cmd::StatGet {
+            index: need(p.dev_index, attr::DEV_INDEX)?,
+            port: need(p.port_index, attr::PORT_INDEX)?,
         },
         _ => return Err(NlError::Unsupported(op)),
     };
@@ -580,6 +803,394 @@ pub fn put_sys(out: &mut Out<'_>, to: ReplyTo, sys: &SysInfo) -> Result<(), NlEr
     )?;
     w.put_u8(attr::SYS_MONITOR_MODE, u8::from(sys.monitor))?;
     w.put_u8(attr::SYS_COPY_ON_FORK, u8::from(sys.copy_on_fork))?;
+    w.end();
+    Ok(())
+}
+
+/// A device's resource summary, as RES_GET reports it: how many objects
+/// of each kind it has. A kind the stack does not count is `None` and
+/// left out of the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResSummary {
+    /// Protection domains.
+    pub pd: u64,
+    /// Completion queues.
+    pub cq: u64,
+    /// Queue pairs.
+    pub qp: u64,
+    /// Connection manager IDs bound to the device.
+    pub cm_id: Option<u64>,
+    /// Memory regions.
+    pub mr: u64,
+    /// User contexts.
+    pub ctx: Option<u64>,
+    /// Shared receive queues.
+    pub srq: u64,
+}
+
+impl ResSummary {
+    /// The table's rows, in the C kernel's order (`enum
+    /// rdma_restrack_type`).
+    pub fn rows(&self) -> [(&'static [u8], Option<u64>); 7] {
+        [
+            (b"pd", Some(self.pd)),
+            (b"cq", Some(self.cq)),
+            (b"qp", Some(self.qp)),
+            (b"cm_id", self.cm_id),
+            (b"mr", Some(self.mr)),
+            (b"ctx", self.ctx),
+            (b"srq", Some(self.srq)),
+        ]
+    }
+}
+
+/// A device as the RES_* and STAT_GET replies name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevHandle<'a> {
+    /// The device index.
+    pub index: u32,
+    /// The device name.
+    pub name: &'a [u8],
+}
+
+fn put_handle(w: &mut MsgWriter<'_, '_>, dev: DevHandle<'_>) -> Result<(), NlError> {
+    w.put_u32(attr::DEV_INDEX, dev.index)?;
+    w.put_str(attr::DEV_NAME, dev.name)
+}
+
+/// Appends a RES_GET reply (`multi`: as part of a dump): the device and
+/// its summary table, an entry (name, current count) per kind.
+pub fn put_res_summary(
+    out: &mut Out<'_>,
+    to: ReplyTo,
+    multi: bool,
+    dev: DevHandle<'_>,
+    sum: &ResSummary,
+) -> Result<(), NlError> {
+    let mut w = begin(out, cmd::RES_GET, to, multi)?;
+    put_handle(&mut w, dev)?;
+    let table = w.begin_nest_plain(attr::RES_SUMMARY)?;
+    for (name, curr) in sum.rows() {
+        let Some(curr) = curr else { continue };
+        let e = w.begin_nest_plain(attr::RES_SUMMARY_ENTRY)?;
+        w.put_str(attr::RES_SUMMARY_ENTRY_NAME, name)?;
+        w.put_u64(attr::RES_SUMMARY_ENTRY_CURR, curr)?;
+        w.end_nest(e)?;
+    }
+    w.end_nest(table)?;
+    w.end();
+    Ok(())
+}
+
+/// Who made an object: a user process or a kernel user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner<'a> {
+    /// A user process: its PID in the requester's namespace, if known
+    /// (0 or gone: left out).
+    User {
+        /// The PID.
+        pid: Option<u32>,
+    },
+    /// A kernel user, by name; empty: left out.
+    Kernel {
+        /// The name ("ib_core", "rtrs", ...).
+        name: &'a [u8],
+    },
+}
+
+impl Owner<'_> {
+    fn is_user(&self) -> bool {
+        matches!(self, Owner::User { .. })
+    }
+
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        match *self {
+            Owner::User { pid: Some(pid) } if pid != 0 => w.put_u32(attr::RES_PID, pid),
+            Owner::Kernel { name } if !name.is_empty() => w.put_str(attr::RES_KERN_NAME, name),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `IB_QPT_RC`, `IB_QPT_UC`, `IB_QPT_XRC_INI`, `IB_QPT_XRC_TGT`.
+const QPT_RC: u8 = 2;
+const QPT_UC: u8 = 3;
+const QPT_XRC_INI: u8 = 9;
+const QPT_XRC_TGT: u8 = 10;
+
+/// A QP, as RES_QP_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpEntry<'a> {
+    /// Its port, once it has one (from the modify to INIT on); `None`
+    /// before (the attribute is left out).
+    pub port: Option<u32>,
+    /// The QP number.
+    pub lqpn: u32,
+    /// Its PD's number (sent for user QPs only, as the kernel does).
+    pub pdn: u32,
+    /// The remote QP number (sent for RC and UC).
+    pub rqpn: u32,
+    /// The receive PSN (sent for RC and UC).
+    pub rq_psn: u32,
+    /// The send PSN.
+    pub sq_psn: u32,
+    /// Path migration state (`IB_MIG_*`, 0 migrated; sent for RC, UC,
+    /// XRC).
+    pub path_mig_state: u8,
+    /// The type (`IB_QPT_*`).
+    pub qp_type: u8,
+    /// The state (`IB_QPS_*`).
+    pub state: u8,
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl QpEntry<'_> {
+    /// Whether a RES_QP_GET for `port` lists this QP: all QPs when no
+    /// port is asked for, else the QPs on that port.
+    pub fn on_port(&self, port: Option<u32>) -> bool {
+        match port {
+            None | Some(0) => true,
+            Some(p) => self.port == Some(p),
+        }
+    }
+
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        if let Some(port) = self.port {
+            w.put_u32(attr::PORT_INDEX, port)?;
+        }
+        w.put_u32(attr::RES_LQPN, self.lqpn)?;
+        if self.owner.is_user() {
+            w.put_u32(attr::RES_PDN, self.pdn)?;
+        }
+        self.owner.put(w)?;
+        let connected = matches!(self.qp_type, QPT_RC | QPT_UC);
+        if connected {
+            w.put_u32(attr::RES_RQPN, self.rqpn)?;
+            w.put_u32(attr::RES_RQ_PSN, self.rq_psn)?;
+        }
+        w.put_u32(attr::RES_SQ_PSN, self.sq_psn)?;
+        if connected || matches!(self.qp_type, QPT_XRC_INI | QPT_XRC_TGT) {
+            w.put_u8(attr::RES_PATH_MIG_STATE, self.path_mig_state)?;
+        }
+        w.put_u8(attr::RES_TYPE, self.qp_type)?;
+        w.put_u8(attr::RES_STATE, self.state)
+    }
+}
+
+/// A CQ, as RES_CQ_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqEntry<'a> {
+    /// The CQ number.
+    pub cqn: u32,
+    /// Its size in entries.
+    pub cqe: u32,
+    /// How many QPs and SRQs use it.
+    pub users: u64,
+    /// A kernel CQ's polling context (`IB_POLL_*`: 0 softirq, 1
+    /// workqueue, 2 unbound workqueue, 3 direct); sent for kernel CQs
+    /// that have one.
+    pub poll_ctx: Option<u8>,
+    /// Adaptive moderation on.
+    pub dim: bool,
+    /// The user context's number (sent for user CQs).
+    pub ctxn: u32,
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl CqEntry<'_> {
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        w.put_u32(attr::RES_CQE, self.cqe)?;
+        w.put_u64(attr::RES_USECNT, self.users)?;
+        if let (false, Some(ctx)) = (self.owner.is_user(), self.poll_ctx) {
+            w.put_u8(attr::RES_POLL_CTX, ctx)?;
+        }
+        w.put_u8(attr::DEV_DIM, u8::from(self.dim))?;
+        w.put_u32(attr::RES_CQN, self.cqn)?;
+        if self.owner.is_user() {
+            w.put_u32(attr::RES_CTXN, self.ctxn)?;
+        }
+        self.owner.put(w)
+    }
+}
+
+/// An MR, as RES_MR_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MrEntry<'a> {
+    /// The MR number.
+    pub mrn: u32,
+    /// Its keys, sent only to a requester with `CAP_NET_ADMIN`.
+    pub keys: Option<(u32, u32)>,
+    /// Its length in bytes.
+    pub length: u64,
+    /// Its PD's number (sent for user MRs).
+    pub pdn: u32,
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl MrEntry<'_> {
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        if let Some((rkey, lkey)) = self.keys {
+            w.put_u32(attr::RES_RKEY, rkey)?;
+            w.put_u32(attr::RES_LKEY, lkey)?;
+        }
+        w.put_u64(attr::RES_MRLEN, self.length)?;
+        w.put_u32(attr::RES_MRN, self.mrn)?;
+        if self.owner.is_user() {
+            w.put_u32(attr::RES_PDN, self.pdn)?;
+        }
+        self.owner.put(w)
+    }
+}
+
+/// A PD, as RES_PD_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PdEntry<'a> {
+    /// The PD number.
+    pub pdn: u32,
+    /// The unsafe global rkey if the PD has one, sent only to a
+    /// requester with `CAP_NET_ADMIN` (as is the local DMA lkey, 0: we
+    /// have none).
+    pub keys: Option<Option<u32>>,
+    /// How many objects use it.
+    pub users: u64,
+    /// The user context's number (sent for user PDs).
+    pub ctxn: u32,
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl PdEntry<'_> {
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        if let Some(global) = self.keys {
+            w.put_u32(attr::RES_LOCAL_DMA_LKEY, 0)?;
+            if let Some(rkey) = global {
+                w.put_u32(attr::RES_UNSAFE_GLOBAL_RKEY, rkey)?;
+            }
+        }
+        w.put_u64(attr::RES_USECNT, self.users)?;
+        w.put_u32(attr::RES_PDN, self.pdn)?;
+        if self.owner.is_user() {
+            w.put_u32(attr::RES_CTXN, self.ctxn)?;
+        }
+        self.owner.put(w)
+    }
+}
+
+/// An object a RES_*_GET table lists.
+pub trait ResEntry {
+    /// The kind of the table it goes in.
+    const KIND: ResKind;
+    /// Appends the entry's attributes.
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError>;
+}
+
+impl ResEntry for QpEntry<'_> {
+    const KIND: ResKind = ResKind::Qp;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        self.put(w)
+    }
+}
+
+impl ResEntry for CqEntry<'_> {
+    const KIND: ResKind = ResKind::Cq;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        self.put(w)
+    }
+}
+
+impl ResEntry for MrEntry<'_> {
+    const KIND: ResKind = ResKind::Mr;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        self.put(w)
+    }
+}
+
+impl ResEntry for PdEntry<'_> {
+    const KIND: ResKind = ResKind::Pd;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        self.put(w)
+    }
+}
+
+/// Appends one message of a RES_*_GET dump: the device, then a table
+/// holding as many of `entries` (from the first) as fit. Returns how many
+/// went in; the caller sends the datagram and calls again with the rest.
+///
+/// No entries: nothing is appended (`Ok(0)`), as the kernel sends no
+/// table message for a device without such objects. Not even the first
+/// entry fits: [`NlError::NoSpace`] and nothing appended.
+pub fn put_res_table<E: ResEntry>(
+    out: &mut Out<'_>,
+    to: ReplyTo,
+    dev: DevHandle<'_>,
+    entries: &[E],
+) -> Result<usize, NlError> {
+    if entries.is_empty() {
+        return Ok(0);
+    }
+    let (table_ty, entry_ty) = E::KIND.table_attrs();
+    let mut w = begin(out, E::KIND.cmd(), to, true)?;
+    put_handle(&mut w, dev)?;
+    let table = w.begin_nest_plain(table_ty)?;
+    let mut n = 0;
+    for e in entries {
+        let nest = match w.begin_nest_plain(entry_ty) {
+            Ok(nest) => nest,
+            Err(NlError::NoSpace) => break,
+            Err(err) => return Err(err),
+        };
+        match e.put_attrs(&mut w) {
+            Ok(()) => {
+                w.end_nest(nest)?;
+                n += 1;
+            }
+            Err(NlError::NoSpace) => {
+                w.cancel_nest(nest);
+                break;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    if n == 0 {
+        return Err(NlError::NoSpace);
+    }
+    w.end_nest(table)?;
+    w.end();
+    Ok(n)
+}
+
+/// A port's counters, as STAT_GET reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwCounter<'a> {
+    /// Its name (the file name under `hw_counters/`).
+    pub name: &'a [u8],
+    /// Its value.
+    pub value: u64,
+}
+
+/// Appends a STAT_GET reply for a port's default counters: the device,
+/// the port, and the table of counters in order.
+pub fn put_stat(
+    out: &mut Out<'_>,
+    to: ReplyTo,
+    dev: DevHandle<'_>,
+    port: u32,
+    counters: &[HwCounter<'_>],
+) -> Result<(), NlError> {
+    let mut w = begin(out, cmd::STAT_GET, to, false)?;
+    put_handle(&mut w, dev)?;
+    w.put_u32(attr::PORT_INDEX, port)?;
+    let table = w.begin_nest(attr::STAT_HWCOUNTERS)?;
+    for c in counters {
+        let e = w.begin_nest(attr::STAT_HWCOUNTER_ENTRY)?;
+        w.put_str(attr::STAT_HWCOUNTER_ENTRY_NAME, c.name)?;
+        w.put_u64(attr::STAT_HWCOUNTER_ENTRY_VALUE, c.value)?;
+        w.end_nest(e)?;
+    }
+    w.end_nest(table)?;
     w.end();
     Ok(())
 }
