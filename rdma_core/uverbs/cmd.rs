@@ -49,6 +49,7 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::CreateCompChannel => cq::create_comp_channel(file, &mut ctx.channels, req),
         Cmd::CreateCq | Cmd::ExCreateCq => cq::create_cq(file, ctx, req),
         Cmd::ReqNotifyCq => cq::req_notify_cq(&ctx.objects, req),
+        Cmd::ResizeCq => cq::resize_cq(file, &mut ctx.objects, req),
         Cmd::DestroyCq => cq::destroy_cq(file, ctx, req),
         Cmd::CreateQp | Cmd::ExCreateQp => qp::create_qp(file, ctx, req),
         Cmd::ModifyQp => qp::modify_qp(ctx, req),

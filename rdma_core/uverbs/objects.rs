@@ -131,6 +131,14 @@ impl Objects {
         }
     }
 
+    /// The CQ of `handle`, if that handle is a CQ, to change.
+    pub(crate) fn cq_mut(&mut self, handle: u32) -> Option<&mut UCq> {
+        match self.slots.get_mut(handle as usize)?.as_mut()? {
+            Obj::Cq(cq) => Some(cq),
+            _ => None,
+        }
+    }
+
     /// The QP of `handle`, if that handle is a QP.
     pub(crate) fn qp(&self, handle: u32) -> Option<&UQp> {
         match self.get(handle)? {

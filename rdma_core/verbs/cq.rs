@@ -572,7 +572,8 @@ impl CqCore {
         let old = {
             let mut r = self.ring.lock();
             if r.user.is_some() {
-                // A user ring is resized by a new mapping: not built.
+                // A user ring is resized with a new mapping, by its file
+                // (`new_user_ring`, `resize_user`).
                 return Err(crate::kshim::errno::eopnotsupp());
             }
             if (cqe as usize) < r.count {
@@ -589,6 +590,41 @@ impl CqCore {
         };
         drop(old);
         Ok(())
+    }
+
+    /// Makes the ring for resizing a user CQ to `cqe` entries
+    /// ([`CqCore::resize_user`]): `EINVAL` for 0, above the device's
+    /// limit or for a CQ that is not a user CQ. May sleep.
+    pub fn new_user_ring(&self, cqe: u32) -> Result<UserResize> {
+        crate::kshim::verb::might_sleep();
+        if self.life.is_released() {
+            return Err(ENODEV);
+        }
+        if cqe == 0 || cqe > self.dev.attr().max_cqe || self.user_ring().is_none() {
+            return Err(EINVAL);
+        }
+        let ring = UserRing::new(cqe, USER_WC_SIZE)?;
+        Ok(UserResize { ring, cqe })
+    }
+
+    /// Swaps the ring of `resize` in for a user CQ's ring (`ib_resize_cq`
+    /// of a user CQ), under the CQ's ring lock: the completions user space
+    /// has not consumed yet (as far as its consumer index, read once,
+    /// says) move into it in order, and completions pushed from then on go
+    /// to it. When more are waiting than the entries asked for: `EINVAL`,
+    /// and the old ring stays as it was. Returns the old ring, which user
+    /// space unmaps. Any context; never sleeps.
+    pub fn resize_user(&self, resize: UserResize) -> Result<Arc<UserRing>> {
+        if self.life.is_released() {
+            return Err(ENODEV);
+        }
+        let mut r = self.ring.lock();
+        let u = r.user.as_mut().ok_or(EINVAL)?;
+        let prod = u.ring.carry_into(u.prod, &resize.ring, resize.cqe)?;
+        u.prod = prod;
+        let old = core::mem::replace(&mut u.ring, resize.ring);
+        r.cqe = resize.cqe as usize;
+        Ok(old)
     }
 
     /// Sets interrupt moderation (`rdma_set_cq_moderation`): notify once
@@ -738,13 +774,35 @@ impl Handle<CqCore> {
     /// ([`CqCore::user_ring`]) as `ib_uverbs_wc` entries, with a raw
     /// handler for its notifications (the uverbs completion channel).
     /// The core does not poll it ([`CqCore::poll`] finds nothing); it
-    /// cannot be resized. May sleep.
+    /// is resized with a new ring ([`CqCore::new_user_ring`],
+    /// [`CqCore::resize_user`]), not with [`CqCore::resize`]. May sleep.
     pub fn create_user(
         dev: &Arc<Device>,
         cqe: u32,
         handler: Option<Arc<dyn CompHandler>>,
     ) -> Result<Cq> {
         Cq::new_core(dev, cqe, None, handler, true)
+    }
+}
+
+/// A new ring for a user CQ's resize, made (it may sleep) before the
+/// CQ's lock is taken: offered for mapping by its owner, then swapped in
+/// by [`CqCore::resize_user`].
+pub struct UserResize {
+    ring: Arc<UserRing>,
+    /// The entries asked for (at most the ring's capacity).
+    cqe: u32,
+}
+
+impl UserResize {
+    /// The new ring.
+    pub fn ring(&self) -> &Arc<UserRing> {
+        &self.ring
+    }
+
+    /// The entries the new ring holds: what the resize answers.
+    pub fn capacity(&self) -> u32 {
+        self.ring.capacity()
     }
 }
 

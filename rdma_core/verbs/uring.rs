@@ -17,6 +17,10 @@
 //! Slots are copied out once, whole, before anything in them is decoded.
 //! The geometry (slots, element and buffer sizes, index masking) is the
 //! host-tested [`RingGeometry`].
+//!
+//! A ring is never resized in place: a resize fills a new ring with the
+//! entries still waiting in the old one ([`UserRing::carry_into`]), and
+//! its owner swaps the two and has user space map the new one.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -81,6 +85,35 @@ impl UserRing {
     /// Whether one more entry after `prod` would overrun `cons`.
     pub fn is_full(&self, prod: u32, cons: u32) -> bool {
         self.geo.is_full(prod, cons)
+    }
+
+    /// Copies the entries waiting between the other side's consumer index
+    /// (read once here) and the kernel's producer index `prod` into the
+    /// fresh ring `new`, in order from its slot 0, and publishes `new`'s
+    /// producer index, which it returns. `EINVAL` when more wait than
+    /// `room` or than `new` holds, or the element sizes differ: `new` is
+    /// then left partly written and must be dropped. The caller keeps the
+    /// producer side still (holds its lock).
+    pub fn carry_into(&self, prod: u32, new: &UserRing, room: u32) -> Result<u32> {
+        let carry = self
+            .geo
+            .carry_into(prod, self.consumer(), &new.geo, room)
+            .map_err(|_| EINVAL)?;
+        let mut chunk = [0u8; 64];
+        let step = chunk.len();
+        for (from, to) in carry.moves() {
+            let (src, dst) = (self.geo.slot_offset(from), new.geo.slot_offset(to));
+            let mut done = 0;
+            while done < self.elem_size() {
+                let n = step.min(self.elem_size() - done);
+                let part = chunk.get_mut(..n).ok_or(EINVAL)?;
+                self.read_at(src + done, part)?;
+                new.write_at(dst + done, part)?;
+                done += n;
+            }
+        }
+        new.publish_producer(carry.producer());
+        Ok(carry.producer())
     }
 
     /// The producer index as the other side last published it (untrusted).

@@ -167,6 +167,10 @@ ktap_check "ring_wild_send" uverbs_user wild_send "$node"
 # Producer indexes far ahead, behind, 0xffffffff: a bounded pass, exactly
 # the masked count of completions, on that QP only.
 ktap_check "ring_wild_index" uverbs_user wild_index "$node"
+# RESIZE_CQ of a CQ holding completions, up and down: they move in
+# order into the new ring; below the waiting count (or with a wild
+# consumer index) EINVAL and the old ring works on; bad handles refused.
+ktap_check "ring_resize_cq" uverbs_user resize "$node"
 # A bad receive entry on an RC QP connected to itself, found by its own
 # SEND: ERR, LOC_QP_OP_ERR for it, flushes for the rest.
 ktap_check "ring_bad_recv" uverbs_user bad_recv "$node"

@@ -49,6 +49,7 @@ enum {
 	RESIZE_CQ = 19,
 	DESTROY_CQ = 20,
 	REQ_NOTIFY_CQ = 23,
+	ATTACH_MCAST = 30,
 	EXTENDED = 0x80000000,
 };
 
@@ -213,8 +214,8 @@ static void case_framing(void)
 	CHECK(cmd(fd, QUERY_DEVICE, req, 16, 44) == 24, "query_device");
 	req[0] = (uintptr_t)resp;
 	/* A command this module does not build yet. */
-	uint32_t rz[4] = { (uint32_t)(uintptr_t)resp, (uint32_t)((uintptr_t)resp >> 32), 0, 16 };
-	CHECK(cmd(fd, RESIZE_CQ, rz, 16, 2) < 0 && errno == EOPNOTSUPP, "RESIZE_CQ");
+	uint32_t mc[6] = { 0 };
+	CHECK(cmd(fd, ATTACH_MCAST, mc, sizeof(mc), 0) < 0 && errno == EOPNOTSUPP, "ATTACH_MCAST");
 	close(ev);
 	close(fd);
 }
@@ -837,6 +838,186 @@ static void uctx_make(struct uctx *u)
 	CHECK(uqp_create(u->fd, u->pd, QPT_UD, u->cq.handle, u->cq.handle, &u->qp) == 0,
 	      "create_qp");
 	to_rts(u->fd, &u->qp);
+}
+
+/* RESIZE_CQ: resp[0..1] core (cqe), resp[2..5] the new ring's mminfo. */
+static int resize_cq(int fd, uint32_t handle, uint32_t cqe, uint32_t *resp, uint16_t out_words)
+{
+	uint32_t req[4];
+	uint64_t r = (uintptr_t)resp;
+
+	memcpy(req, &r, 8);
+	req[2] = handle;
+	req[3] = cqe;
+	memset(resp, 0xff, 6 * 4);
+	return cmd(fd, RESIZE_CQ, req, sizeof(req), out_words) == 24 ? 0 : -1;
+}
+
+/* A successful resize of c to cqe: checks the answer, maps the new ring
+ * as librxe does (old one unmapped first); returns the new capacity. */
+static uint32_t ucq_resize(int fd, struct ucq *c, uint32_t cqe, const char *what)
+{
+	uint32_t resp[6];
+	struct mminfo mi;
+
+	CHECK(resize_cq(fd, c->handle, cqe, resp, 6) == 0, "%s: resize to %u", what, cqe);
+	memcpy(&mi, &resp[2], sizeof(mi));
+	CHECK(resp[0] >= cqe && ((resp[0] + 1) & resp[0]) == 0 && mi.offset % 4096 == 0 &&
+	      mi.size % 4096 == 0, "%s: cqe %u offset %llx size %u", what, resp[0],
+	      (unsigned long long)mi.offset, mi.size);
+	munmap(c->r.buf, c->r.len);
+	ring_map(fd, &mi, &c->r);
+	CHECK(c->r.buf->log2_elem_size == 6 && c->r.buf->index_mask == resp[0] &&
+	      c->r.buf->consumer_index == 0, "%s: header %u %u %u", what,
+	      c->r.buf->log2_elem_size, c->r.buf->index_mask, c->r.buf->consumer_index);
+	return resp[0];
+}
+
+/* Posts n good UD sends to itself (wr_id from first) and waits until the
+ * CQ ring's producer index says all n completed, consuming none. */
+static void sends_pending(int fd, struct uqp *q, struct ucq *c, uint32_t ah_num, uint64_t first,
+			  int n)
+{
+	uint32_t mask = c->r.buf->index_mask;
+	uint32_t want = (__atomic_load_n(&c->r.buf->producer_index, __ATOMIC_ACQUIRE) + n) & mask;
+	int i, waited = 0;
+
+	for (i = 0; i < n; i++) {
+		good_send(q, first + i, ah_num);
+		sq_push(q);
+	}
+	CHECK(doorbell(fd, q->handle) == 0, "doorbell");
+	while (__atomic_load_n(&c->r.buf->producer_index, __ATOMIC_ACQUIRE) != want) {
+		CHECK(waited++ < 2000, "producer %u, want %u", c->r.buf->producer_index, want);
+		usleep(1000);
+	}
+}
+
+/* Takes exactly the completions first.. first + n - 1, in order. */
+static void expect_sends(struct ucq *c, uint32_t qpn, uint64_t first, int n, const char *what)
+{
+	struct ib_uverbs_wc wc[32];
+	int i;
+
+	CHECK(ucq_poll(c, wc, n, n, 2000) == n, "%s: fewer than %d completions", what, n);
+	for (i = 0; i < n; i++)
+		expect_wc(&wc[i], first + i, WC_SUCCESS, IB_UVERBS_WC_SEND, qpn, what);
+}
+
+/*
+ * RESIZE_CQ of a user CQ holding completions: up and down, the waiting
+ * completions moved in order into the new ring (from a wrapped old one),
+ * a resize below the waiting count refused with EINVAL and the ring left
+ * usable, a wild consumer index refused, bad sizes and handles (foreign,
+ * stale, of another kind) refused, the offers of unmapped rings withdrawn.
+ */
+static void case_resize(void)
+{
+	int fd = open_dev(), ev = get_context(fd), fd2 = open_dev(), ev2 = get_context(fd2);
+	uint32_t pd, ah, ah_num, resp[6], counts[2], cqs2[6], cons;
+	struct ib_uverbs_wc wc[4];
+	struct mminfo mi, mi2;
+	struct ucq c, d;
+	struct uqp q;
+	int i;
+
+	CHECK(alloc_pd(fd, &pd) == 0, "alloc_pd");
+	ucq_make(fd, 3, &c);
+	CHECK(c.r.buf->index_mask == 3, "mask %u", c.r.buf->index_mask);
+	ah_num = make_ah(fd, pd, &ah);
+	CHECK(uqp_create(fd, pd, QPT_UD, c.handle, c.handle, &q) == 0, "create_qp");
+	to_rts(fd, &q);
+
+	/* Empty: down to 1, up to 7 (pyverbs' test_resize_cq). */
+	CHECK(ucq_resize(fd, &c, 1, "down empty") == 1, "cqe for 1");
+	CHECK(ucq_resize(fd, &c, 7, "up empty") == 7, "cqe for 7");
+	works(fd, &q, &c, ah_num, "after resize");
+	/* The old ring wraps: 6 sent, 5 consumed, 4 more: 6..10 wait in
+	 * slots 6, 7, 0, 1, 2. */
+	sends_pending(fd, &q, &c, ah_num, 1, 6);
+	expect_sends(&c, q.qpn, 1, 5, "before wrap");
+	sends_pending(fd, &q, &c, ah_num, 7, 4);
+	CHECK(c.r.buf->producer_index == 3 && c.r.buf->consumer_index == 6, "wrapped %u %u",
+	      c.r.buf->producer_index, c.r.buf->consumer_index);
+	/* Below the 5 waiting: EINVAL, the ring stays as it is, and what the
+	 * failed command offered for mapping is withdrawn. */
+	CHECK(resize_cq(fd, c.handle, 4, resp, 6) < 0 && errno == EINVAL, "resize below waiting");
+	memcpy(&mi, &resp[2], sizeof(mi));
+	CHECK(mmap(NULL, mi.size, PROT_READ, MAP_SHARED, fd, mi.offset) == MAP_FAILED &&
+	      errno == EINVAL, "failed resize's ring offered");
+	CHECK(c.r.buf->producer_index == 3 && c.r.buf->consumer_index == 6, "after failure %u %u",
+	      c.r.buf->producer_index, c.r.buf->consumer_index);
+	/* A wild consumer index (one ahead of the producer: 7 waiting) makes
+	 * nothing fit in 6; restored, the ring is as it was. */
+	cons = c.r.buf->consumer_index;
+	c.r.buf->consumer_index = 4;
+	CHECK(resize_cq(fd, c.handle, 6, resp, 6) < 0 && errno == EINVAL, "wild consumer");
+	c.r.buf->consumer_index = 0xfffffff6u;
+	CHECK(resize_cq(fd, c.handle, 4, resp, 6) < 0 && errno == EINVAL, "wild consumer high");
+	c.r.buf->consumer_index = cons;
+	/* Bad sizes, no room for the driver response, bad handles. */
+	CHECK(resize_cq(fd, c.handle, 0, resp, 6) < 0 && errno == EINVAL, "cqe 0");
+	CHECK(resize_cq(fd, c.handle, 1u << 30, resp, 6) < 0 && errno == EINVAL, "cqe 2^30");
+	CHECK(resize_cq(fd, c.handle, 16, resp, 2) < 0 && errno == EINVAL, "no driver out");
+	CHECK(resize_cq(fd, pd, 16, resp, 6) < 0 && errno == EINVAL, "a pd");
+	CHECK(resize_cq(fd, q.handle, 16, resp, 6) < 0 && errno == EINVAL, "a qp");
+	CHECK(resize_cq(fd, 999, 16, resp, 6) < 0 && errno == EINVAL, "handle 999");
+	/* Another file's CQ handles (above this file's) find nothing here. */
+	for (i = 0; i < 8; i++)
+		CHECK(create_cq(fd2, 4, 0, -1, cqs2, 6) == 0, "other file's cq %d", i);
+	CHECK(cqs2[0] == 7, "other file's handle %u", cqs2[0]);
+	CHECK(resize_cq(fd, 7, 16, resp, 6) < 0 && errno == EINVAL, "foreign handle");
+	CHECK(resize_cq(fd2, 7, 16, resp, 6) == 0 && resp[0] == 31, "other file's own resize");
+	/* A stale CQ handle. */
+	ucq_make(fd, 4, &d);
+	CHECK(destroy_cq(fd, d.handle, counts) == 0, "destroy d");
+	munmap(d.r.buf, d.r.len);
+	CHECK(resize_cq(fd, d.handle, 16, resp, 6) < 0 && errno == EINVAL, "stale handle");
+	/* After all that, the ring still works: one more completion (11). */
+	sends_pending(fd, &q, &c, ah_num, 11, 1);
+	CHECK(c.r.buf->producer_index == 4, "producer %u", c.r.buf->producer_index);
+	/* Up to 30 (32 slots): 6..11 move to slots 0..5, in order. */
+	CHECK(ucq_resize(fd, &c, 30, "up with 6") == 31, "cqe for 30");
+	CHECK(c.r.buf->producer_index == 6, "moved %u", c.r.buf->producer_index);
+	expect_sends(&c, q.qpn, 6, 3, "moved up");
+	/* Exactly the 3 waiting fit in 3. */
+	CHECK(ucq_resize(fd, &c, 3, "down to 3") == 3, "cqe for 3");
+	CHECK(c.r.buf->producer_index == 3, "moved %u", c.r.buf->producer_index);
+	expect_sends(&c, q.qpn, 9, 3, "moved down");
+	CHECK(ucq_poll(&c, wc, 4, 1, 20) == 0, "extra completion");
+	/* Resized and never mapped, resized again: the first ring's offer
+	 * goes, and a completion it received moves on to the second. */
+	CHECK(resize_cq(fd, c.handle, 8, resp, 6) == 0 && resp[0] == 15, "resize unmapped");
+	memcpy(&mi, &resp[2], sizeof(mi));
+	munmap(c.r.buf, c.r.len);
+	/* The completion is in the unmapped ring: wait for it by hand. */
+	good_send(&q, 12, ah_num);
+	sq_push(&q);
+	CHECK(doorbell(fd, q.handle) == 0, "doorbell unmapped");
+	usleep(200000);
+	CHECK(resize_cq(fd, c.handle, 2, resp, 6) == 0 && resp[0] == 3, "resize again");
+	memcpy(&mi2, &resp[2], sizeof(mi2));
+	CHECK(mi2.offset != mi.offset, "offset reused");
+	CHECK(mmap(NULL, mi.size, PROT_READ, MAP_SHARED, fd, mi.offset) == MAP_FAILED &&
+	      errno == EINVAL, "replaced ring still offered");
+	ring_map(fd, &mi2, &c.r);
+	expect_sends(&c, q.qpn, 12, 1, "through an unmapped ring");
+	works(fd, &q, &c, ah_num, "at the end");
+	/* A CQ destroyed with its resized ring unmapped: the offer goes. */
+	CHECK(uqp_destroy(fd, &q) == 0, "destroy qp");
+	uqp_unmap(&q);
+	CHECK(resize_cq(fd, c.handle, 100, resp, 6) == 0 && resp[0] == 127, "resize last");
+	memcpy(&mi, &resp[2], sizeof(mi));
+	CHECK(mi.size == 12288, "size %u for 127 entries", mi.size);
+	CHECK(destroy_cq(fd, c.handle, counts) == 0, "destroy cq");
+	CHECK(mmap(NULL, mi.size, PROT_READ, MAP_SHARED, fd, mi.offset) == MAP_FAILED &&
+	      errno == EINVAL, "destroyed cq's ring offered");
+	munmap(c.r.buf, c.r.len);
+	CHECK(destroy_ah(fd, ah) == 0, "destroy ah");
+	close(fd);
+	close(ev);
+	close(fd2);
+	close(ev2);
 }
 
 /* Bad send entries of case_wild_send. */
@@ -1518,6 +1699,8 @@ int main(int argc, char **argv)
 		case_wild_send();
 	else if (!strcmp(argv[1], "wild_index"))
 		case_wild_index();
+	else if (!strcmp(argv[1], "resize"))
+		case_resize();
 	else if (!strcmp(argv[1], "bad_recv"))
 		case_bad_recv();
 	else if (!strcmp(argv[1], "mw"))

@@ -197,6 +197,79 @@ fn index_math_masks_untrusted_indexes() {
 }
 
 #[test]
+fn resize_carries_waiting_entries_in_order() {
+    let old = RingGeometry::new(7, 48, PAGE_SIZE).unwrap();
+    let big = RingGeometry::new(30, 48, PAGE_SIZE).unwrap();
+    let small = RingGeometry::new(1, 48, PAGE_SIZE).unwrap();
+    assert_eq!((old.slots(), big.slots(), small.slots()), (8, 32, 2));
+    // Three waiting from slot 6, the producer wrapped (unmasked 9).
+    let c = old.carry_into(9, 6, &big, 30).unwrap();
+    assert_eq!(c.count(), 3);
+    assert_eq!(c.producer(), 3);
+    let moves: Vec<_> = c.moves().collect();
+    assert_eq!(moves, [(6, 0), (7, 1), (0, 2)]);
+    // Down to one entry: fits only when at most one waits.
+    let c = old.carry_into(5, 4, &small, 1).unwrap();
+    assert_eq!(c.moves().collect::<Vec<_>>(), [(4, 0)]);
+    assert_eq!(
+        old.carry_into(6, 4, &small, 1),
+        Err(RingError::WontFit {
+            waiting: 2,
+            room: 1
+        })
+    );
+    // The asked-for size counts, not the rounded-up ring: 3 do not fit
+    // in 2 even though the new ring holds 3.
+    let four = RingGeometry::new(2, 48, PAGE_SIZE).unwrap();
+    assert_eq!(four.capacity(), 3);
+    assert_eq!(
+        old.carry_into(3, 0, &four, 2),
+        Err(RingError::WontFit {
+            waiting: 3,
+            room: 2
+        })
+    );
+    assert_eq!(old.carry_into(3, 0, &four, 3).unwrap().count(), 3);
+    // Empty: nothing moves, the new producer is 0.
+    let c = old.carry_into(5, 5, &small, 1).unwrap();
+    assert_eq!((c.count(), c.producer(), c.moves().count()), (0, 0, 0));
+    // Elements of another size are refused.
+    let wide = RingGeometry::new(7, 128, PAGE_SIZE).unwrap();
+    assert_eq!(
+        old.carry_into(1, 0, &wide, 7),
+        Err(RingError::ElemSizeMismatch)
+    );
+}
+
+#[test]
+fn resize_with_wild_consumer_stays_in_bounds() {
+    let big = RingGeometry::new(MAX_SLOTS - 1, 64, PAGE_SIZE).unwrap();
+    for old_n in [1u32, 7, 100, 4095] {
+        let old = RingGeometry::new(old_n, 64, PAGE_SIZE).unwrap();
+        for (p, cons) in [(0, u32::MAX), (3, 0x8000_0000), (u32::MAX, 1), (17, 12345)] {
+            // Into a ring that holds anything: every move is in bounds.
+            let c = old.carry_into(p, cons, &big, u32::MAX).unwrap();
+            assert!(c.count() <= old.capacity());
+            for (from, to) in c.moves() {
+                assert!(old.slot_offset(from) + old.elem_size() <= old.buf_size());
+                assert_eq!(from, from & old.index_mask());
+                assert!(to < big.slots());
+            }
+            // Into one entry: the waiting count from a wild index either
+            // fits or is refused, never more than the room moves.
+            let small = RingGeometry::new(1, 64, PAGE_SIZE).unwrap();
+            match old.carry_into(p, cons, &small, 1) {
+                Ok(c) => assert!(c.count() <= 1),
+                Err(RingError::WontFit { waiting, room }) => {
+                    assert!(waiting > room && room == 1 && waiting <= old.capacity())
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+}
+
+#[test]
 fn send_with_sges() {
     let mut w = Wqe::new(2, SendFlags::SIGNALED.bits());
     w.sges(&[(0x1000, 100, 7), (0x2000, 200, 8)]);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Completion queues and their channels: `CREATE_COMP_CHANNEL`,
-//! `CREATE_CQ` (legacy and extended), `REQ_NOTIFY_CQ`, `DESTROY_CQ`.
+//! `CREATE_CQ` (legacy and extended), `REQ_NOTIFY_CQ`, `RESIZE_CQ`,
+//! `DESTROY_CQ`.
 //!
 //! A user CQ is the core's CQ with its completions written to a ring user
 //! space maps (`rdma::verbs::uring`), at the offset the driver response
@@ -9,8 +10,17 @@
 //! call. Armed with `REQ_NOTIFY_CQ`, the CQ's next (or next solicited)
 //! completion queues one event on the CQ's channel.
 //!
-//! Not built: `RESIZE_CQ` (`EOPNOTSUPP`) and the extended creation flags,
-//! which rxe refuses too.
+//! `RESIZE_CQ` makes a new ring, offers it for mapping (`struct
+//! rxe_resize_cq_resp`), writes both responses, and only then has the core
+//! swap it in with the completions not consumed yet: librxe unmaps the old
+//! ring and maps the new one. A failure at any step (`EINVAL` when the
+//! waiting completions do not fit, `EFAULT` for a response) withdraws the
+//! new ring and leaves the CQ with its old one; a success withdraws the
+//! old ring's offer, if it was never mapped. Locks: the file's state
+//! lock (held by the caller), then its mmap table's or the CQ's ring
+//! lock, one at a time.
+//!
+//! Not built: the extended creation flags, which rxe refuses too.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
@@ -22,9 +32,9 @@ use rdma::spec::opcodes::NotifyFlags;
 use rdma::spec::uverbs::cmd::Cmd;
 use rdma::spec::uverbs::cq::{
     CreateCompChannel, CreateCompChannelResp, CreateCq, CreateCqResp, DestroyCq, DestroyCqResp,
-    ExCreateCq, ExCreateCqResp, ReqNotifyCq,
+    ExCreateCq, ExCreateCqResp, ReqNotifyCq, ResizeCq, ResizeCqResp,
 };
-use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateCqResp};
+use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateCqResp, RxeResizeCqResp};
 use rdma::spec::uverbs::{Request, Wire};
 use rdma::verbs::cq::{CompHandler, CqCore};
 
@@ -199,6 +209,40 @@ pub(super) fn req_notify_cq(objs: &Objects, req: &Request<'_>) -> Result {
         NotifyFlags::NEXT_COMP
     };
     ucq.cq.req_notify(flags).map(|_| ())
+}
+
+/// Resizes a user CQ (see the module doc): the response's `cqe` is the
+/// new ring's capacity.
+pub(super) fn resize_cq(file: &Arc<UFile>, objs: &mut Objects, req: &Request<'_>) -> Result {
+    let cmd: ResizeCq = core(req)?;
+    let ucq = objs.cq_mut(cmd.cq_handle).ok_or(EINVAL)?;
+    need_driver_out::<RxeResizeCqResp>(req)?;
+    let resize = ucq.cq.new_user_ring(cmd.cqe)?;
+    let ring = resize.ring().clone();
+    let offset = file.offer_mmap(&ring)?;
+    let resp = ResizeCqResp {
+        cqe: resize.capacity(),
+        reserved: 0,
+    };
+    let mi = Mminfo {
+        offset,
+        size: ring.map_len() as u32,
+        pad: 0,
+    };
+    let swapped = respond(req, &resp)
+        .and_then(|_| respond_driver(req, &RxeResizeCqResp { mi }))
+        .and_then(|()| ucq.cq.resize_user(resize));
+    match swapped {
+        Ok(old) => {
+            file.withdraw_mmap(&old);
+            ucq.ring = ring;
+            Ok(())
+        }
+        Err(e) => {
+            file.withdraw_mmap(&ring);
+            Err(e)
+        }
+    }
 }
 
 pub(super) fn destroy_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {

@@ -138,6 +138,15 @@ pub enum RingError {
     BadAccess(u32),
     /// A completion slot is shorter than `struct ib_uverbs_wc`.
     SlotTooShort(usize),
+    /// A resize would leave fewer entries than are waiting.
+    WontFit {
+        /// Entries waiting in the old ring.
+        waiting: u32,
+        /// Entries the new ring may hold.
+        room: u32,
+    },
+    /// A resize between rings of different element sizes.
+    ElemSizeMismatch,
 }
 
 impl RingError {
@@ -177,6 +186,10 @@ impl fmt::Display for RingError {
             RingError::BadFlush => write!(f, "bad flush type or level"),
             RingError::BadAccess(a) => write!(f, "bad window access {a:#x}"),
             RingError::SlotTooShort(l) => write!(f, "completion slot of {l} bytes"),
+            RingError::WontFit { waiting, room } => {
+                write!(f, "{waiting} entries waiting, room for {room}")
+            }
+            RingError::ElemSizeMismatch => write!(f, "resize between element sizes"),
         }
     }
 }
@@ -292,6 +305,68 @@ impl RingGeometry {
     /// before [`Self::buf_size`]).
     pub fn slot_offset(&self, index: u32) -> usize {
         QUEUE_DATA_OFFSET + (((index & self.index_mask()) as usize) << self.log2_elem_size)
+    }
+
+    /// What a resize into `new` carries over: the entries between the
+    /// consumer index `cons` (untrusted, masked here) and the producer
+    /// index `prod`, in order, to the slots of `new` from 0. `room` is the
+    /// number of entries the owner asked for; more entries waiting than
+    /// `room` or than `new` holds is [`RingError::WontFit`]. A count
+    /// computed from a wild index is at most [`Self::capacity`], so the
+    /// moves never name a slot outside either ring.
+    pub fn carry_into(
+        &self,
+        prod: u32,
+        cons: u32,
+        new: &RingGeometry,
+        room: u32,
+    ) -> Result<Carry, RingError> {
+        if self.log2_elem_size != new.log2_elem_size {
+            return Err(RingError::ElemSizeMismatch);
+        }
+        let waiting = self.count(prod, cons);
+        let room = room.min(new.capacity());
+        if waiting > room {
+            return Err(RingError::WontFit { waiting, room });
+        }
+        Ok(Carry {
+            from: cons & self.index_mask(),
+            old_mask: self.index_mask(),
+            count: waiting,
+        })
+    }
+}
+
+/// The moves of a resize ([`RingGeometry::carry_into`]).
+///
+/// # Invariants
+///
+/// `count` fits in the new ring (`count <= capacity`, so every `to`
+/// index is below its slots) and `from` is masked by `old_mask`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Carry {
+    from: u32,
+    old_mask: u32,
+    count: u32,
+}
+
+impl Carry {
+    /// The number of entries carried over.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The new ring's producer index once they are moved (its consumer
+    /// index is 0).
+    pub fn producer(&self) -> u32 {
+        self.count
+    }
+
+    /// Each move, oldest first: `(slot in the old ring, slot in the new)`,
+    /// both masked.
+    pub fn moves(&self) -> impl Iterator<Item = (u32, u32)> {
+        let (from, mask) = (self.from, self.old_mask);
+        (0..self.count).map(move |i| (from.wrapping_add(i) & mask, i))
     }
 }
 
