@@ -123,12 +123,11 @@ ktap_check "ours_run" ours_run
 # tests (tests.test_rdmacm, tests.test_mlx5_rdmacm) are not compared yet.
 # Known differences, each a bug of ours that Documentation/uverbs.rst
 # explains ("rdma-core's tests on both stacks"), are listed here: printed,
-# not failed; one that passes on ours again fails the check until it
-# leaves the list.
+# whether they failed or passed this time, not failed.
 #   test_resize_cq: the v44 test posts six UD sends and at once resizes
 #   its CQ below them; the kernel's rxe has run the sends in the
-#   POST_SEND system call, ours on a workqueue, so fewer completions are
-#   there yet and the resize is not refused.
+#   POST_SEND system call, ours on a workqueue, so fewer completions may
+#   be there yet and the resize not refused (it passes now and then).
 known="tests.test_cq.CQTest.test_resize_cq"
 ours_passes_what_c_passes() {
 	if [ ! -s "$tmpd/c.res" ] || [ ! -s "$tmpd/ours.res" ]; then
@@ -138,7 +137,7 @@ ours_passes_what_c_passes() {
 	awk -v known="$known" '
 	BEGIN { nk = split(known, k, " "); for (i = 1; i <= nk; i++) isknown[k[i]] = 1 }
 	FNR == NR { if ($2 == "pass" && $1 !~ /^tests\.test_(mlx5_)?rdmacm\./) { c[$1] = 1; n++ } next }
-	$2 == "pass" && ($1 in isknown) { print "known difference passes on ours now (take it off the list): " $1; bad = 1 }
+	$2 == "pass" && ($1 in isknown) { print "known difference, passed this time: " $1 }
 	$2 == "pass" && ($1 in c) { both++; delete c[$1] }
 	END {
 		for (t in c) {
