@@ -37,7 +37,7 @@
 #define CMD_DELLINK 4
 #define CMD_PORT_GET 5
 #define CMD_SYS_GET 6
-#define CMD_RES_GET 9
+#define CMD_SYS_SET 7
 #define CMD_GET_CHARDEV 15
 #define A_DEV_INDEX 1
 #define A_DEV_NAME 2
@@ -391,10 +391,10 @@ static void t_errors(void)
 	put_attr(&m, A_CHARDEV_TYPE, "uverbs", 6);
 	send_msg(fd, &m);
 	CHECK(recv_error(fd, 303, NLDEV(CMD_GET_CHARDEV)) == -EINVAL, "string");
-	/* A command not implemented: EOPNOTSUPP. */
-	msg_start(&m, NLDEV(CMD_RES_GET), NLM_F_REQUEST | NLM_F_DUMP, 304);
+	/* A command the codec does not decode (SYS_SET): EOPNOTSUPP. */
+	msg_start(&m, NLDEV(CMD_SYS_SET), NLM_F_REQUEST, 304);
 	send_msg(fd, &m);
-	CHECK(recv_error(fd, 304, NLDEV(CMD_RES_GET)) == -EOPNOTSUPP, "res get");
+	CHECK(recv_error(fd, 304, NLDEV(CMD_SYS_SET)) == -EOPNOTSUPP, "sys set");
 	/* Another client, and an op past the last: EINVAL. */
 	msg_start(&m, (4 << 10) + 1, NLM_F_REQUEST, 305);
 	send_msg(fd, &m);
