@@ -23,16 +23,9 @@ fn hdr(len: u32, ty: u16, flags: u16, seq: u32, pid: u32) -> Vec<u8> {
     b
 }
 
-fn nla(ty: u16, value: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
-    b.extend_from_slice(&ty.to_ne_bytes());
-    b.extend_from_slice(value);
-    while b.len() % 4 != 0 {
-        b.push(0);
-    }
-    b
-}
+#[path = "common/nlattr.rs"]
+mod nlattr;
+use nlattr::nla;
 
 /// A whole message: header with the right length, then the attributes.
 fn message(ty: u16, flags: u16, seq: u32, pid: u32, attrs: &[Vec<u8>]) -> Vec<u8> {

@@ -18,16 +18,9 @@ use rdma_spec::netlink::nldev::{
 };
 use rdma_spec::netlink::NlError;
 
-fn nla(ty: u16, value: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
-    b.extend_from_slice(&ty.to_ne_bytes());
-    b.extend_from_slice(value);
-    while b.len() % 4 != 0 {
-        b.push(0);
-    }
-    b
-}
+#[path = "common/nlattr.rs"]
+mod nlattr;
+use nlattr::nla;
 
 fn message(op: u16, flags: u16, attrs: &[Vec<u8>]) -> Vec<u8> {
     let body: Vec<u8> = attrs.concat();
