@@ -64,13 +64,21 @@ both_ways() { # gid-flag check program args...
 				sleep 0.2
 			done
 		fi
-		"$_check" "$tmpd/out" || { sed "s/^/    # ($1): /" "$tmpd/out"; return 1; }
+		if [ "$RDMA_RS_GUEST" = "$_turn" ]; then _role=serving; else _role=connecting; fi
+		"$_check" "$tmpd/out" "$_role" || { sed "s/^/    # $_role ($1): /" "$tmpd/out"; return 1; }
 	done
 }
 pingpong_ok() { grep -q "bytes in" "$1"; }
 pingpong() { both_ways -g pingpong_ok "$@"; }
-# perftest: all N iterations done, on each side.
-perftest_ok() { perftest_completed "$1" "$perftest_n"; }
+# perftest: all N iterations done, on each side. The serving side of a
+# write or read test prints the figures its client measured.
+perftest_ok() { # file role
+	if [ "$2" = serving ]; then
+		perftest_completed "$1" "$perftest_n" peer
+	else
+		perftest_completed "$1" "$perftest_n"
+	fi
+}
 perftest() { # N program args...
 	perftest_n=$1
 	shift
