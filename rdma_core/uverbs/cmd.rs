@@ -27,6 +27,8 @@ use rdma::spec::uverbs::cmd::Cmd;
 use rdma::spec::uverbs::framing::UserOut;
 use rdma::spec::uverbs::{Request, WireStruct};
 
+use rdma::verbs::qp::QpCore;
+
 use crate::file::{FileState, UFile};
 
 mod cq;
@@ -35,14 +37,26 @@ mod pd_mr;
 mod qp;
 mod srq;
 
+/// What is left of a command once the file's lock is released.
+pub(crate) enum Then {
+    /// Nothing.
+    Done,
+    /// `POST_SEND`: wait for the QP's send run (`QpCore::wait_doorbell`).
+    /// Not under the file's lock: the run raises events that take it.
+    WaitSends(Arc<QpCore>),
+}
+
 /// Runs the command of `req` on `file`, whose lock the caller holds.
-pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> Result {
+pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> Result<Then> {
     if req.spec.cmd == Cmd::GetContext {
-        return device::get_context(file, st, req);
+        return device::get_context(file, st, req).map(|()| Then::Done);
     }
     let ctx = st.ctx.as_mut().ok_or(EINVAL)?;
+    if req.spec.cmd == Cmd::PostSend {
+        return qp::post_send(ctx, req).map(Then::WaitSends);
+    }
     let dev = &file.udev.dev;
-    match req.spec.cmd {
+    let done = match req.spec.cmd {
         Cmd::QueryDevice => device::query_device(dev, req),
         Cmd::ExQueryDevice => device::ex_query_device(dev, req),
         Cmd::QueryPort => device::query_port(dev, req),
@@ -55,7 +69,6 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::ModifyQp => qp::modify_qp(ctx, req),
         Cmd::QueryQp => qp::query_qp(ctx, req),
         Cmd::DestroyQp => qp::destroy_qp(file, ctx, req),
-        Cmd::PostSend => qp::post_send(ctx, req),
         Cmd::CreateAh => qp::create_ah(ctx, req),
         Cmd::DestroyAh => qp::destroy_ah(ctx, req),
         Cmd::AttachMcast => qp::mcast(ctx, req, true),
@@ -71,7 +84,8 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::AllocMw => pd_mr::alloc_mw(&mut ctx.objects, req),
         Cmd::DeallocMw => pd_mr::dealloc_mw(&mut ctx.objects, req),
         _ => Err(eopnotsupp()),
-    }
+    };
+    done.map(|()| Then::Done)
 }
 
 /// Decodes the core request as `T` (errors as the C uverbs gives them).

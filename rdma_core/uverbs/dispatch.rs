@@ -3,7 +3,8 @@
 //! A `write()` of a uverbs file: the whole buffer copied in once (no field
 //! is read from user memory twice), its framing checked by
 //! `rdma::spec::uverbs` (lengths, command word, response addresses), then
-//! the command run with the file's lock held. A framing fault fails with
+//! the command run with the file's lock held (and what is left of it,
+//! `POST_SEND`'s wait for the send run, after). A framing fault fails with
 //! the errno the C uverbs gives it; a command's own failure with its
 //! errno; a file whose context is gone with `EIO`. Success returns the
 //! whole length written, as libibverbs requires.
@@ -43,6 +44,11 @@ pub(crate) fn write(file: &Arc<UFile>, data: UserSliceReader) -> Result<usize> {
     if st.dead {
         return Err(EIO);
     }
-    crate::cmd::run(file, &mut st, &req)?;
+    let then = crate::cmd::run(file, &mut st, &req)?;
+    drop(st);
+    match then {
+        crate::cmd::Then::Done => {}
+        crate::cmd::Then::WaitSends(qp) => qp.wait_doorbell(),
+    }
     Ok(count)
 }

@@ -9,7 +9,8 @@
 #   ktap_pass NAME         ok
 #   ktap_fail NAME [WHY]   not ok
 #   ktap_skip NAME WHY     ok # SKIP
-#   ktap_check NAME CMD... ok if CMD succeeds
+#   ktap_check NAME CMD... ok if CMD succeeds (a case of 5 s or more
+#                          says its time in a "# NAME: N s" line)
 #   ktap_module NAME.ko [ARGS]   load a test module and lift its KTAP cases
 #   ktap_finish            exit 0, 4 (all skipped) or 1 (a failure)
 
@@ -42,15 +43,25 @@ ktap_skip() {
 	echo "ok $_ktap_n $1 # SKIP $2"
 }
 
+# Seconds since boot (whole).
+_ktap_now() {
+	read -r _up _ < /proc/uptime
+	echo "${_up%.*}"
+}
+
 ktap_check() {
 	_name=$1
 	shift
+	_t0=$(_ktap_now)
 	if _out=$("$@" 2>&1); then
 		ktap_pass "$_name"
 	else
 		echo "$_out" | sed 's/^/    # /'
 		ktap_fail "$_name" "$*"
 	fi
+	# What a case costs, to keep the suites cheap (testing.rst).
+	_dt=$(($(_ktap_now) - _t0))
+	[ "$_dt" -lt 5 ] || echo "# $_name: ${_dt} s"
 }
 
 # Loads a test module (modprobe, so rdma_core comes first) whose init runs

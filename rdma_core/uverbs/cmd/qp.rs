@@ -51,6 +51,7 @@ use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateAhResp, RxeCreateQpResp};
 use rdma::spec::uverbs::srq_ah::{AhAttr as UAhAttr, CreateAh, CreateAhResp, DestroyAh};
 use rdma::spec::uverbs::{Request, Wire};
 use rdma::verbs::ah::{Ah, AhAttr, GlobalRoute};
+use rdma::verbs::qp::QpCore;
 use rdma::verbs::uring::UserRing;
 
 use super::{core, need_driver_out, respond, respond_driver};
@@ -355,7 +356,9 @@ pub(super) fn destroy_qp(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_
 }
 
 /// `POST_SEND`: with no work request, the doorbell of a user QP.
-pub(super) fn post_send(ctx: &UContext, req: &Request<'_>) -> Result {
+/// The doorbell; returns the QP, whose send run the dispatcher waits for
+/// once the file's lock is released.
+pub(super) fn post_send(ctx: &UContext, req: &Request<'_>) -> Result<Arc<QpCore>> {
     let cmd: PostSend = req.core_head().map_err(crate::dispatch::abi_err)?;
     if cmd.wr_count != 0 || cmd.sge_count != 0 {
         return Err(EINVAL);
@@ -363,7 +366,7 @@ pub(super) fn post_send(ctx: &UContext, req: &Request<'_>) -> Result {
     let uqp = ctx.objects.qp(cmd.qp_handle).ok_or(EINVAL)?;
     uqp.qp.doorbell()?;
     respond(req, &PostSendResp { bad_wr: 0 })?;
-    Ok(())
+    Ok((*uqp.qp).clone())
 }
 
 fn ah_attr(a: &UAhAttr) -> Result<AhAttr> {

@@ -252,6 +252,20 @@ impl QpCore {
         Ok(())
     }
 
+    /// Waits until the provider's run that [`QpCore::doorbell`] scheduled
+    /// has finished, so that `POST_SEND` returns with its entries handed to
+    /// the transport: a UD send has left and completed, an RC request is
+    /// on the wire (as when rxe ran a user QP's requester in the posting
+    /// thread). User space may count on it: rdma-core's tests resize a CQ
+    /// right after posting and expect the completions to be there.
+    ///
+    /// Process context, with no lock held that the provider's work or the
+    /// events it raises take (the uverbs file's lock among them).
+    pub fn wait_doorbell(&self) {
+        crate::kshim::verb::might_sleep();
+        crate::kshim::work::flush(&self.work);
+    }
+
     /// Checks and queues one decoded send entry as `post_send` does.
     fn fill_user_send(
         &self,
