@@ -77,7 +77,7 @@ perftest_once() { # ours|theirs tool size iterations
 	rc=$?
 	t1=$(now_ns)
 	wait "$srv"
-	if [ "$rc" -ne 0 ] || ! perftest_completed "$tmpd/pt_cli.log" "$4"; then
+	if [ "$rc" -ne 0 ] || ! perftest_completed "$tmpd/pt_cli.log" "$4" row; then
 		sed 's/^/# /' "$tmpd/pt_cli.log" "$tmpd/pt_srv.log" >&2
 		return 1
 	fi
@@ -99,7 +99,7 @@ perftest_all() { # ours|theirs
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		perftest "$1" "$t" 65536 200 || ok=0
 	done
-	perftest "$1" ib_send_lat 8 500 || ok=0
+	perftest "$1" ib_send_lat 8 2000 || ok=0
 	[ "$ok" = 1 ]
 }
 

@@ -12,8 +12,9 @@
 //! calls [`new_link`] and [`del_link`].
 //!
 //! [`new_link`]: a name that is empty, too long or holds `%` is `EINVAL`;
-//! a netdev that does not exist in the initial namespace (the only one our
-//! netlink serves) `ENODEV`; an unknown type `EINVAL` (no module is asked
+//! the netdev is found by the netlink server in the requester's network
+//! namespace (`ENODEV` if it has none of that name); an unknown type
+//! `EINVAL` (no module is asked
 //! for: the C core's `request_module("rdma-link-TYPE")` has no counterpart);
 //! then whatever the type's [`LinkOps::new_link`] answers (a name taken is
 //! `EEXIST`). [`del_link`]: the device's driver must have registered a
@@ -35,7 +36,7 @@
 //! its locks, and a provider drops its registration at module exit, from
 //! no lock.
 
-use kernel::error::code::{EINVAL, ENODEV};
+use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -157,20 +158,20 @@ pub fn valid_name(name: &[u8]) -> bool {
     !name.is_empty() && name.len() < NAME_MAX && !name.contains(&b'%') && !name.contains(&0)
 }
 
-/// `rdma link add`: makes a device `name` of `link_type` on the netdev
-/// called `netdev` in the initial namespace. Process context.
-pub fn new_link(name: &CStr, link_type: &CStr, netdev: &CStr) -> Result {
+/// `rdma link add`: makes a device `name` of `link_type` on `netdev`
+/// (looked up by the caller, in the requester's namespace). Process
+/// context.
+pub fn new_link(name: &CStr, link_type: &CStr, nd: &ARef<NetDevice>) -> Result {
     if !valid_name(name.as_bytes()) {
         return Err(EINVAL);
     }
-    let nd = NetDevice::get_by_name(netdev).map_err(|_| ENODEV)?;
     let l = links();
     let list = l.list.lock();
     let e = list
         .iter()
         .find(|e| e.link_type.as_bytes() == link_type.as_bytes())
         .ok_or(EINVAL)?;
-    e.ops.new_link(name, &nd)
+    e.ops.new_link(name, nd)
 }
 
 /// `rdma link delete`: removes `dev` through the link type of its driver

@@ -40,12 +40,16 @@
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
+use kernel::error::code::ENODEV;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::sync::Arc;
+use kernel::types::ARef;
 use kernel::ThisModule;
 
 use crate::kshim::bindings;
+use crate::kshim::net::NetDevice;
 
 /// The largest datagram [`NlRequest::reply`] sends.
 pub const MAX_REPLY: usize = 65536;
@@ -87,6 +91,20 @@ impl NlRequest<'_> {
     /// namespace (and its socket was opened with it).
     pub fn net_admin(&self) -> bool {
         self.net_admin
+    }
+
+    /// The network device called `name` in the namespace the request was
+    /// sent from (its kernel socket's), as the C core looks up the netdev
+    /// of `rdma link add`. `ENODEV` if there is none.
+    pub fn netdev_by_name(&self, name: &CStr) -> Result<ARef<NetDevice>> {
+        let (sk, name) = (self.sk.as_ptr(), name.as_char_ptr());
+        // SAFETY: `sk` is alive for this call (see `reply`) and `name` is
+        // NUL-terminated; the glue returns a held device or NULL.
+        let dev = unsafe { bindings::rdma_rs_nl_dev_get_by_name(sk, name) };
+        let dev = NonNull::new(dev).ok_or(ENODEV)?;
+        // SAFETY: the glue took a reference for us, which the `ARef` owns
+        // (`NetDevice` is a transparent wrapper of `net_device`).
+        Ok(unsafe { ARef::from_raw(dev.cast::<NetDevice>()) })
     }
 
     /// Sends one datagram (one or more whole netlink messages, at most

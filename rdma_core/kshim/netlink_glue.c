@@ -236,3 +236,10 @@ int rdma_rs_nl_unicast(struct sock *sk, u32 portid, const void *data, size_t len
 	ret = netlink_unicast(sk, skb, portid, MSG_DONTWAIT);
 	return ret < 0 ? ret : 0;
 }
+
+/* The network device called name in the namespace of the kernel socket sk
+ * (the sender's), held, or NULL. */
+struct net_device *rdma_rs_nl_dev_get_by_name(struct sock *sk, const char *name)
+{
+	return dev_get_by_name(sock_net(sk), name);
+}

@@ -18,5 +18,6 @@ struct rdma_rs_nl;
 struct rdma_rs_nl *rdma_rs_nl_register(struct module *owner, int unit, const void *ctx);
 void rdma_rs_nl_unregister(struct rdma_rs_nl *ep);
 int rdma_rs_nl_unicast(struct sock *sk, u32 portid, const void *data, size_t len);
+struct net_device *rdma_rs_nl_dev_get_by_name(struct sock *sk, const char *name);
 
 #endif

@@ -74,7 +74,7 @@ pub(crate) fn run(file: &Arc<UFile>, st: &mut FileState, req: &Request<'_>) -> R
         Cmd::AttachMcast => qp::mcast(ctx, req, true),
         Cmd::DetachMcast => qp::mcast(ctx, req, false),
         Cmd::CreateSrq => srq::create_srq(file, ctx, req),
-        Cmd::ModifySrq => srq::modify_srq(ctx, req),
+        Cmd::ModifySrq => srq::modify_srq(file, ctx, req),
         Cmd::QuerySrq => srq::query_srq(ctx, req),
         Cmd::DestroySrq => srq::destroy_srq(file, ctx, req),
         Cmd::AllocPd => pd_mr::alloc_pd(dev, &mut ctx.objects, req),

@@ -192,6 +192,29 @@ impl UFile {
         rdma::kshim::vec::retain(&mut m.pending, |(_, r)| !Arc::ptr_eq(r, ring));
     }
 
+    /// Ends the replacement of the ring in `slot` by `new` (a CQ's or an
+    /// SRQ's resize), whose outcome is `swapped` (the old ring, or the
+    /// error): the offer of the ring that went out of use is withdrawn, and
+    /// `slot` holds the ring in use.
+    pub(crate) fn replace_ring(
+        &self,
+        slot: &mut Arc<UserRing>,
+        new: Arc<UserRing>,
+        swapped: Result<Arc<UserRing>>,
+    ) -> Result {
+        match swapped {
+            Ok(old) => {
+                self.withdraw_mmap(&old);
+                *slot = new;
+                Ok(())
+            }
+            Err(e) => {
+                self.withdraw_mmap(&new);
+                Err(e)
+            }
+        }
+    }
+
     /// The ring offered at `offset` with a mapping of `len` bytes, taken
     /// off the table (a ring is mapped once).
     pub(crate) fn take_mmap(&self, offset: u64, len: u64) -> Option<Arc<UserRing>> {

@@ -222,7 +222,8 @@ impl NlServer {
                 let name = c_string(name, &mut n)?;
                 let link_type = c_string(link_type, &mut t)?;
                 let netdev = c_string(netdev, &mut d)?;
-                sent(link::new_link(name, link_type, netdev))?;
+                let nd = r.req.netdev_by_name(netdev).map_err(|e| -e.to_errno())?;
+                sent(link::new_link(name, link_type, &nd))?;
             }
             Cmd::DelLink { index } => {
                 // The device, not a usage reference: its unregistration

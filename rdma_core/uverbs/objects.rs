@@ -155,6 +155,15 @@ impl Objects {
         }
     }
 
+    /// The SRQ of `handle`, if that handle is an SRQ, to change (its
+    /// resize).
+    pub(crate) fn srq_mut(&mut self, handle: u32) -> Option<&mut USrq> {
+        match self.slots.get_mut(handle as usize)?.as_mut()? {
+            Obj::Srq(srq) => Some(srq),
+            _ => None,
+        }
+    }
+
     /// Every object, for event lookups.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Obj> {
         self.slots.iter().flatten()

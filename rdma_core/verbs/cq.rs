@@ -620,7 +620,8 @@ impl CqCore {
         }
         let mut r = self.ring.lock();
         let u = r.user.as_mut().ok_or(EINVAL)?;
-        let prod = u.ring.carry_into(u.prod, &resize.ring, resize.cqe)?;
+        let cons = u.ring.consumer();
+        let prod = u.ring.carry_into(cons, u.prod, &resize.ring, resize.cqe)?;
         u.prod = prod;
         let old = core::mem::replace(&mut u.ring, resize.ring);
         r.cqe = resize.cqe as usize;

@@ -11,7 +11,8 @@
 //! A user SRQ ([`Srq::create_user`]) takes its WQEs from a ring user space
 //! maps, pumped into the SRQ's queue when a QP looks for one, as a user
 //! QP's receive ring is (`qp/user.rs`); a bad entry is taken off the ring
-//! and ends the QP that met it.
+//! and ends the QP that met it. Its resize maps a new ring
+//! ([`SrqCore::new_user_ring`], [`SrqCore::resize_user`]).
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -146,6 +147,76 @@ impl SrqCore {
         }
     }
 
+    /// A new ring for a user SRQ's resize (`MODIFY_SRQ` of `max_wr`), of
+    /// at least `max_wr` entries, made (it may sleep) before the SRQ's
+    /// lock is taken: offered for mapping by its owner, then swapped in by
+    /// [`SrqCore::resize_user`]. `EINVAL` for a kernel SRQ or a `max_wr`
+    /// of 0 or above the device's; `EOPNOTSUPP` without the device's
+    /// `SRQ_RESIZE` capability.
+    pub fn new_user_ring(&self, max_wr: u32) -> Result<UserSrqResize> {
+        crate::kshim::verb::might_sleep();
+        if self.life.is_released() {
+            return Err(ENODEV);
+        }
+        let attr = self.pd.device().attr();
+        if !attr.cap_flags.contains(DeviceCaps::SRQ_RESIZE) {
+            return Err(eopnotsupp());
+        }
+        if max_wr == 0 || max_wr > attr.max_srq_wr {
+            return Err(EINVAL);
+        }
+        let max_sge = {
+            let st = self.state.lock();
+            if st.user.is_none() {
+                return Err(EINVAL);
+            }
+            st.max_sge
+        };
+        let ring = UserRing::new(max_wr, RECV_WQE_DATA + max_sge as usize * 16)?;
+        Ok(UserSrqResize {
+            queue: Ring::new(ring.capacity() as usize)?,
+            rq: UserRq::new(ring)?,
+            max_wr,
+        })
+    }
+
+    /// Swaps the ring of `resize` in for a user SRQ's ring, under the
+    /// SRQ's lock, as the C rxe does: the WQEs user space posted and no QP
+    /// took yet move to it in order. The WQEs already taken into the
+    /// SRQ's queue stay there, ahead of them, and count against the new
+    /// size. `EINVAL`, with nothing changed, when more are posted than it
+    /// holds, when the armed limit is above `max_wr`, or when the ring
+    /// holds an entry that did not check out. Returns the old ring, which
+    /// user space unmaps. Any context; never sleeps.
+    pub fn resize_user(&self, resize: UserSrqResize) -> Result<Arc<UserRing>> {
+        if self.life.is_released() {
+            return Err(ENODEV);
+        }
+        let UserSrqResize {
+            rq,
+            mut queue,
+            max_wr,
+        } = resize;
+        let (old_rq, old_queue) = {
+            let mut guard = self.state.lock();
+            let st: &mut SrqState = &mut guard;
+            if st.limit > max_wr {
+                return Err(EINVAL);
+            }
+            let held = st.ring.len();
+            let cap = rq.ring().capacity();
+            let room = (cap as usize).checked_sub(held).ok_or(EINVAL)?;
+            let u = st.user.as_mut().ok_or(EINVAL)?;
+            let old_rq = u.resize(rq, room as u32)?;
+            // Cannot fail: the new queue holds `cap >= held` entries.
+            st.ring.transfer_to(&mut queue)?;
+            (old_rq, core::mem::replace(&mut st.ring, queue))
+        };
+        // Freed out of the lock.
+        drop(old_queue);
+        Ok(old_rq.ring().clone())
+    }
+
     /// Changes the SRQ (`ib_modify_srq`): `max_wr` (with `resize`; needs
     /// the device's `SRQ_RESIZE` capability, `EINVAL` below the WQEs
     /// posted) and/or `limit` (arms the limit event; `EINVAL` above
@@ -156,8 +227,8 @@ impl SrqCore {
             return Err(ENODEV);
         }
         if resize.is_some() && self.state.lock().user.is_some() {
-            // A user ring is resized by a new mapping: not built.
-            return Err(eopnotsupp());
+            // A user ring is resized by a new mapping: `resize_user`.
+            return Err(EINVAL);
         }
         let dev = self.pd.device();
         let mut fresh = match resize {
@@ -192,6 +263,21 @@ impl SrqCore {
         };
         drop(old);
         Ok(())
+    }
+}
+
+/// A new ring for a user SRQ's resize ([`SrqCore::new_user_ring`]).
+pub struct UserSrqResize {
+    rq: UserRq,
+    /// The SRQ's queue of taken WQEs, as large as the new ring.
+    queue: Ring<RecvWqe>,
+    max_wr: u32,
+}
+
+impl UserSrqResize {
+    /// The new ring, for mapping.
+    pub fn ring(&self) -> &Arc<UserRing> {
+        self.rq.ring()
     }
 }
 

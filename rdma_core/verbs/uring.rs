@@ -87,17 +87,18 @@ impl UserRing {
         self.geo.is_full(prod, cons)
     }
 
-    /// Copies the entries waiting between the other side's consumer index
-    /// (read once here) and the kernel's producer index `prod` into the
-    /// fresh ring `new`, in order from its slot 0, and publishes `new`'s
-    /// producer index, which it returns. `EINVAL` when more wait than
-    /// `room` or than `new` holds, or the element sizes differ: `new` is
-    /// then left partly written and must be dropped. The caller keeps the
-    /// producer side still (holds its lock).
-    pub fn carry_into(&self, prod: u32, new: &UserRing, room: u32) -> Result<u32> {
+    /// Copies the entries waiting between the consumer index `cons` and
+    /// the producer index `prod` into the fresh ring `new`, in order from
+    /// its slot 0, and publishes `new`'s producer index, which it returns.
+    /// `EINVAL` when more wait than `room` or than `new` holds, or the
+    /// element sizes differ: `new` is then left partly written and must be
+    /// dropped. The caller keeps its own side still (holds its lock); the
+    /// index of user space's side it reads once, untrusted (the count is
+    /// bounded by the ring either way).
+    pub fn carry_into(&self, cons: u32, prod: u32, new: &UserRing, room: u32) -> Result<u32> {
         let carry = self
             .geo
-            .carry_into(prod, self.consumer(), &new.geo, room)
+            .carry_into(prod, cons, &new.geo, room)
             .map_err(|_| EINVAL)?;
         let mut chunk = [0u8; 64];
         let step = chunk.len();

@@ -74,7 +74,7 @@ pingpong() { both_ways -g pingpong_ok "$@"; }
 # write or read test prints the figures its client measured.
 perftest_ok() { # file role
 	if [ "$2" = serving ]; then
-		perftest_completed "$1" "$perftest_n" peer
+		perftest_completed "$1" "$perftest_n" row
 	else
 		perftest_completed "$1" "$perftest_n"
 	fi

@@ -556,8 +556,11 @@ struct uqp {
 	struct ring sq, rq;
 };
 
-static int uqp_create(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t rcq,
-		      struct uqp *q)
+/* CREATE_QP; with srq other than NO_SRQ, on that SRQ (no receive ring). */
+enum { NO_SRQ = ~0u };
+
+static int uqp_create_on(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t rcq,
+			 uint32_t srq, struct uqp *q)
 {
 	struct ib_uverbs_create_qp c;
 	struct {
@@ -578,6 +581,10 @@ static int uqp_create(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t 
 	c.max_recv_sge = 1;
 	c.max_inline_data = 64;
 	c.qp_type = type;
+	if (srq != NO_SRQ) {
+		c.srq_handle = srq;
+		c.is_srq = 1;
+	}
 	if (cmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), sizeof(resp) / 4) !=
 	    8 + (ssize_t)sizeof(c))
 		return -1;
@@ -586,8 +593,17 @@ static int uqp_create(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t 
 	q->type = type;
 	q->caps = resp.core;
 	ring_map(fd, &resp.drv.sq_mi, &q->sq);
-	ring_map(fd, &resp.drv.rq_mi, &q->rq);
+	if (srq == NO_SRQ)
+		ring_map(fd, &resp.drv.rq_mi, &q->rq);
+	else
+		q->rq.buf = NULL;
 	return 0;
+}
+
+static int uqp_create(int fd, uint32_t pd, uint8_t type, uint32_t scq, uint32_t rcq,
+		      struct uqp *q)
+{
+	return uqp_create_on(fd, pd, type, scq, rcq, NO_SRQ, q);
 }
 
 static int uqp_destroy(int fd, struct uqp *q)
@@ -601,7 +617,8 @@ static int uqp_destroy(int fd, struct uqp *q)
 static void uqp_unmap(struct uqp *q)
 {
 	munmap(q->sq.buf, q->sq.len);
-	munmap(q->rq.buf, q->rq.len);
+	if (q->rq.buf)
+		munmap(q->rq.buf, q->rq.len);
 }
 
 struct modify_qp {
@@ -1275,6 +1292,193 @@ static void case_bad_recv(void)
 	close(a.ev);
 }
 
+/* enum ib_srq_attr_mask (kernel-internal). */
+enum { SRQ_MAX_WR = 1 << 0, SRQ_LIMIT = 1 << 1 };
+
+/* A user SRQ: struct ib_uverbs_create_srq and rxe's mminfo answer. */
+struct usrq {
+	uint32_t handle, max_wr;
+	struct ring r;
+};
+
+static void usrq_make(int fd, uint32_t pd, uint32_t max_wr, struct usrq *q)
+{
+	struct ib_uverbs_create_srq c;
+	struct {
+		struct ib_uverbs_create_srq_resp core;
+		struct rxe_create_srq_resp drv;
+	} resp;
+
+	memset(&c, 0, sizeof(c));
+	memset(&resp, 0xff, sizeof(resp));
+	c.response = (uintptr_t)&resp;
+	c.user_handle = 0x5e9;
+	c.pd_handle = pd;
+	c.max_wr = max_wr;
+	c.max_sge = 1;
+	CHECK(cmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c, sizeof(c), sizeof(resp) / 4) ==
+	      8 + (ssize_t)sizeof(c), "create_srq");
+	q->handle = resp.core.srq_handle;
+	q->max_wr = resp.core.max_wr;
+	ring_map(fd, &resp.drv.mi, &q->r);
+}
+
+/* MODIFY_SRQ with rxe's driver data (where the new ring's mminfo goes);
+ * drv_len 0 sends none. */
+static int modify_srq(int fd, uint32_t srq, uint32_t mask, uint32_t max_wr, uint32_t limit,
+		      struct mminfo *mi, size_t drv_len)
+{
+	struct {
+		struct ib_uverbs_modify_srq core;
+		struct rxe_modify_srq_cmd drv;
+	} c;
+
+	memset(&c, 0, sizeof(c));
+	c.core.srq_handle = srq;
+	c.core.attr_mask = mask;
+	c.core.max_wr = max_wr;
+	c.core.srq_limit = limit;
+	c.drv.mmap_info_addr = (uintptr_t)mi;
+	return cmd(fd, IB_USER_VERBS_CMD_MODIFY_SRQ, &c, sizeof(c.core) + drv_len, 0) ==
+		       8 + (ssize_t)(sizeof(c.core) + drv_len) ? 0 : -1;
+}
+
+/* A receive of one 64-byte SGE at addr, in the SRQ ring's next slot. */
+static void srq_post(struct usrq *q, uint64_t wr_id, void *addr, uint32_t lkey)
+{
+	struct rxe_recv_wqe *w = ring_slot(&q->r, q->r.prod);
+
+	memset(w, 0, 1u << q->r.buf->log2_elem_size);
+	w->wr_id = wr_id;
+	w->dma.length = w->dma.resid = 64;
+	w->dma.num_sge = 1;
+	w->dma.sge[0].addr = (uintptr_t)addr;
+	w->dma.sge[0].length = 64;
+	w->dma.sge[0].lkey = lkey;
+	q->r.prod = (q->r.prod + 1) & q->r.buf->index_mask;
+	ring_publish(&q->r, q->r.prod);
+}
+
+/* n unsignaled UD sends of 8 bytes from q to the QP dst, then the
+ * doorbell. */
+static void send_to(int fd, struct uqp *q, uint32_t ah_num, uint32_t dst, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rxe_send_wqe *w = good_send(q, 0x5e0d, ah_num);
+
+		w->wr.send_flags = SEND_INLINE;
+		w->wr.wr.ud.remote_qpn = dst;
+		sq_push(q);
+	}
+	CHECK(doorbell(fd, q->handle) == 0, "doorbell");
+}
+
+/* Takes exactly the receives wr_id first.. first + n - 1 of qpn, in order. */
+static void expect_recvs(struct ucq *c, uint32_t qpn, uint64_t first, int n, const char *what)
+{
+	struct ib_uverbs_wc wc[32];
+	int i;
+
+	CHECK(ucq_poll(c, wc, n, n, 3000) == n, "%s: fewer than %d receives", what, n);
+	for (i = 0; i < n; i++) {
+		expect_wc(&wc[i], first + i, WC_SUCCESS, WC_RECV, qpn, what);
+		CHECK(wc[i].byte_len == 40 + 8, "%s: byte_len %u", what, wc[i].byte_len);
+	}
+	CHECK(ucq_poll(c, wc, 4, 1, 20) == 0, "%s: extra completion", what);
+}
+
+/*
+ * MODIFY_SRQ of max_wr (ibv_modify_srq with IBV_SRQ_MAX_WR) on an SRQ
+ * with receives posted, some already taken by the kernel and some still
+ * in the ring: refused below them (EINVAL, the offered ring withdrawn,
+ * the SRQ as it was), below an armed limit, without driver data, with a
+ * bad size or handle; grown, the ring's waiting entries move into the
+ * new ring and every receive completes in posting order.
+ */
+static void case_resize_srq(void)
+{
+	struct uctx a;
+	struct usrq q;
+	struct uqp r;
+	struct ucq rc;
+	struct mminfo mi;
+	uint32_t mr[3];
+	char *buf = calloc(16, 64);
+	uint64_t id = 0x100;
+	int i;
+
+	uctx_make(&a);
+	CHECK(buf && reg_mr(a.fd, a.pd, buf, 16 * 64, 1, mr) == 0, "reg_mr");
+	usrq_make(a.fd, a.pd, 8, &q);
+	CHECK(q.max_wr >= 8, "max_wr %u", q.max_wr);
+	ucq_make(a.fd, 64, &rc);
+	CHECK(uqp_create_on(a.fd, a.pd, QPT_UD, rc.handle, rc.handle, q.handle, &r) == 0,
+	      "create srq qp");
+	to_rts(a.fd, &r);
+
+	/* Five posted, two taken by messages: the kernel took all five off
+	 * the ring and holds three; three more wait in the ring. */
+	for (i = 0; i < 5; i++)
+		srq_post(&q, id + i, buf + i * 64, mr[1]);
+	send_to(a.fd, &a.qp, a.ah_num, r.qpn, 2);
+	expect_recvs(&rc, r.qpn, id, 2, "first two");
+	CHECK(q.r.buf->consumer_index == 5, "srq consumer %u", q.r.buf->consumer_index);
+	for (i = 5; i < 8; i++)
+		srq_post(&q, id + i, buf + i * 64, mr[1]);
+
+	/* Six waiting do not fit in 3: EINVAL, the mminfo written is of a
+	 * ring no longer offered. */
+	memset(&mi, 0, sizeof(mi));
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 2, 0, &mi, 8) < 0 && errno == EINVAL,
+	      "resize below the posted");
+	CHECK(mi.size != 0 && mmap(NULL, mi.size, PROT_READ, MAP_SHARED, a.fd, mi.offset) ==
+	      MAP_FAILED && errno == EINVAL, "refused resize's ring offered");
+	/* Below an armed limit; no driver data; bad sizes; not an SRQ. */
+	CHECK(modify_srq(a.fd, q.handle, SRQ_LIMIT, 0, 7, NULL, 8) == 0, "arm limit 7");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 6, 0, &mi, 8) < 0 && errno == EINVAL,
+	      "resize below the limit");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_LIMIT, 0, 0, NULL, 8) == 0, "disarm");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 32, 0, &mi, 0) < 0 && errno == EINVAL,
+	      "no driver data");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 0, 0, &mi, 8) < 0 && errno == EINVAL,
+	      "max_wr 0");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 1u << 30, 0, &mi, 8) < 0 &&
+	      errno == EINVAL, "max_wr 2^30");
+	CHECK(modify_srq(a.fd, a.pd, SRQ_MAX_WR, 32, 0, &mi, 8) < 0 && errno == EINVAL,
+	      "a pd's handle");
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 32, 0, (void *)8, 8) < 0 &&
+	      errno == EFAULT, "mminfo at a bad address");
+
+	/* Grown: the three of the ring move to the new one, as written. */
+	CHECK(modify_srq(a.fd, q.handle, SRQ_MAX_WR, 32, 0, &mi, 8) == 0, "resize to 32");
+	munmap(q.r.buf, q.r.len);
+	ring_map(a.fd, &mi, &q.r);
+	CHECK(q.r.buf->index_mask >= 32 && q.r.buf->producer_index == 3 &&
+	      q.r.buf->consumer_index == 0, "new ring: mask %u producer %u consumer %u",
+	      q.r.buf->index_mask, q.r.buf->producer_index, q.r.buf->consumer_index);
+	CHECK(((struct rxe_recv_wqe *)ring_slot(&q.r, 2))->wr_id == id + 7, "moved entry %llx",
+	      (unsigned long long)((struct rxe_recv_wqe *)ring_slot(&q.r, 2))->wr_id);
+	q.r.prod = 3;
+	for (i = 8; i < 10; i++)
+		srq_post(&q, id + i, buf + i * 64, mr[1]);
+	/* Every receive, in posting order: three the kernel held, three
+	 * moved, two posted in the new ring. */
+	send_to(a.fd, &a.qp, a.ah_num, r.qpn, 8);
+	expect_recvs(&rc, r.qpn, id + 2, 8, "after resize");
+	for (i = 2; i < 10; i++)
+		CHECK(!memcmp(buf + i * 64 + 40, "hostile!", 8), "payload of receive %d", i);
+	works(a.fd, &a.qp, &a.cq, a.ah_num, "sender at the end");
+
+	CHECK(uqp_destroy(a.fd, &r) == 0, "destroy srq qp");
+	uqp_unmap(&r);
+	munmap(q.r.buf, q.r.len);
+	close(a.fd);
+	close(a.ev);
+	free(buf);
+}
+
 static int mcast(int fd, uint32_t command, uint32_t qp, const uint8_t *gid)
 {
 	struct ib_uverbs_attach_mcast c;
@@ -1704,6 +1908,8 @@ int main(int argc, char **argv)
 		case_resize();
 	else if (!strcmp(argv[1], "bad_recv"))
 		case_bad_recv();
+	else if (!strcmp(argv[1], "resize_srq"))
+		case_resize_srq();
 	else if (!strcmp(argv[1], "mw"))
 		case_mw();
 	else if (!strcmp(argv[1], "mcast"))

@@ -232,17 +232,7 @@ pub(super) fn resize_cq(file: &Arc<UFile>, objs: &mut Objects, req: &Request<'_>
     let swapped = respond(req, &resp)
         .and_then(|_| respond_driver(req, &RxeResizeCqResp { mi }))
         .and_then(|()| ucq.cq.resize_user(resize));
-    match swapped {
-        Ok(old) => {
-            file.withdraw_mmap(&old);
-            ucq.ring = ring;
-            Ok(())
-        }
-        Err(e) => {
-            file.withdraw_mmap(&ring);
-            Err(e)
-        }
-    }
+    file.replace_ring(&mut ucq.ring, ring, swapped)
 }
 
 pub(super) fn destroy_cq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {

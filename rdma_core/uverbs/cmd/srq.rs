@@ -5,21 +5,22 @@
 //!
 //! A user SRQ is the core's SRQ with its WQEs in a ring user space maps
 //! (`Srq::create_user`), at the offset the driver response gives (`struct
-//! rxe_create_srq_resp`). Arming the limit works; resizing (`MODIFY_SRQ`
-//! with `IB_SRQ_MAX_WR`, which maps a new ring) is not built:
-//! `EOPNOTSUPP`.
+//! rxe_create_srq_resp`). `MODIFY_SRQ` arms the limit and resizes: a
+//! new ring, whose offset and size go where the driver data (`struct
+//! rxe_modify_srq_cmd`) points, with the posted WQEs moved into it.
 
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-use rdma::kshim::errno::eopnotsupp;
+use kernel::uaccess::UserSlice;
 
-use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateSrqResp};
+use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
 use rdma::spec::uverbs::srq_ah::{
     CreateSrq, CreateSrqResp, DestroySrq, DestroySrqResp, ModifySrq, QuerySrq, QuerySrqResp,
 };
-use rdma::spec::uverbs::Request;
+use rdma::spec::uverbs::{Request, Wire, WireStruct};
 use rdma::verbs::srq::{Srq, SrqAttr};
+use rdma::verbs::uring::UserRing;
 
 use super::{core, need_driver_out, respond, respond_driver};
 use crate::event_file::EventCount;
@@ -85,17 +86,43 @@ pub(super) fn create_srq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_
     Ok(())
 }
 
-pub(super) fn modify_srq(ctx: &mut UContext, req: &Request<'_>) -> Result {
+pub(super) fn modify_srq(file: &Arc<UFile>, ctx: &mut UContext, req: &Request<'_>) -> Result {
     let cmd: ModifySrq = core(req)?;
-    let usrq = ctx.objects.srq(cmd.srq_handle).ok_or(EINVAL)?;
+    let usrq = ctx.objects.srq_mut(cmd.srq_handle).ok_or(EINVAL)?;
     if cmd.attr_mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
         return Err(EINVAL);
     }
     if cmd.attr_mask & SRQ_MAX_WR != 0 {
-        return Err(eopnotsupp());
+        resize_srq(file, usrq, &cmd, req)?;
     }
-    let limit = (cmd.attr_mask & SRQ_LIMIT != 0).then_some(cmd.srq_limit);
-    usrq.srq.modify(None, limit)
+    if cmd.attr_mask & SRQ_LIMIT != 0 {
+        usrq.srq.modify(None, Some(cmd.srq_limit))?;
+    }
+    Ok(())
+}
+
+/// `MODIFY_SRQ` of `max_wr`: a new ring, its offset and size written
+/// where the driver data's `mmap_info_addr` points (before the swap, as
+/// rxe does: a fault leaves the SRQ as it was), then the swap.
+fn resize_srq(file: &Arc<UFile>, usrq: &mut USrq, cmd: &ModifySrq, req: &Request<'_>) -> Result {
+    let drv = RxeModifySrqCmd::decode(req.driver_in).map_err(|_| EINVAL)?;
+    let resize = usrq.srq.new_user_ring(cmd.max_wr)?;
+    let ring = resize.ring().clone();
+    let swapped = (|| -> Result<Arc<UserRing>> {
+        let mut mi = [0u8; <Mminfo as Wire>::SIZE];
+        Mminfo {
+            offset: file.offer_mmap(&ring)?,
+            size: ring.map_len() as u32,
+            pad: 0,
+        }
+        .encode(&mut mi)
+        .map_err(crate::dispatch::abi_err)?;
+        UserSlice::new(drv.mmap_info_addr as usize, mi.len())
+            .writer()
+            .write_slice(&mi)?;
+        usrq.srq.resize_user(resize)
+    })();
+    file.replace_ring(&mut usrq.ring, ring, swapped)
 }
 
 pub(super) fn query_srq(ctx: &UContext, req: &Request<'_>) -> Result {

@@ -462,6 +462,20 @@ impl UserRq {
         &self.ring
     }
 
+    /// Swaps in `next`, a fresh ring's side, for this one (an SRQ's
+    /// resize): the entries user space posted that were not taken yet move
+    /// to it as written, in order (they are checked when taken, as ever),
+    /// at most `room` of them. Returns the old side. `EINVAL`, with
+    /// nothing changed, when more wait or this ring met a bad entry.
+    pub(crate) fn resize(&mut self, next: UserRq, room: u32) -> Result<UserRq> {
+        if self.bad {
+            return Err(EINVAL);
+        }
+        let prod = self.ring.producer();
+        self.ring.carry_into(self.cons, prod, &next.ring, room)?;
+        Ok(core::mem::replace(self, next))
+    }
+
     /// Moves new entries of the ring into `queue`, as many as it takes,
     /// each checked as `post_recv` checks a request of `max_sge` SGEs.
     pub(crate) fn pump(&mut self, queue: &mut Ring<RecvWqe>, max_sge: u32) -> Pumped {
