@@ -47,6 +47,7 @@ use crate::verbs::mr::MrCore;
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::{QpCore, QpInfo, QpOps};
 use crate::verbs::restrack::Resources;
+use crate::verbs::srq::SrqCore;
 
 /// The longest device name, terminator included (`IB_DEVICE_NAME_MAX`).
 pub const NAME_MAX: usize = 64;
@@ -511,6 +512,11 @@ impl Device {
     /// The live PDs, in number order. Any context.
     pub fn pds(&self) -> Result<KVec<Arc<PdCore>>> {
         self.res.pd.matching(|_| true)
+    }
+
+    /// The live SRQs, in number order. Any context.
+    pub fn srqs(&self) -> Result<KVec<Arc<SrqCore>>> {
+        self.res.srq.matching(|_| true)
     }
 
     /// The names of the port counters ([`DeviceOps::hw_counter_names`]),

@@ -28,13 +28,14 @@
 //!   device's object tables (`Device::resource_counts`, the sysfs
 //!   `resources` file), the rdma_cm ids bound to it
 //!   (`rdma::cma::ids_on`) and the device's open files with a context.
-//! - `RES_QP_GET`, `RES_CQ_GET`, `RES_MR_GET`, `RES_PD_GET` dumps: a
-//!   snapshot of the table (`Device::qps` and the like), each object as
-//!   the C kernel describes it (QPs of one port only, if one is asked
-//!   for; keys only for `CAP_NET_ADMIN`). A table longer than what is left
-//!   of a datagram goes on in a new message in the next one
+//! - `RES_QP_GET`, `RES_CQ_GET`, `RES_MR_GET`, `RES_PD_GET`,
+//!   `RES_SRQ_GET` dumps: a snapshot of the table (`Device::qps` and the
+//!   like), each object as the C kernel describes it (QPs of one port
+//!   only, if one is asked for; keys only for `CAP_NET_ADMIN`; an SRQ with
+//!   the QPs that use it, in runs). A table longer than what is left of a
+//!   datagram goes on in a new message in the next one
 //!   (`Replier::add_table`). Who made an object is not recorded: user
-//!   objects carry no PID, kernel ones no name. The CM ID, context and SRQ
+//!   objects carry no PID, kernel ones no name. The CM ID and context
 //!   lists are `EOPNOTSUPP`, as is the single-object form of each list
 //!   (iproute2 falls back to the dump).
 //! - `STAT_GET` of a port: the provider's counters
@@ -60,10 +61,11 @@ use rdma::kshim::netlink::{NlHandler, NlRequest};
 use rdma::spec::netlink::msg::{flags, Message, Messages, Out};
 use rdma::spec::netlink::nldev::{
     self, attr, Cmd, CqEntry, DevHandle, MrEntry, Owner, PdEntry, QpEntry, ReplyTo, Request,
-    ResEntry, ResKind,
+    ResEntry, ResKind, SrqEntry,
 };
 use rdma::spec::netlink::{NlError, ENODEV, EOPNOTSUPP, EPERM};
 use rdma::verbs::cq::PollCtx;
+use rdma::verbs::srq::SrqCore;
 
 use crate::device::{DevTable, Entry, DRIVER_ABI_VERSION};
 
@@ -257,7 +259,12 @@ impl NlServer {
                     ResKind::Cq => sent(r.add_table(to, handle(e), &cq_entries(e)?))?,
                     ResKind::Mr => sent(r.add_table(to, handle(e), &mr_entries(e, admin)?))?,
                     ResKind::Pd => sent(r.add_table(to, handle(e), &pd_entries(e, admin)?))?,
-                    ResKind::CmId | ResKind::Ctx | ResKind::Srq => return Err(EOPNOTSUPP),
+                    ResKind::Srq => {
+                        let srqs = srqs_with_qps(e)?;
+                        let entries = srq_entries(&srqs)?;
+                        sent(r.add_table(to, handle(e), &entries))?;
+                    }
+                    ResKind::CmId | ResKind::Ctx => return Err(EOPNOTSUPP),
                 }
                 sent(r.add(|o| nldev::put_done(o, to)))?;
             }
@@ -429,6 +436,43 @@ fn pd_entries(e: &Entry, admin: bool) -> Result<KVec<PdEntry<'static>>, i32> {
             ctxn: 0,
             // A PD does not say who made it.
             owner: Owner::Kernel { name: b"" },
+        };
+        v.push(entry, GFP_KERNEL).map_err(nomem)?;
+    }
+    Ok(v)
+}
+
+/// An SRQ and the numbers of the QPs that use it, ascending.
+type SrqQps = (Arc<SrqCore>, KVec<u32>);
+
+/// The live SRQs, each with its QPs.
+fn srqs_with_qps(e: &Entry) -> Result<KVec<SrqQps>, i32> {
+    let srqs = e.dev.srqs().map_err(|_| -ENOMEM.to_errno())?;
+    let qps = e.dev.qps().map_err(|_| -ENOMEM.to_errno())?;
+    let mut v = KVec::with_capacity(srqs.len(), GFP_KERNEL).map_err(nomem)?;
+    for srq in srqs.iter() {
+        let mut qpns = KVec::new();
+        for qp in qps.iter() {
+            if qp.srq().is_some_and(|s| Arc::ptr_eq(s, srq)) {
+                qpns.push(qp.qpn(), GFP_KERNEL).map_err(nomem)?;
+            }
+        }
+        qpns.sort_unstable();
+        v.push((srq.clone(), qpns), GFP_KERNEL).map_err(nomem)?;
+    }
+    Ok(v)
+}
+
+fn srq_entries(srqs: &[SrqQps]) -> Result<KVec<SrqEntry<'_>>, i32> {
+    let mut v = KVec::with_capacity(srqs.len(), GFP_KERNEL).map_err(nomem)?;
+    for (srq, qpns) in srqs {
+        let entry = SrqEntry {
+            srqn: srq.num(),
+            // IB_SRQT_BASIC: the only kind there is.
+            srq_type: 0,
+            pdn: srq.pd().num(),
+            qpns,
+            owner: owner(srq.user_ring().is_some()),
         };
         v.push(entry, GFP_KERNEL).map_err(nomem)?;
     }

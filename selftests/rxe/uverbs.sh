@@ -341,6 +341,38 @@ res_during_pingpong() {
 	done
 }
 ktap_check "rdma_res_objects" res_during_pingpong
+# `rdma res show srq`: the SRQ of an ibv_srq_pingpong server (-q 4) with
+# its type, PD and the four QPs that use it ("lqpn" lists runs "A-B").
+res_srq() {
+	gb=$(gid_of rxeu1 0a4f:0102) || { echo "no IPv4 GID"; return 1; }
+	ip netns exec uvy ibv_srq_pingpong -d rxeu1 -g "$gb" -q 4 -n 10 > "$tmpd/pp_srv" 2>&1 &
+	_srv=$!
+	_n=0
+	until rdma res show rxeu1 > "$tmpd/res_rxeu1" 2>&1 && [ "$(res_of rxeu1 srq)" = 1 ] &&
+		[ "$(res_of rxeu1 qp)" -ge 5 ]; do
+		_n=$((_n + 1))
+		[ "$_n" -lt 50 ] || break
+		sleep 0.2
+	done
+	rdma res show srq > "$tmpd/srqs" 2>&1
+	_rc=$?
+	kill "$_srv"
+	wait "$_srv"
+	if [ "$_rc" = 0 ] && [ "$(lines_of rxeu1 "$tmpd/srqs")" = 1 ] &&
+		awk '$2 == "rxeu1" && / srqn [0-9]+ type BASIC / && / pdn [0-9]+/ {
+			for (i = 1; i < NF; i++) if ($i == "lqpn") list = $(i + 1)
+			n = split(list, runs, ",")
+			for (j = 1; j <= n; j++) {
+				if (split(runs[j], ab, "-") == 2) qps += ab[2] - ab[1] + 1; else qps++
+			}
+			found = 1
+		} END { exit !(found && qps == 4) }' "$tmpd/srqs"; then
+		return 0
+	fi
+	sed 's/^/    # /' "$tmpd/srqs" "$tmpd/res_rxeu1"
+	return 1
+}
+ktap_check "rdma_res_srq" res_srq
 # Objects of kinds not listed: an errno, not a crash.
 rdma_res_unlisted() {
 	rdma res show cm_id > "$tmpd/cm_id" 2>&1 && { echo "rdma res show cm_id succeeded"; return 1; }

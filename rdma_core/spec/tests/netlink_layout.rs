@@ -137,6 +137,8 @@ fn numbers() -> Vec<(&'static str, u64)> {
         ("RDMA_NLDEV_ATTR_RES_SRQ", v(attr::RES_SRQ)),
         ("RDMA_NLDEV_ATTR_RES_SRQ_ENTRY", v(attr::RES_SRQ_ENTRY)),
         ("RDMA_NLDEV_ATTR_RES_SRQN", v(attr::RES_SRQN)),
+        ("RDMA_NLDEV_ATTR_MIN_RANGE", v(attr::MIN_RANGE)),
+        ("RDMA_NLDEV_ATTR_MAX_RANGE", v(attr::MAX_RANGE)),
         ("RDMA_NLDEV_ATTR_DRIVER_DETAILS", v(attr::DRIVER_DETAILS)),
         ("RDMA_NLDEV_ATTR_MAX", v(attr::MAX)),
         ("IFNAMSIZ - 1", nldev::IFNAME_MAX as u64),

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use rdma_spec::netlink::msg::{flags, Attr, Message, Messages, Out, NLA_F_NESTED};
 use rdma_spec::netlink::nldev::{
     self, attr, cmd, Cmd, CqEntry, DevHandle, HwCounter, MrEntry, Owner, PdEntry, QpEntry, ReplyTo,
-    ResKind, ResSummary,
+    ResKind, ResSummary, SrqEntry,
 };
 use rdma_spec::netlink::NlError;
 
@@ -539,6 +539,68 @@ fn cq_mr_pd_entries() {
     let e = entry(&ms[1], attr::RES_PD);
     assert_eq!(e[&attr::RES_LOCAL_DMA_LKEY], 0u32.to_ne_bytes());
     assert_eq!(e[&attr::RES_UNSAFE_GLOBAL_RKEY], 0x1234u32.to_ne_bytes());
+}
+
+#[test]
+fn srq_entries_list_their_qps_as_runs() {
+    assert_eq!(
+        nldev::qpn_runs(&[17, 18, 19, 21, 30, 31, u32::MAX]).collect::<Vec<_>>(),
+        vec![(17, 19), (21, 21), (30, 31), (u32::MAX, u32::MAX)]
+    );
+    assert_eq!(
+        nldev::qpn_runs(&[5, 5, 4]).collect::<Vec<_>>(),
+        vec![(5, 5), (5, 5), (4, 4)]
+    );
+    assert_eq!(nldev::qpn_runs(&[]).count(), 0);
+
+    let mut buf = [0u8; 1024];
+    let mut out = Out::new(&mut buf);
+    let used = SrqEntry {
+        srqn: 3,
+        srq_type: 0,
+        pdn: 2,
+        qpns: &[17, 18, 19, 21],
+        owner: Owner::User { pid: Some(77) },
+    };
+    let unused = SrqEntry {
+        srqn: 4,
+        qpns: &[],
+        owner: Owner::Kernel { name: b"ib_srpt" },
+        ..used
+    };
+    assert_eq!(
+        nldev::put_res_table(&mut out, TO, DEV, &[used, unused]),
+        Ok(2)
+    );
+    let ms = messages(out.bytes());
+    assert_eq!(ms.len(), 1);
+    // RDMA_NLDEV_CMD_RES_SRQ_GET.
+    assert_eq!(ms[0].hdr.ty, 0x1417);
+    let t = table(ms[0].attrs(0));
+    let entries: Vec<_> = t[&attr::RES_SRQ]
+        .nested()
+        .map(|e| table(e.unwrap().nested()))
+        .collect();
+    assert_eq!(entries.len(), 2);
+    let e = &entries[0];
+    assert_eq!(e[&attr::RES_SRQN].value, 3u32.to_ne_bytes());
+    assert_eq!(e[&attr::RES_TYPE].value, [0]);
+    assert_eq!(e[&attr::RES_PDN].value, 2u32.to_ne_bytes());
+    assert_eq!(e[&attr::RES_PID].value, 77u32.to_ne_bytes());
+    let qps: Vec<_> = e[&attr::RES_QP]
+        .nested()
+        .map(|q| table(q.unwrap().nested()))
+        .collect();
+    assert_eq!(qps.len(), 2);
+    assert_eq!(qps[0][&attr::MIN_RANGE].value, 17u32.to_ne_bytes());
+    assert_eq!(qps[0][&attr::MAX_RANGE].value, 19u32.to_ne_bytes());
+    assert!(!qps[0].contains_key(&attr::RES_LQPN));
+    assert_eq!(qps[1][&attr::RES_LQPN].value, 21u32.to_ne_bytes());
+    assert!(!qps[1].contains_key(&attr::MIN_RANGE));
+    let e = &entries[1];
+    assert_eq!(e[&attr::RES_QP].nested().count(), 0);
+    assert_eq!(e[&attr::RES_KERN_NAME].value, b"ib_srpt\0");
+    assert!(!e.contains_key(&attr::RES_PID));
 }
 
 #[test]

@@ -272,6 +272,10 @@ pub mod attr {
     pub const RES_SRQ_ENTRY: u16 = 89;
     /// u32: an SRQ's number.
     pub const RES_SRQN: u16 = 90;
+    /// u32: the first QP number of a range.
+    pub const MIN_RANGE: u16 = 91;
+    /// u32: the last QP number of a range.
+    pub const MAX_RANGE: u16 = 92;
     /// u8: adaptive CQ moderation enabled.
     pub const DEV_DIM: u16 = 84;
     /// u8: copy-on-fork supported.
@@ -1079,6 +1083,64 @@ impl PdEntry<'_> {
     }
 }
 
+/// An SRQ, as RES_SRQ_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqEntry<'a> {
+    /// The SRQ number.
+    pub srqn: u32,
+    /// Its type (`IB_SRQT_*`: 0 basic).
+    pub srq_type: u8,
+    /// Its PD's number.
+    pub pdn: u32,
+    /// The numbers of the QPs that use it, ascending (sent as ranges).
+    pub qpns: &'a [u32],
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl SrqEntry<'_> {
+    fn put(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        w.put_u32(attr::RES_SRQN, self.srqn)?;
+        w.put_u8(attr::RES_TYPE, self.srq_type)?;
+        w.put_u32(attr::RES_PDN, self.pdn)?;
+        // The QPs as a table of runs of consecutive numbers: one number
+        // alone as an LQPN, a longer run as MIN_RANGE and MAX_RANGE (the
+        // table is there, empty, for an SRQ no QP uses).
+        let table = w.begin_nest_plain(attr::RES_QP)?;
+        for (first, last) in qpn_runs(self.qpns) {
+            let e = w.begin_nest_plain(attr::RES_QP_ENTRY)?;
+            if first == last {
+                w.put_u32(attr::RES_LQPN, first)?;
+            } else {
+                w.put_u32(attr::MIN_RANGE, first)?;
+                w.put_u32(attr::MAX_RANGE, last)?;
+            }
+            w.end_nest(e)?;
+        }
+        w.end_nest(table)?;
+        self.owner.put(w)
+    }
+}
+
+/// The runs of consecutive numbers in `qpns` (ascending), as (first,
+/// last) pairs; a number not above the one before starts a new run.
+pub fn qpn_runs(qpns: &[u32]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    let mut i = 0;
+    core::iter::from_fn(move || {
+        let first = *qpns.get(i)?;
+        let mut last = first;
+        i += 1;
+        while let Some(&n) = qpns.get(i) {
+            if last.checked_add(1) != Some(n) {
+                break;
+            }
+            last = n;
+            i += 1;
+        }
+        Some((first, last))
+    })
+}
+
 /// An object a RES_*_GET table lists.
 pub trait ResEntry {
     /// The kind of the table it goes in.
@@ -1110,6 +1172,13 @@ impl ResEntry for MrEntry<'_> {
 
 impl ResEntry for PdEntry<'_> {
     const KIND: ResKind = ResKind::Pd;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        self.put(w)
+    }
+}
+
+impl ResEntry for SrqEntry<'_> {
+    const KIND: ResKind = ResKind::Srq;
     fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
         self.put(w)
     }
