@@ -34,6 +34,7 @@ pub mod netlink;
 pub mod pages;
 pub mod param;
 pub mod peer_abi;
+pub mod pid;
 pub mod poll;
 pub mod random;
 pub mod ratelimit;

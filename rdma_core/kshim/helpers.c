@@ -19,6 +19,9 @@
 #include <linux/workqueue.h>
 #include <linux/cpumask.h>
 #include <linux/smp.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
 
 #include "helpers.h"
 
@@ -229,4 +232,28 @@ bool rdma_rs_module_get(struct module *module)
 void rdma_rs_module_put(struct module *module)
 {
 	module_put(module);
+}
+
+/* The calling thread's struct pid, held. */
+struct pid *rdma_rs_pid_current(void)
+{
+	return get_task_pid(current, PIDTYPE_PID);
+}
+
+/* pid's number in the caller's PID namespace; 0 once its task is gone, or
+ * if the namespace does not see it (as task_pid_vnr of a dead task). */
+u32 rdma_rs_pid_vnr(struct pid *pid)
+{
+	u32 nr = 0;
+
+	rcu_read_lock();
+	if (pid_task(pid, PIDTYPE_PID))
+		nr = pid_vnr(pid);
+	rcu_read_unlock();
+	return nr;
+}
+
+void rdma_rs_pid_put(struct pid *pid)
+{
+	put_pid(pid);
 }

@@ -48,5 +48,9 @@ void rdma_rs_globals_unlock(unsigned long flags);
 struct module;
 bool rdma_rs_module_get(struct module *module);
 void rdma_rs_module_put(struct module *module);
+struct pid;
+struct pid *rdma_rs_pid_current(void);
+u32 rdma_rs_pid_vnr(struct pid *pid);
+void rdma_rs_pid_put(struct pid *pid);
 
 #endif

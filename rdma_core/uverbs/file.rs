@@ -18,6 +18,8 @@
 //! use), the event file is closed, and every later command fails with
 //! `EIO`. Both paths may race; the state lock makes the second a no-op.
 
+use core::sync::atomic::{AtomicU32, Ordering};
+
 use kernel::error::code::{ENODEV, ENOSPC};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -26,6 +28,7 @@ use rdma::device::event::{Element, Event};
 use rdma::prelude::Device;
 
 use rdma::kshim::pages::page_size;
+use rdma::kshim::pid::Pid;
 use rdma::verbs::uring::UserRing;
 
 use crate::event_file::EventQueue;
@@ -66,6 +69,9 @@ pub(crate) struct UverbsDev {
     /// The open files; `None` once the device is gone (no file may join).
     #[pin]
     files: Mutex<Option<KVec<Arc<UFile>>>>,
+    /// The number the next context gets (`rdma res`'s `ctxn`), counted
+    /// up as the C restrack's cyclic ids are.
+    next_ctxn: AtomicU32,
 }
 
 impl UverbsDev {
@@ -80,6 +86,7 @@ impl UverbsDev {
                 dev,
                 module,
                 files <- new_mutex!(Some(KVec::new())),
+                next_ctxn: AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )
@@ -110,15 +117,26 @@ impl UverbsDev {
     }
 
     /// How many open files have a context (the `ctx` row of `rdma res`).
-    /// Takes the list's lock, then each file's (as [`Self::device_event`]
-    /// does).
     pub(crate) fn contexts(&self) -> u64 {
+        let mut n = 0;
+        self.for_each_context(|_| n += 1);
+        n
+    }
+
+    /// Calls `f` on the context of every open file that has one. Takes
+    /// the list's lock, then each file's (as [`Self::device_event`] does).
+    pub(crate) fn for_each_context(&self, mut f: impl FnMut(&UContext)) {
         let files = self.files.lock();
-        files
-            .iter()
-            .flatten()
-            .filter(|f| f.state.lock().ctx.is_some())
-            .count() as u64
+        for file in files.iter().flatten() {
+            if let Some(ctx) = file.state.lock().ctx.as_ref() {
+                f(ctx);
+            }
+        }
+    }
+
+    /// A number for a new context.
+    pub(crate) fn new_ctxn(&self) -> u32 {
+        self.next_ctxn.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A device event, for every open file's context. Object events need
@@ -133,6 +151,11 @@ impl UverbsDev {
 
 /// A context: what `GET_CONTEXT` made.
 pub(crate) struct UContext {
+    /// Its number on the device (`rdma res`).
+    pub(crate) ctxn: u32,
+    /// The thread that made it, which `rdma res` shows as the owner of
+    /// the context and of its objects.
+    pub(crate) creator: Option<Pid>,
     pub(crate) async_events: Arc<EventQueue>,
     /// The completion channels made in this context whose files are
     /// not released yet (released ones are forgotten at the next

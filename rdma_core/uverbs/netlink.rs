@@ -34,9 +34,11 @@
 //!   only, if one is asked for; keys only for `CAP_NET_ADMIN`; an SRQ with
 //!   the QPs that use it, in runs). A table longer than what is left of a
 //!   datagram goes on in a new message in the next one
-//!   (`Replier::add_table`). Who made an object is not recorded: user
-//!   objects carry no PID, kernel ones no name. The CM ID and context
-//!   lists are `EOPNOTSUPP`, as is the single-object form of each list
+//!   (`Replier::add_table`). A user object carries the PID of the thread
+//!   that made its file's context and that context's number, found
+//!   through the device's open files (`Owners`); a kernel object carries
+//!   no name (not recorded). `RES_CTX_GET` lists the open contexts. The
+//!   CM ID list is `EOPNOTSUPP`, as is the single-object form of each list
 //!   (iproute2 falls back to the dump).
 //! - `STAT_GET` of a port: the provider's counters
 //!   (`Device::hw_counter_names`, `Device::hw_counter`), the same set
@@ -58,16 +60,18 @@ use kernel::sync::Arc;
 
 use rdma::device::link;
 use rdma::kshim::netlink::{NlHandler, NlRequest};
+use rdma::kshim::pid::Pid;
 use rdma::spec::netlink::msg::{flags, Message, Messages, Out};
 use rdma::spec::netlink::nldev::{
-    self, attr, Cmd, CqEntry, DevHandle, MrEntry, Owner, PdEntry, QpEntry, ReplyTo, Request,
-    ResEntry, ResKind, SrqEntry,
+    self, attr, Cmd, CqEntry, CtxEntry, DevHandle, MrEntry, Owner, PdEntry, QpEntry, ReplyTo,
+    Request, ResEntry, ResKind, SrqEntry,
 };
 use rdma::spec::netlink::{NlError, ENODEV, EOPNOTSUPP, EPERM};
 use rdma::verbs::cq::PollCtx;
 use rdma::verbs::srq::SrqCore;
 
 use crate::device::{DevTable, Entry, DRIVER_ABI_VERSION};
+use crate::objects::Obj;
 
 /// `NETLINK_RDMA`.
 pub(crate) const NETLINK_RDMA: u32 = 20;
@@ -254,17 +258,19 @@ impl NlServer {
                     e.dev.check_port(p).map_err(|_| EINVAL_NL)?;
                 }
                 let admin = r.req.net_admin();
+                let o = Owners::of(e)?;
+                let h = handle(e);
                 match kind {
-                    ResKind::Qp => sent(r.add_table(to, handle(e), &qp_entries(e, port)?))?,
-                    ResKind::Cq => sent(r.add_table(to, handle(e), &cq_entries(e)?))?,
-                    ResKind::Mr => sent(r.add_table(to, handle(e), &mr_entries(e, admin)?))?,
-                    ResKind::Pd => sent(r.add_table(to, handle(e), &pd_entries(e, admin)?))?,
+                    ResKind::Qp => sent(r.add_table(to, h, &qp_entries(e, &o, port)?))?,
+                    ResKind::Cq => sent(r.add_table(to, h, &cq_entries(e, &o)?))?,
+                    ResKind::Mr => sent(r.add_table(to, h, &mr_entries(e, &o, admin)?))?,
+                    ResKind::Pd => sent(r.add_table(to, h, &pd_entries(e, &o, admin)?))?,
                     ResKind::Srq => {
                         let srqs = srqs_with_qps(e)?;
-                        let entries = srq_entries(&srqs)?;
-                        sent(r.add_table(to, handle(e), &entries))?;
+                        sent(r.add_table(to, h, &srq_entries(&srqs, &o)?))?;
                     }
-                    ResKind::CmId | ResKind::Ctx => return Err(EOPNOTSUPP),
+                    ResKind::Ctx => sent(r.add_table(to, h, &ctx_entries(e)?))?,
+                    ResKind::CmId => return Err(EOPNOTSUPP),
                 }
                 sent(r.add(|o| nldev::put_done(o, to)))?;
             }
@@ -348,21 +354,96 @@ fn summary(e: &Entry) -> nldev::ResSummary {
     }
 }
 
-/// Who made an object: user space (through a uverbs file) or a kernel
-/// user. The creator's PID and a kernel user's name are not recorded.
-fn owner(user: bool) -> Owner<'static> {
-    if user {
-        Owner::User { pid: None }
-    } else {
-        Owner::Kernel { name: b"" }
+/// The user objects of a device, from its files' tables: each with the
+/// number of its file's context and the PID (in the requester's namespace)
+/// of the thread that made that context.
+struct Owners(KVec<Owned>);
+
+#[derive(Clone, Copy)]
+struct Owned {
+    kind: ResKind,
+    num: u32,
+    ctxn: u32,
+    pid: Option<u32>,
+}
+
+impl Owners {
+    fn of(e: &Entry) -> Result<Owners, i32> {
+        let mut v = KVec::new();
+        let mut pushed = Ok(());
+        e.udev.for_each_context(|ctx| {
+            let pid = ctx.creator.as_ref().and_then(Pid::nr);
+            for o in ctx.objects.iter() {
+                let (kind, num) = match o {
+                    Obj::Pd(pd) => (ResKind::Pd, pd.num()),
+                    // The index part of the keys, as the table numbers it.
+                    Obj::Mr(mr) => (ResKind::Mr, mr.lkey() >> 8),
+                    Obj::Cq(c) => (ResKind::Cq, c.cq.num()),
+                    Obj::Qp(q) => (ResKind::Qp, q.qp.qpn()),
+                    Obj::Srq(s) => (ResKind::Srq, s.srq.num()),
+                    Obj::Mw(_) | Obj::Ah(_) => continue,
+                };
+                let ctxn = ctx.ctxn;
+                if pushed.is_ok() {
+                    pushed = v.push(
+                        Owned {
+                            kind,
+                            num,
+                            ctxn,
+                            pid,
+                        },
+                        GFP_KERNEL,
+                    );
+                }
+            }
+        });
+        pushed.map_err(nomem)?;
+        Ok(Owners(v))
+    }
+
+    /// Who made object `num` of `kind`, and its context's number: the
+    /// file's owner if a file holds it; otherwise a user object whose
+    /// file let go of it meanwhile (`user`), or a kernel user's (whose
+    /// name is not recorded).
+    fn owner(&self, kind: ResKind, num: u32, user: bool) -> (Owner<'static>, u32) {
+        match self.0.iter().find(|o| o.kind == kind && o.num == num) {
+            Some(o) => (Owner::User { pid: o.pid }, o.ctxn),
+            None if user => (Owner::User { pid: None }, 0),
+            None => (Owner::Kernel { name: b"" }, 0),
+        }
     }
 }
 
-fn qp_entries(e: &Entry, port: Option<u32>) -> Result<KVec<QpEntry<'static>>, i32> {
+/// The open contexts of a device, in number order.
+fn ctx_entries(e: &Entry) -> Result<KVec<CtxEntry<'static>>, i32> {
+    let mut v = KVec::new();
+    let mut pushed = Ok(());
+    e.udev.for_each_context(|ctx| {
+        let entry = CtxEntry {
+            ctxn: ctx.ctxn,
+            owner: Owner::User {
+                pid: ctx.creator.as_ref().and_then(Pid::nr),
+            },
+        };
+        if pushed.is_ok() {
+            pushed = v.push(entry, GFP_KERNEL);
+        }
+    });
+    pushed.map_err(nomem)?;
+    v.sort_unstable_by_key(|c| c.ctxn);
+    Ok(v)
+}
+
+fn qp_entries(
+    e: &Entry,
+    owners: &Owners,
+    port: Option<u32>,
+) -> Result<KVec<QpEntry<'static>>, i32> {
     let qps = e.dev.qps().map_err(|_| -ENOMEM.to_errno())?;
     let mut v = KVec::with_capacity(qps.len(), GFP_KERNEL).map_err(nomem)?;
     for qp in qps.iter() {
         let a = qp.attr();
+        let (owner, _) = owners.owner(ResKind::Qp, qp.qpn(), qp.user_rings().is_some());
         let entry = QpEntry {
             // The port is set by the modify to INIT (the GSI QP's at
             // creation).
@@ -376,7 +457,7 @@ fn qp_entries(e: &Entry, port: Option<u32>) -> Result<KVec<QpEntry<'static>>, i3
             path_mig_state: 0,
             qp_type: qp.qp_type() as u8,
             state: qp.state() as u8,
-            owner: owner(qp.user_rings().is_some()),
+            owner,
         };
         if entry.on_port(port) {
             v.push(entry, GFP_KERNEL).map_err(nomem)?;
@@ -385,10 +466,11 @@ fn qp_entries(e: &Entry, port: Option<u32>) -> Result<KVec<QpEntry<'static>>, i3
     Ok(v)
 }
 
-fn cq_entries(e: &Entry) -> Result<KVec<CqEntry<'static>>, i32> {
+fn cq_entries(e: &Entry, owners: &Owners) -> Result<KVec<CqEntry<'static>>, i32> {
     let cqs = e.dev.cqs().map_err(|_| -ENOMEM.to_errno())?;
     let mut v = KVec::with_capacity(cqs.len(), GFP_KERNEL).map_err(nomem)?;
     for cq in cqs.iter() {
+        let (owner, ctxn) = owners.owner(ResKind::Cq, cq.num(), cq.user_ring().is_some());
         let entry = CqEntry {
             cqn: cq.num(),
             cqe: cq.capacity() as u32,
@@ -400,42 +482,43 @@ fn cq_entries(e: &Entry) -> Result<KVec<CqEntry<'static>>, i32> {
                 PollCtx::Direct => 3,
             }),
             dim: false,
-            ctxn: 0,
-            owner: owner(cq.user_ring().is_some()),
+            ctxn,
+            owner,
         };
         v.push(entry, GFP_KERNEL).map_err(nomem)?;
     }
     Ok(v)
 }
 
-fn mr_entries(e: &Entry, admin: bool) -> Result<KVec<MrEntry<'static>>, i32> {
+fn mr_entries(e: &Entry, owners: &Owners, admin: bool) -> Result<KVec<MrEntry<'static>>, i32> {
     let mrs = e.dev.mrs().map_err(|_| -ENOMEM.to_errno())?;
     let mut v = KVec::with_capacity(mrs.len(), GFP_KERNEL).map_err(nomem)?;
     for mr in mrs.iter() {
+        let (owner, _) = owners.owner(ResKind::Mr, mr.lkey() >> 8, mr.user_mem().is_some());
         let entry = MrEntry {
             // The index part of the keys, as the table numbers it.
             mrn: mr.lkey() >> 8,
             keys: admin.then(|| (mr.rkey(), mr.lkey())),
             length: mr.length(),
             pdn: mr.pd().num(),
-            owner: owner(mr.user_mem().is_some()),
+            owner,
         };
         v.push(entry, GFP_KERNEL).map_err(nomem)?;
     }
     Ok(v)
 }
 
-fn pd_entries(e: &Entry, admin: bool) -> Result<KVec<PdEntry<'static>>, i32> {
+fn pd_entries(e: &Entry, owners: &Owners, admin: bool) -> Result<KVec<PdEntry<'static>>, i32> {
     let pds = e.dev.pds().map_err(|_| -ENOMEM.to_errno())?;
     let mut v = KVec::with_capacity(pds.len(), GFP_KERNEL).map_err(nomem)?;
     for pd in pds.iter() {
+        let (owner, ctxn) = owners.owner(ResKind::Pd, pd.num(), false);
         let entry = PdEntry {
             pdn: pd.num(),
             keys: admin.then(|| pd.unsafe_global_rkey()),
             users: pd.users().into(),
-            ctxn: 0,
-            // A PD does not say who made it.
-            owner: Owner::Kernel { name: b"" },
+            ctxn,
+            owner,
         };
         v.push(entry, GFP_KERNEL).map_err(nomem)?;
     }
@@ -463,16 +546,17 @@ fn srqs_with_qps(e: &Entry) -> Result<KVec<SrqQps>, i32> {
     Ok(v)
 }
 
-fn srq_entries(srqs: &[SrqQps]) -> Result<KVec<SrqEntry<'_>>, i32> {
+fn srq_entries<'a>(srqs: &'a [SrqQps], owners: &Owners) -> Result<KVec<SrqEntry<'a>>, i32> {
     let mut v = KVec::with_capacity(srqs.len(), GFP_KERNEL).map_err(nomem)?;
     for (srq, qpns) in srqs {
+        let (owner, _) = owners.owner(ResKind::Srq, srq.num(), srq.user_ring().is_some());
         let entry = SrqEntry {
             srqn: srq.num(),
             // IB_SRQT_BASIC: the only kind there is.
             srq_type: 0,
             pdn: srq.pd().num(),
             qpns,
-            owner: owner(srq.user_ring().is_some()),
+            owner,
         };
         v.push(entry, GFP_KERNEL).map_err(nomem)?;
     }

@@ -309,15 +309,16 @@ res_during_pingpong() {
 	done
 	_bad=0
 	rdma res show qp link rxeu1 > "$tmpd/qps" 2>&1 || _bad=1
-	for _k in cq mr pd; do
+	for _k in cq mr pd ctx; do
 		rdma res show "$_k" > "$tmpd/objs_$_k" 2>&1 || _bad=1
 	done
 	kill "$_srv"
 	wait "$_srv"
-	[ "$_bad" = 0 ] || { sed 's/^/    # /' "$tmpd/qps" "$tmpd/objs_cq" "$tmpd/objs_mr" "$tmpd/objs_pd"; return 1; }
-	# Every QP once; the server's RC QP in INIT on port 1, with its PD.
+	[ "$_bad" = 0 ] || { sed 's/^/    # /' "$tmpd/qps" "$tmpd/objs_"*; return 1; }
+	# Every QP once; the server's RC QP in INIT on port 1, with its PD and
+	# the server's PID (ip netns exec execs it: $_srv).
 	if [ "$(lines_of rxeu1 "$tmpd/qps")" != $((_qp0 + 1)) ] ||
-		! grep -Eq "^link rxeu1/1 lqpn [0-9]+ rqpn 0 type RC state INIT rq-psn [0-9]+ sq-psn [0-9]+ path-mig-state MIGRATED pdn [0-9]+ *$" "$tmpd/qps"; then
+		! grep -Eq "^link rxeu1/1 lqpn [0-9]+ rqpn 0 type RC state INIT rq-psn [0-9]+ sq-psn [0-9]+ path-mig-state MIGRATED pdn [0-9]+ pid $_srv comm ibv_rc_pingpong *$" "$tmpd/qps"; then
 		echo "rdma res show qp:"
 		sed 's/^/    # /' "$tmpd/qps" "$tmpd/res_rxeu1"
 		return 1
@@ -327,9 +328,14 @@ res_during_pingpong() {
 		[ "$(lines_of rxeu1 "$tmpd/objs_$_k")" = "$_want" ] ||
 			{ echo "rdma res show $_k: not $_want objects"; sed 's/^/    # /' "$tmpd/objs_$_k"; return 1; }
 	done
-	if ! grep -Eq "^dev rxeu1 mrn [0-9]+ .*mrlen 4096 " "$tmpd/objs_mr" ||
-		! grep -Eq "^dev rxeu1 cqn [0-9]+ cqe [0-9]+ users 2 " "$tmpd/objs_cq"; then
-		sed 's/^/    # /' "$tmpd/objs_mr" "$tmpd/objs_cq"
+	# The server's MR, CQ and PD are its own (PID and context); its
+	# context is the device's one.
+	if ! grep -Eq "^dev rxeu1 mrn [0-9]+ .*mrlen 4096 .*pid $_srv comm ibv_rc_pingpong" "$tmpd/objs_mr" ||
+		! grep -Eq "^dev rxeu1 cqn [0-9]+ cqe [0-9]+ users 2 .*ctxn [0-9]+ pid $_srv " "$tmpd/objs_cq" ||
+		! grep -Eq "^dev rxeu1 .*pdn [0-9]+ .*ctxn [0-9]+ pid $_srv " "$tmpd/objs_pd" ||
+		[ "$(lines_of rxeu1 "$tmpd/objs_ctx")" != 1 ] ||
+		! grep -Eq "^dev rxeu1 ctxn [0-9]+ pid $_srv comm ibv_rc_pingpong *$" "$tmpd/objs_ctx"; then
+		sed 's/^/    # /' "$tmpd/objs_mr" "$tmpd/objs_cq" "$tmpd/objs_pd" "$tmpd/objs_ctx"
 		return 1
 	fi
 	# Back to the counts before, once the file is closed.

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use rdma_spec::netlink::msg::{flags, Attr, Message, Messages, Out, NLA_F_NESTED};
 use rdma_spec::netlink::nldev::{
-    self, attr, cmd, Cmd, CqEntry, DevHandle, HwCounter, MrEntry, Owner, PdEntry, QpEntry, ReplyTo,
-    ResKind, ResSummary, SrqEntry,
+    self, attr, cmd, Cmd, CqEntry, CtxEntry, DevHandle, HwCounter, MrEntry, Owner, PdEntry,
+    QpEntry, ReplyTo, ResKind, ResSummary, SrqEntry,
 };
 use rdma_spec::netlink::NlError;
 
@@ -601,6 +601,36 @@ fn srq_entries_list_their_qps_as_runs() {
     assert_eq!(e[&attr::RES_QP].nested().count(), 0);
     assert_eq!(e[&attr::RES_KERN_NAME].value, b"ib_srpt\0");
     assert!(!e.contains_key(&attr::RES_PID));
+}
+
+#[test]
+fn ctx_entries_carry_their_number_and_pid() {
+    let mut buf = [0u8; 256];
+    let mut out = Out::new(&mut buf);
+    let ctxs = [
+        CtxEntry {
+            ctxn: 0,
+            owner: Owner::User { pid: Some(4242) },
+        },
+        CtxEntry {
+            ctxn: 7,
+            owner: Owner::User { pid: None },
+        },
+    ];
+    assert_eq!(nldev::put_res_table(&mut out, TO, DEV, &ctxs), Ok(2));
+    let ms = messages(out.bytes());
+    // RDMA_NLDEV_CMD_RES_CTX_GET.
+    assert_eq!(ms[0].hdr.ty, 0x1416);
+    let t = table(ms[0].attrs(0));
+    let entries: Vec<_> = t[&attr::RES_CTX]
+        .nested()
+        .map(|e| table(e.unwrap().nested()))
+        .collect();
+    assert_eq!(entries[0][&attr::RES_CTXN].value, 0u32.to_ne_bytes());
+    assert_eq!(entries[0][&attr::RES_PID].value, 4242u32.to_ne_bytes());
+    assert_eq!(entries[1][&attr::RES_CTXN].value, 7u32.to_ne_bytes());
+    // A process gone: no PID.
+    assert!(!entries[1].contains_key(&attr::RES_PID));
 }
 
 #[test]

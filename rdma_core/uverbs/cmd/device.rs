@@ -12,6 +12,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use rdma::device::port::PortAttr;
+use rdma::kshim::pid::Pid;
 use rdma::prelude::Device;
 use rdma::spec::attr::LinkLayer;
 use rdma::spec::uverbs::device::{
@@ -42,6 +43,8 @@ pub(super) fn get_context(file: &Arc<UFile>, st: &mut FileState, req: &Request<'
     };
     respond(req, &resp)?;
     st.ctx = Some(UContext {
+        ctxn: file.udev.new_ctxn(),
+        creator: Pid::current(),
         async_events: events,
         channels: KVec::new(),
         objects: Objects::new(),

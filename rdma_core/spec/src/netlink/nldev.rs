@@ -1141,6 +1141,23 @@ pub fn qpn_runs(qpns: &[u32]) -> impl Iterator<Item = (u32, u32)> + '_ {
     })
 }
 
+/// A user context, as RES_CTX_GET reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtxEntry<'a> {
+    /// The context number.
+    pub ctxn: u32,
+    /// Who made it.
+    pub owner: Owner<'a>,
+}
+
+impl ResEntry for CtxEntry<'_> {
+    const KIND: ResKind = ResKind::Ctx;
+    fn put_attrs(&self, w: &mut MsgWriter<'_, '_>) -> Result<(), NlError> {
+        w.put_u32(attr::RES_CTXN, self.ctxn)?;
+        self.owner.put(w)
+    }
+}
+
 /// An object a RES_*_GET table lists.
 pub trait ResEntry {
     /// The kind of the table it goes in.
