@@ -6,7 +6,7 @@
 # from 10.86.0.2 a client connects and disconnects meanwhile. The cases
 # are in modules/rdma_rxe_cm_flood_test.rs: the REQs beyond the bound of
 # half-open connections from one source are refused (REJ NO_RESOURCES),
-# every legitimate connect succeeds in its normal time, and once the
+# every legitimate connect succeeds with no REQ resent, and once the
 # flood's REPs time out nothing is half-open and no connection or id is
 # left. Then rxa's sysfs must show the same: nothing half-open, the
 # refusals counted.

@@ -13,8 +13,10 @@
 //! REQ, a REJ NO_RESOURCES for each one beyond the bound of half-open
 //! connections one source may hold (`rdma::cm::table::LIMITS`). Meanwhile
 //! a client on rxb's 10.86.0.2 connects to the same listener and
-//! disconnects in a loop (a work item): every connect must succeed, each
-//! within [`CONNECT_MS`], and no REQ of the client's may need a resend.
+//! disconnects in a loop (a work item): every connect must succeed, and
+//! no REQ of the client's may need a resend (the rdma_cm's REQ timeout,
+//! some 4 s, is what "starved" means here; the slowest connect is logged,
+//! not held to a wall-clock bound, which a loaded TCG host can break).
 //! Then the flood's REPs time out: the half-open count of rxa goes back to
 //! zero, the server's ids go, and the CM's connections and the rdma_cm's
 //! ids are back where they were before (kmemleak checks the rest at the
@@ -77,9 +79,6 @@ const WINDOW: u32 = 32;
 /// long, longer than the flood takes (some 20 s under TCG with KASAN: 8 to
 /// 12 ms a REQ; the case fails if the flood outlasts it).
 const REP_TIMEOUT: u8 = 24;
-/// The longest a legitimate connect may take, flood or not (the CM's REQ
-/// timeout with its first resend is far longer).
-const CONNECT_MS: u64 = 3000;
 /// Legitimate connects at least (more while the flood lasts).
 const MIN_CONNECTS: u32 = 5;
 /// The listener's port.
@@ -507,10 +506,6 @@ fn flood_while_connecting() -> Result {
         stats.failures.load(Ordering::Relaxed) == 0
             && stats.connects.load(Ordering::Relaxed) >= u64::from(MIN_CONNECTS),
         "every legitimate connect succeeded",
-    )?;
-    check(
-        stats.slowest_ms.load(Ordering::Relaxed) <= CONNECT_MS,
-        "each within its normal time",
     )?;
     check(
         cm_count(rxb.arc(), Group::TxRetries, CM_ATTR_REQ) == retries0,
