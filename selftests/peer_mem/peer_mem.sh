@@ -178,8 +178,8 @@ ktap_check sysfs_dirs sysfs_dirs
 # Both example clients, one case name each (ktap_plan counts the names).
 pc=/dev/peer_example_c
 pr=/dev/peer_example_rust
-ktap_check rw_c counted peer_example_c 1 0 peer_user rw $pc 1M
-ktap_check rw_rust counted peer_example_rust 1 0 peer_user rw $pr 1M
+ktap_check rw_c counted peer_example_c 1 0 peer_user rw $pc 256K
+ktap_check rw_rust counted peer_example_rust 1 0 peer_user rw $pr 256K
 ktap_check invalidate_c counted peer_example_c 20 20 peer_user invalidate $pc 256K 20
 ktap_check invalidate_rust counted peer_example_rust 20 20 peer_user invalidate $pr 256K 20
 ktap_check invalidate_mt_c counted peer_example_c 40 40 peer_user invalidate_mt $pc 64K 10 4
@@ -197,7 +197,7 @@ ktap_check bounds_c peer_user bounds $pc
 ktap_check bounds_rust peer_user bounds $pr
 ktap_check noinval_skipped_c peer_user noinval $pc swdev0
 ktap_check noinval_skipped_rust peer_user noinval $pr swdev0
-ktap_check pinned peer_user pinned 1M
+ktap_check pinned peer_user pinned 256K
 ktap_check huge_refused peer_user huge
 
 # An UNMAPS client (the extended registration): never asked to unmap what it

@@ -181,20 +181,20 @@ server_disconnect() {
 		[ -d "$sp1" ] && break
 		sleep 0.1
 	done
-	[ -d "$sp1" ] && advance 2 2 60
+	[ -d "$sp1" ] && advance 1 2 60
 }
 
 # disconnect (write 1): the path goes down and stays down, the load runs on
 # the other; reconnect (write 1) brings it back.
 sysfs_disconnect_reconnect() {
 	echo 1 > "$p1/disconnect" && [ "$(cat "$p1/state")" = disconnected ] &&
-		advance 2 1 60 && sleep 3 && [ "$(cat "$p1/state")" = disconnected ] &&
+		advance 1 1 60 && sleep 3 && [ "$(cat "$p1/state")" = disconnected ] &&
 		echo 1 > "$p1/reconnect" || return 1
 	for _ in $(seq 300); do
 		[ "$(cat "$p1/state")" = connected ] && break
 		sleep 0.1
 	done
-	[ "$(cat "$p1/state")" = connected ] && advance 2 2 60
+	[ "$(cat "$p1/state")" = connected ] && advance 1 2 60
 }
 
 # remove_path: the path and its directory go, the load runs on the other;
@@ -205,7 +205,7 @@ sysfs_remove_add() {
 		[ -d "$p1" ] || break
 		sleep 0.1
 	done
-	[ ! -d "$p1" ] && advance 2 1 60 || return 1
+	[ ! -d "$p1" ] && advance 1 1 60 || return 1
 	if echo 1 > "$p0/remove_path" && sleep 1 && [ ! -d "$p0" ]; then
 		echo "the last path was removed"
 		return 1
@@ -215,7 +215,7 @@ sysfs_remove_add() {
 		[ -d "$p1" ] && [ "$(cat "$p1/state")" = connected ] && break
 		sleep 0.1
 	done
-	[ "$(cat "$p1/state")" = connected ] && advance 2 2 60
+	[ "$(cat "$p1/state")" = connected ] && advance 1 2 60
 }
 
 # Path 0's link down (client side): its requests in flight fail over to
@@ -224,14 +224,14 @@ link_down_and_up() {
 	dmesg -c > /dev/null
 	ip -n rt_m link set rtv6 down &&
 		wait_log "rtrs clt: path 0 disconnected" 30 &&
-		advance 2 1 60 || return 1
+		advance 1 1 60 || return 1
 	read -r _ _ _ f _ <<-EOF
 	$(report)
 	EOF
 	[ "$f" -gt 0 ] || { echo "no request failed over"; return 1; }
 	ip -n rt_m link set rtv6 up &&
 		wait_log "rtrs clt: path 0 reconnected" 60 &&
-		advance 2 2 60
+		advance 1 2 60
 }
 
 # The server's side of path 1 goes down: the server stops answering on it,
@@ -240,10 +240,10 @@ peer_silent() {
 	dmesg -c > /dev/null
 	ip -n rt_b link set rtv9 down &&
 		wait_log "rtrs clt: path 1 disconnected" 60 &&
-		advance 2 1 60 &&
+		advance 1 1 60 &&
 		ip -n rt_b link set rtv9 up &&
 		wait_log "rtrs clt: path 1 reconnected" 90 &&
-		advance 2 2 60
+		advance 1 2 60
 }
 
 # The server module goes and comes back: with no path, IO fails (and the
@@ -255,7 +255,7 @@ server_reloaded() {
 		wait_log "rtrs mpath: link down" 30 &&
 		sleep 2 && modprobe rtrs_rnbd_srv_test &&
 		wait_log "rtrs mpath: device opened again" 90 &&
-		advance 2 2 90 &&
+		advance 1 2 90 &&
 		[ -d "$sp0" ] && [ -d "$sp1" ]
 }
 
@@ -265,10 +265,10 @@ device_removed() {
 	dmesg -c > /dev/null
 	rxe_item_remove rtm2 &&
 		wait_log "rtrs clt: path 1 disconnected" 30 &&
-		advance 2 1 60 &&
+		advance 1 1 60 &&
 		rxe_bind rt_m rtv8 rtm2 &&
 		wait_log "rtrs clt: path 1 reconnected" 90 &&
-		advance 2 2 60
+		advance 1 2 60
 }
 
 # The client module unloaded under IO: the session closes, the server
