@@ -106,10 +106,16 @@ fn need_driver_out<T: WireStruct>(req: &Request<'_>) -> Result<UserOut> {
 /// [`need_driver_out`]).
 fn respond_driver<T: WireStruct>(req: &Request<'_>, resp: &T) -> Result {
     let out = need_driver_out::<T>(req)?;
+    write_user(out.addr, resp)
+}
+
+/// Writes the driver structure `v` (at most 64 bytes) at the user address
+/// `addr`.
+fn write_user<T: WireStruct>(addr: u64, v: &T) -> Result {
     let mut bytes = [0u8; 64];
     let area = bytes.get_mut(..T::SIZE).ok_or(EINVAL)?;
-    resp.encode(area).map_err(crate::dispatch::abi_err)?;
-    UserSlice::new(out.addr as usize, T::SIZE)
+    v.encode(area).map_err(crate::dispatch::abi_err)?;
+    UserSlice::new(addr as usize, T::SIZE)
         .writer()
         .write_slice(area)?;
     Ok(())

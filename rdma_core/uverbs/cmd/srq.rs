@@ -12,17 +12,16 @@
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-use kernel::uaccess::UserSlice;
 
 use rdma::spec::uverbs::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
 use rdma::spec::uverbs::srq_ah::{
     CreateSrq, CreateSrqResp, DestroySrq, DestroySrqResp, ModifySrq, QuerySrq, QuerySrqResp,
 };
-use rdma::spec::uverbs::{Request, Wire, WireStruct};
+use rdma::spec::uverbs::{Request, WireStruct};
 use rdma::verbs::srq::{Srq, SrqAttr};
 use rdma::verbs::uring::UserRing;
 
-use super::{core, need_driver_out, respond, respond_driver};
+use super::{core, need_driver_out, respond, respond_driver, write_user};
 use crate::event_file::EventCount;
 use crate::file::{UContext, UFile};
 use crate::objects::{Obj, USrq};
@@ -109,17 +108,12 @@ fn resize_srq(file: &Arc<UFile>, usrq: &mut USrq, cmd: &ModifySrq, req: &Request
     let resize = usrq.srq.new_user_ring(cmd.max_wr)?;
     let ring = resize.ring().clone();
     let swapped = (|| -> Result<Arc<UserRing>> {
-        let mut mi = [0u8; <Mminfo as Wire>::SIZE];
-        Mminfo {
+        let mi = Mminfo {
             offset: file.offer_mmap(&ring)?,
             size: ring.map_len() as u32,
             pad: 0,
-        }
-        .encode(&mut mi)
-        .map_err(crate::dispatch::abi_err)?;
-        UserSlice::new(drv.mmap_info_addr as usize, mi.len())
-            .writer()
-            .write_slice(&mi)?;
+        };
+        write_user(drv.mmap_info_addr, &mi)?;
         usrq.srq.resize_user(resize)
     })();
     file.replace_ring(&mut usrq.ring, ring, swapped)
