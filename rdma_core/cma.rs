@@ -49,6 +49,8 @@
 //!   CM's events of a connection;
 //! - [`listen`]: `listen` and the requests that come to a listener;
 //! - [`event`]: the events and their delivery to the handler;
+//! - `user`: ids whose QP is user space's (rdma_ucm): the attributes
+//!   for its moves (`init_qp_attr`) and the held RTU (`establish`);
 //! - `client`: the internal client (device removal), module init and exit.
 
 pub mod addr;
@@ -57,6 +59,7 @@ pub mod conn;
 pub mod event;
 pub mod id;
 pub mod listen;
+mod user;
 
 pub use addr::{IpAddr, SockAddr};
 pub use client::ids_on;

@@ -49,16 +49,30 @@ pub enum ConnEvent {
     Unreachable,
     /// Disconnected (a DREQ came, or our DREQ was answered or timed out).
     Disconnected,
+    /// Active side: the REP was taken and its RTU is held
+    /// ([`RepAnswer::Hold`]) until [`CmConn::send_rtu`].
+    RepHeld,
     /// Timewait is over.
     TimewaitExit,
+}
+
+/// What the active side does with a REP it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepAnswer {
+    /// The RTU goes now, and the connection is established.
+    Rtu,
+    /// The RTU waits for [`CmConn::send_rtu`] (a QP of user space's, which
+    /// user space moves to RTR and RTS first); no `Established` event.
+    Hold,
 }
 
 /// The user of a connection (the rdma_cm id above it).
 pub trait ConnUser: Send + Sync {
     /// Active side: the REP arrived. Runs before the RTU is sent, so the
-    /// user can move its QP to RTR and RTS first; an error rejects the
-    /// connection (CONSUMER_DEFINED, as rdma_cm does when that fails).
-    fn rep_received(&self, conn: &Arc<CmConn>, rep: &Rep) -> Result;
+    /// user can move its QP to RTR and RTS first, or say that it will
+    /// later ([`RepAnswer::Hold`]); an error rejects the connection
+    /// (CONSUMER_DEFINED, as rdma_cm does when that fails).
+    fn rep_received(&self, conn: &Arc<CmConn>, rep: &Rep) -> Result<RepAnswer>;
 
     /// An event of the connection. CM context (process), no CM lock held;
     /// the user must not block here on the CM.
@@ -84,6 +98,9 @@ struct ConnState {
     rej_data: [u8; REJ_PRIVATE_DATA_LEN],
     /// Whether the REQ, REP, DREQ went once (later sends are retries).
     sent: [bool; 3],
+    /// The user holds the RTU back ([`RepAnswer::Hold`]) until
+    /// [`CmConn::send_rtu`]: a duplicate REP meanwhile gets no RTU.
+    rtu_held: bool,
     user: Option<Arc<dyn ConnUser>>,
 }
 
@@ -124,6 +141,7 @@ impl CmConn {
                         their_tid: 0,
                         rej_data: [0; REJ_PRIVATE_DATA_LEN],
                         sent: [false; 3],
+                        rtu_held: false,
                         user: None,
                     },
                     "CmConn::st"
@@ -373,20 +391,75 @@ impl CmConn {
         if acts.is_drop() {
             return true;
         }
+        let mut acts = acts;
+        let mut held = None;
         if let Some(rep) = rep {
             let user = self.st.lock().user.clone();
-            let ok = user.is_some_and(|u| u.rep_received(self, &rep).is_ok());
-            if !ok {
-                self.refuse_rep();
-                return true;
+            match user.clone().map(|u| u.rep_received(self, &rep)) {
+                Some(Ok(RepAnswer::Rtu)) => {}
+                Some(Ok(RepAnswer::Hold)) => {
+                    self.st.lock().rtu_held = true;
+                    held = user;
+                    acts = acts.without(|a| {
+                        matches!(a, Action::SendRtu | Action::Event(Event::Established))
+                    });
+                }
+                _ => {
+                    self.refuse_rep();
+                    return true;
+                }
             }
+        } else if self.st.lock().rtu_held {
+            // A duplicate REP while the user holds the RTU: nothing yet.
+            acts = acts.without(|a| matches!(a, Action::SendRtu));
         }
         let rej = match msg {
             CmMessage::Rej(r) => Some(r),
             _ => None,
         };
         let _ = self.run_with(acts, rej);
+        // Told once the RTU is held, so that the user's `send_rtu` after
+        // it finds it so.
+        if let Some(u) = held {
+            u.event(self, ConnEvent::RepHeld);
+        }
         true
+    }
+
+    /// Passive: the QP received before the RTU came, so the connection is
+    /// established (`ib_cm_notify` with `IB_EVENT_COMM_EST`); the user gets
+    /// `Established` as if the RTU had come. `EINVAL` unless a REP was
+    /// sent and not answered yet.
+    pub fn established(self: &Arc<Self>) -> Result {
+        let acts = {
+            let mut st = self.st.lock();
+            if !matches!(st.conn.state(), State::RepSent | State::MraRepRcvd) {
+                return Err(EINVAL);
+            }
+            st.conn.established(now_ms())
+        };
+        self.run(acts)
+    }
+
+    /// Sends the RTU a user held back ([`RepAnswer::Hold`]). `EINVAL` if
+    /// none is held or the connection has left the established state
+    /// meanwhile (a DREQ or a REJ came first).
+    pub fn send_rtu(self: &Arc<Self>) -> Result {
+        let (rtu, tid) = {
+            let mut st = self.st.lock();
+            if !st.rtu_held || st.conn.state() != State::Established {
+                return Err(EINVAL);
+            }
+            st.rtu_held = false;
+            let rtu = Rtu {
+                local_comm_id: st.conn.local_comm_id(),
+                remote_comm_id: st.conn.remote_comm_id().unwrap_or(st.peer_id),
+                ..Rtu::default()
+            };
+            (rtu, st.tid)
+        };
+        self.send(&CmMessage::Rtu(rtu), tid, false);
+        Ok(())
     }
 
     /// The active side could not take the REP (its QP would not move):

@@ -11,8 +11,8 @@ use kernel::sync::Arc;
 
 use super::addr::{gid_of, Bound, IpAddr};
 use super::event::{CmEvent, EventKind};
-use super::id::{CmIdCore, Phase};
-use crate::cm::conn::{CmConn, ConnEvent, ConnUser};
+use super::id::{CmIdCore, Phase, State};
+use crate::cm::conn::{CmConn, ConnEvent, ConnUser, RepAnswer};
 use crate::kshim::errno::{enotconn, etimedout};
 use crate::mad::MadAddr;
 use crate::spec::attr::{Gid, Mtu};
@@ -57,6 +57,13 @@ pub struct ConnParam {
     pub cm_response_timeout: Option<u8>,
     /// The REQ's Max CM Retries (rdma_cm's 15 if `None`).
     pub max_cm_retries: Option<u8>,
+    /// The number of a QP the id does not own (user space's, through
+    /// rdma_ucm): `connect` and `accept` name it in the REQ or REP and
+    /// leave its moves to its owner, who asks [`CmIdCore::init_qp_attr`]
+    /// for them. `None`: the id's own QP ([`CmIdCore::create_qp`]).
+    pub qp_num: Option<u32>,
+    /// The QP receives from an SRQ (the REQ's and REP's SRQ bit).
+    pub srq: bool,
 }
 
 /// The rights a connected QP grants its peer, as the C stack's CM sets
@@ -129,7 +136,7 @@ impl CmIdCore {
             }
             let (src, dst) = (st.src.ok_or(EINVAL)?, st.dst.ok_or(EINVAL)?);
             let b = st.bound.as_ref().ok_or(EINVAL)?;
-            let qpn = st.qp.as_ref().ok_or(EINVAL)?.qpn();
+            let qpn = Self::conn_qpn(&st, param)?;
             if param.private_data.len() > REQ_PRIVATE_DATA_LEN - CMA_HDR_LEN {
                 return Err(EINVAL);
             }
@@ -142,7 +149,7 @@ impl CmIdCore {
             pd[CMA_HDR_LEN..CMA_HDR_LEN + param.private_data.len()]
                 .copy_from_slice(&param.private_data);
             let flow_label = (u32::from(src.port) * 31 + u32::from(dst.port)) & 0xf_ffff;
-            let psn = crate::kshim::random::u32() & 0xff_ffff;
+            let psn = st.seq_num;
             let (sgid, dgid) = (gid_of(src.ip), gid_of(dst.ip));
             let req = Req {
                 service_id: tcp_service_id(dst.port),
@@ -156,6 +163,7 @@ impl CmIdCore {
                     .min(31),
                 transport_service_type: TRANSPORT_RC,
                 end_to_end_flow_control: param.flow_control,
+                srq: param.srq,
                 starting_psn: psn,
                 local_cm_response_timeout: CM_RESPONSE_TIMEOUT,
                 retry_count: param.retry_count.min(7),
@@ -188,6 +196,8 @@ impl CmIdCore {
             let conn = CmConn::new(shared, addr)?;
             st.rq_psn = psn;
             st.param_retry = param.retry_count.min(7);
+            st.user_qpn = param.qp_num;
+            st.resp_res = param.responder_resources;
             st.conn = Some(conn.clone());
             st.phase = Phase::Connecting;
             (conn, req)
@@ -197,59 +207,115 @@ impl CmIdCore {
         conn.connect(req, PACKET_LIFE_TIME)
     }
 
+    /// The QPN a connection names: the id's own QP's, or user space's
+    /// (`param.qp_num`) for an id without one; `EINVAL` for both or
+    /// neither.
+    fn conn_qpn(st: &State, param: &ConnParam) -> Result<u32> {
+        match (st.qp.as_ref(), param.qp_num) {
+            (Some(q), None) => Ok(q.qpn()),
+            (None, Some(n)) => Ok(n & 0xff_ffff),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Passive: the RTR and RTS attributes of the QP, from the REQ (what
+    /// the C CM gives for them once a REQ came): the peer may have
+    /// `resp_res` reads outstanding at us, we `init_depth` at it.
+    pub(super) fn passive_attrs(
+        st: &State,
+        resp_res: u8,
+        init_depth: u8,
+    ) -> Result<(QpAttr, QpAttr)> {
+        let req = st.req.as_ref().ok_or(EINVAL)?;
+        let b = st.bound.as_ref().ok_or(EINVAL)?;
+        let path = &req.primary_path;
+        let mtu = Mtu::from_raw(u32::from(req.path_mtu)).unwrap_or(b.mtu);
+        let rtr = QpAttr {
+            qp_state: QpState::Rtr,
+            path_mtu: mtu,
+            dest_qp_num: req.local_qpn,
+            rq_psn: st.seq_num,
+            ah_attr: Self::ah(
+                b,
+                path.local_gid,
+                path.flow_label,
+                path.hop_limit,
+                path.traffic_class,
+            ),
+            max_dest_rd_atomic: resp_res,
+            min_rnr_timer: 0,
+            ..QpAttr::default()
+        };
+        let rts = QpAttr {
+            qp_state: QpState::Rts,
+            sq_psn: req.starting_psn,
+            timeout: path.local_ack_timeout,
+            retry_cnt: req.retry_count,
+            rnr_retry: req.rnr_retry_count,
+            max_rd_atomic: init_depth,
+            ..QpAttr::default()
+        };
+        Ok((rtr, rts))
+    }
+
+    /// Active: the RTR and RTS attributes of the QP, from the REP.
+    pub(super) fn active_attrs(st: &State, rep: &Rep) -> Result<(QpAttr, QpAttr)> {
+        let b = st.bound.as_ref().ok_or(ENODEV)?;
+        let (src, dst) = (st.src.ok_or(EINVAL)?, st.dst.ok_or(EINVAL)?);
+        let flow_label = (u32::from(src.port) * 31 + u32::from(dst.port)) & 0xf_ffff;
+        let rtr = QpAttr {
+            qp_state: QpState::Rtr,
+            path_mtu: b.mtu,
+            dest_qp_num: rep.local_qpn,
+            rq_psn: st.rq_psn,
+            ah_attr: Self::ah(b, gid_of(dst.ip), flow_label, 64, 0),
+            max_dest_rd_atomic: rep.initiator_depth,
+            min_rnr_timer: 0,
+            ..QpAttr::default()
+        };
+        let rts = QpAttr {
+            qp_state: QpState::Rts,
+            sq_psn: rep.starting_psn,
+            timeout: ack_timeout(rep.target_ack_delay, PACKET_LIFE_TIME),
+            retry_cnt: st.param_retry,
+            rnr_retry: rep.rnr_retry_count,
+            max_rd_atomic: rep.responder_resources,
+            ..QpAttr::default()
+        };
+        Ok((rtr, rts))
+    }
+
     /// Accepts a connection request (`rdma_accept`) on the id the
-    /// `ConnectRequest` event gave: the QP goes to RTR and RTS with the
-    /// REQ's values, then the REP goes.
+    /// `ConnectRequest` event gave: the id's own QP goes to RTR and RTS
+    /// with the REQ's values (user space moves its QP itself, before), then
+    /// the REP goes.
     pub fn accept(self: &Arc<Self>, param: &ConnParam) -> Result {
         let (conn, rep) = {
             let mut st = self.st.lock();
             if st.phase != Phase::ReqRcvd {
                 return Err(EINVAL);
             }
-            let req = st.req.ok_or(EINVAL)?;
+            let qpn = Self::conn_qpn(&st, param)?;
+            let (rtr, rts) =
+                Self::passive_attrs(&st, param.responder_resources, param.initiator_depth)?;
+            if let Some(qp) = st.qp.as_ref() {
+                to_rts(qp, &rtr, &rts)?;
+            }
             let b = st.bound.as_ref().ok_or(EINVAL)?;
-            let qp = st.qp.as_ref().ok_or(EINVAL)?;
-            let path = &req.primary_path;
-            let psn = crate::kshim::random::u32() & 0xff_ffff;
-            let mtu = Mtu::from_raw(u32::from(req.path_mtu)).unwrap_or(b.mtu);
-            let rtr = QpAttr {
-                qp_state: QpState::Rtr,
-                path_mtu: mtu,
-                dest_qp_num: req.local_qpn,
-                rq_psn: psn,
-                ah_attr: Self::ah(
-                    b,
-                    path.local_gid,
-                    path.flow_label,
-                    path.hop_limit,
-                    path.traffic_class,
-                ),
-                max_dest_rd_atomic: param.responder_resources,
-                min_rnr_timer: 0,
-                ..QpAttr::default()
-            };
-            let rts = QpAttr {
-                qp_state: QpState::Rts,
-                sq_psn: req.starting_psn,
-                timeout: path.local_ack_timeout,
-                retry_cnt: req.retry_count,
-                rnr_retry: req.rnr_retry_count,
-                max_rd_atomic: param.initiator_depth,
-                ..QpAttr::default()
-            };
-            to_rts(qp, &rtr, &rts)?;
             let rep = Rep {
-                local_qpn: qp.qpn(),
-                starting_psn: psn,
+                local_qpn: qpn,
+                starting_psn: st.seq_num,
                 responder_resources: param.responder_resources,
                 initiator_depth: param.initiator_depth,
                 target_ack_delay: CA_ACK_DELAY,
                 end_to_end_flow_control: param.flow_control,
+                srq: param.srq,
                 rnr_retry_count: param.rnr_retry_count.min(7),
                 local_ca_guid: b.dev.node_guid(),
                 private_data: Bytes::from_slice(&param.private_data).map_err(|_| EINVAL)?,
                 ..Rep::default()
             };
+            st.user_qpn = param.qp_num;
             st.phase = Phase::Connecting;
             (st.conn.clone().ok_or(EINVAL)?, rep)
         };
@@ -294,36 +360,24 @@ impl CmIdCore {
 }
 
 impl ConnUser for CmIdCore {
-    fn rep_received(&self, _conn: &Arc<CmConn>, rep: &Rep) -> Result {
+    fn rep_received(&self, _conn: &Arc<CmConn>, rep: &Rep) -> Result<RepAnswer> {
         let mut st = self.st.lock();
-        let b = st.bound.as_ref().ok_or(ENODEV)?;
-        let (src, dst) = (st.src.ok_or(EINVAL)?, st.dst.ok_or(EINVAL)?);
-        let qp = st.qp.as_ref().ok_or(EINVAL)?;
-        let flow_label = (u32::from(src.port) * 31 + u32::from(dst.port)) & 0xf_ffff;
-        let rtr = QpAttr {
-            qp_state: QpState::Rtr,
-            path_mtu: b.mtu,
-            dest_qp_num: rep.local_qpn,
-            rq_psn: st.rq_psn,
-            ah_attr: Self::ah(b, gid_of(dst.ip), flow_label, 64, 0),
-            max_dest_rd_atomic: rep.initiator_depth,
-            min_rnr_timer: 0,
-            ..QpAttr::default()
-        };
-        let rts = QpAttr {
-            qp_state: QpState::Rts,
-            sq_psn: rep.starting_psn,
-            timeout: ack_timeout(rep.target_ack_delay, PACKET_LIFE_TIME),
-            retry_cnt: st.param_retry,
-            rnr_retry: rep.rnr_retry_count,
-            max_rd_atomic: rep.responder_resources,
-            ..QpAttr::default()
-        };
-        to_rts(qp, &rtr, &rts)?;
+        let (rtr, rts) = Self::active_attrs(&st, rep)?;
         let mut data = KVec::new();
         data.extend_from_slice(rep.private_data.as_ref(), GFP_KERNEL)?;
         st.rep_data = data;
-        Ok(())
+        match st.qp.as_ref() {
+            Some(qp) => {
+                to_rts(qp, &rtr, &rts)?;
+                Ok(RepAnswer::Rtu)
+            }
+            // User space's QP: it moves it with what `init_qp_attr`
+            // gives from this REP, then `establish` sends the RTU.
+            None => {
+                st.rep = Some(*rep);
+                Ok(RepAnswer::Hold)
+            }
+        }
     }
 
     fn event(&self, _conn: &Arc<CmConn>, ev: ConnEvent) {
@@ -358,6 +412,19 @@ impl ConnUser for CmIdCore {
                     CmEvent::new(EventKind::Disconnected, 0)
                 }
                 ConnEvent::TimewaitExit => CmEvent::new(EventKind::TimewaitExit, 0),
+                ConnEvent::RepHeld => {
+                    let mut e = CmEvent::new(EventKind::ConnectResponse, 0);
+                    e.private_data = core::mem::take(&mut st.rep_data);
+                    if let Some(rep) = st.rep.as_ref() {
+                        e.param.responder_resources = rep.responder_resources;
+                        e.param.initiator_depth = rep.initiator_depth;
+                        e.param.flow_control = rep.end_to_end_flow_control;
+                        e.param.rnr_retry_count = rep.rnr_retry_count;
+                        e.param.srq = rep.srq;
+                        e.param.qp_num = Some(rep.local_qpn);
+                    }
+                    e
+                }
             }
         };
         me.post(out);

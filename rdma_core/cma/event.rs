@@ -33,6 +33,9 @@ pub enum EventKind {
     Unreachable,
     /// The peer rejected (`status` is the REJ's reason).
     Rejected,
+    /// Active, for a QP of user space's: the REP came and its RTU waits
+    /// for [`CmIdCore::establish`] (`param.qp_num` is the peer's QPN).
+    ConnectResponse,
     /// Connected.
     Established,
     /// Disconnected.

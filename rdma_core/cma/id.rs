@@ -21,7 +21,7 @@ use crate::device::Device;
 use crate::kshim::global::Global;
 use crate::kshim::route::NetNs;
 use crate::kshim::sync::SpinLockIrq;
-use crate::spec::cm_msg::Req;
+use crate::spec::cm_msg::{Rep, Req};
 use crate::spec::opcodes::Access;
 use crate::spec::qp_state::{AttrMask, QpState, QpType};
 use crate::verbs::pd::PdCore;
@@ -62,6 +62,15 @@ pub(super) struct State {
     pub(super) rep_data: KVec<u8>,
     /// Passive: the listener the request came to.
     pub(super) parent: Option<Arc<CmIdCore>>,
+    /// The PSN of our side: our REQ's or REP's starting PSN, and so the
+    /// PSN our QP receives at (`seq_num` of the C rdma_cm).
+    pub(super) seq_num: u32,
+    /// The QP of user space's the connection names (`ConnParam::qp_num`).
+    pub(super) user_qpn: Option<u32>,
+    /// Active, for a user QP: the REP, whose RTU waits for `establish`.
+    pub(super) rep: Option<Rep>,
+    /// Active: the responder resources our REQ offered.
+    pub(super) resp_res: u8,
 }
 
 /// An id, as its handler and the CM see it.
@@ -162,6 +171,10 @@ impl CmIdCore {
                         param_retry: 7,
                         rep_data: KVec::new(),
                         parent: None,
+                        seq_num: crate::kshim::random::u32() & 0xff_ffff,
+                        user_qpn: None,
+                        rep: None,
+                        resp_res: 0,
                     },
                     "CmIdCore::st"
                 ),
@@ -205,6 +218,25 @@ impl CmIdCore {
     /// made by a request (tests read its communication IDs and state).
     pub fn cm_conn(&self) -> Option<Arc<CmConn>> {
         self.st.lock().conn.clone()
+    }
+
+    /// Passive: the listener whose request made this id.
+    pub fn listener(&self) -> Option<Arc<CmIdCore>> {
+        self.st.lock().parent.clone()
+    }
+
+    /// The path MTU of the id's route once it has one (a resolved route,
+    /// or a request's), for those that report the route (rdma_ucm).
+    pub fn route_mtu(&self) -> Option<crate::spec::attr::Mtu> {
+        let st = self.st.lock();
+        match st.phase {
+            Phase::RouteResolved
+            | Phase::ReqRcvd
+            | Phase::Connecting
+            | Phase::Established
+            | Phase::Disconnected => st.bound.as_ref().map(|b| b.mtu),
+            _ => None,
+        }
     }
 
     /// The id's QP, once created.

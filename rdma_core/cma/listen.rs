@@ -131,6 +131,8 @@ impl ListenUser for CmIdCore {
         ev.param.flow_control = req.end_to_end_flow_control;
         ev.param.retry_count = req.retry_count;
         ev.param.rnr_retry_count = req.rnr_retry_count;
+        ev.param.qp_num = Some(req.local_qpn);
+        ev.param.srq = req.srq;
         ev.new_id = Some(CmId(child.clone()));
         child.post(ev);
         Ok(child)

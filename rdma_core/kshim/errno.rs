@@ -56,3 +56,13 @@ pub fn ehostunreach() -> Error {
 pub fn emsgsize() -> Error {
     Error::from_errno(-(bindings::EMSGSIZE as i32))
 }
+
+/// `EAFNOSUPPORT`: an address of a family not supported.
+pub fn eafnosupport() -> Error {
+    Error::from_errno(-(bindings::EAFNOSUPPORT as i32))
+}
+
+/// `ENOSYS`: a command of the ABI that is not implemented.
+pub fn enosys() -> Error {
+    Error::from_errno(-(bindings::ENOSYS as i32))
+}

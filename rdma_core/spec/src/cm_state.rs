@@ -355,6 +355,16 @@ impl Actions {
         self.as_slice().contains(a)
     }
 
+    /// The actions without those `drop` picks, in order (a user that
+    /// answers a REP later takes the RTU and its event out).
+    pub fn without(&self, drop: impl Fn(&Action) -> bool) -> Actions {
+        let mut out = Actions::new();
+        for a in self.iter().filter(|a| !drop(a)) {
+            out.push(*a);
+        }
+        out
+    }
+
     /// The events among the actions.
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         self.iter().filter_map(|a| match a {

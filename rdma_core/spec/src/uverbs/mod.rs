@@ -20,6 +20,8 @@
 //!   writes, the encoding of completions.
 //! - [`event`]: the records read from a completion channel and from the
 //!   asynchronous event file.
+//! - [`ucma`]: the rdma_cm device's `write()` ABI (`rdma_user_cm.h`),
+//!   which shares these structures' conventions.
 //!
 //! # Layout and byte order
 //!
@@ -355,5 +357,6 @@ pub mod qp;
 pub mod rxe;
 pub mod rxe_ring;
 pub mod srq_ah;
+pub mod ucma;
 
 pub use framing::{parse, Request};

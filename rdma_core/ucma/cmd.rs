@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The commands of a `write()` to `/dev/infiniband/rdma_cm`: the whole
+//! buffer copied in once, the framing checked by
+//! `rdma::spec::uverbs::ucma` (sizes, command number), then one command
+//! on an id of the file's (another file's handle, a stale one or a
+//! made-up one is `EINVAL`). Success returns the whole length written.
+//!
+//! The ids are RC ids of the TCP port space on IPv4 or IPv6 addresses;
+//! their QPs are user space's (librdmacm makes them through libibverbs),
+//! so `CONNECT` and `ACCEPT` carry the QP's number and `INIT_QP_ATTR`
+//! gives the attributes for its moves. Not implemented (`ENOSYS`, as the
+//! C ucma answers a command it lacks): AF_IB (`BIND`, `RESOLVE_ADDR`,
+//! `QUERY`), UD ids and multicast (`JOIN_*_MCAST`, `LEAVE_MCAST`).
+
+use kernel::error::code::{EINVAL, ENOSPC};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::uaccess::{UserSlice, UserSliceReader};
+
+use rdma::cma::{CmId, ConnParam as KConnParam, IpAddr, SockAddr as KSockAddr};
+use rdma::kshim::errno::{eafnosupport, enosys, eopnotsupp};
+use rdma::kshim::route::NetNs;
+use rdma::spec::qp_state::QpState;
+use rdma::spec::uverbs::srq_ah::{AhAttr, GlobalRoute};
+use rdma::spec::uverbs::ucma::{self, *};
+use rdma::spec::uverbs::Wire;
+
+use crate::ctx::{routes, Ctx};
+use crate::file::UcmaFile;
+use crate::handler::Handler;
+
+/// The largest `write()` taken: a header and the largest request.
+const MAX_WRITE: usize = HDR_LEN + 512;
+
+/// `IBV_QPT_RC`.
+const QPT_RC: u8 = 2;
+/// The most requests a listener keeps waiting (the C ucma's default
+/// `max_backlog`).
+const MAX_BACKLOG: u32 = 1024;
+/// The REJ's private data area.
+const REJ_PRIVATE_DATA: usize = 148;
+/// `IB_CM_REJ_CONSUMER_DEFINED`.
+const REJ_CONSUMER_DEFINED: u8 = 28;
+/// `IBV_EVENT_COMM_EST`.
+const EVENT_COMM_EST: u32 = 3;
+
+fn ucma_err(e: UcmaError) -> Error {
+    match e {
+        UcmaError::Framing | UcmaError::ShortRequest => EINVAL,
+        UcmaError::Unknown(n) if n < NUM_CMDS => enosys(),
+        UcmaError::Unknown(_) => EINVAL,
+        UcmaError::ShortResponse => ENOSPC,
+        UcmaError::Family(_) => eafnosupport(),
+    }
+}
+
+/// Writes `v` at the user address `addr`, cut to `len` bytes.
+fn respond<T: Wire>(addr: u64, len: usize, v: &T) -> Result {
+    let mut bytes = [0u8; 512];
+    let area = bytes.get_mut(..T::SIZE).ok_or(EINVAL)?;
+    v.write_to(area);
+    let n = len.min(T::SIZE);
+    UserSlice::new(addr as usize, n)
+        .writer()
+        .write_slice(&area[..n])?;
+    Ok(())
+}
+
+/// An address of a command, as the rdma_cm takes it.
+fn sockaddr(s: &SockaddrIn6) -> Result<Option<KSockAddr>> {
+    Ok(SockAddr::decode(s).map_err(ucma_err)?.map(|a| KSockAddr {
+        ip: match a.ip {
+            IpBytes::V4(v) => IpAddr::V4(v),
+            IpBytes::V6(v) => IpAddr::from16(v),
+        },
+        port: a.port,
+    }))
+}
+
+/// An address of the rdma_cm's, for user space.
+fn sockaddr_out(a: Option<KSockAddr>) -> SockaddrIn6 {
+    a.map_or(SockaddrIn6::default(), |a| {
+        SockAddr {
+            ip: match a.ip {
+                IpAddr::V4(v) => IpBytes::V4(v),
+                IpAddr::V6(v) => IpBytes::V6(v),
+            },
+            port: a.port,
+        }
+        .encode_in6()
+    })
+}
+
+/// Runs one `write()` on `file`.
+pub(crate) fn write(file: &Arc<UcmaFile>, data: UserSliceReader, nonblock: bool) -> Result<usize> {
+    let count = data.len();
+    if count > MAX_WRITE {
+        return Err(EINVAL);
+    }
+    let mut buf = KVec::new();
+    data.read_all(&mut buf, GFP_KERNEL)?;
+    let req = ucma::parse(&buf).map_err(ucma_err)?;
+    let input = req.input;
+    match req.spec.cmd {
+        CREATE_ID => create_id(file, &decode(input), req.out_len)?,
+        DESTROY_ID => destroy_id(file, &decode(input), req.out_len)?,
+        BIND_IP => {
+            let c: BindIp = decode(input);
+            let addr = sockaddr(&c.addr)?.ok_or_else(eafnosupport)?;
+            file.get(c.id)?.id.bind_addr(addr)?;
+        }
+        RESOLVE_IP => {
+            let c: ResolveIp = decode(input);
+            let dst = sockaddr(&c.dst_addr)?.ok_or_else(eafnosupport)?;
+            let src = sockaddr(&c.src_addr)?;
+            file.get(c.id)?.id.resolve_addr(src, dst)?;
+        }
+        RESOLVE_ROUTE => {
+            let c: ResolveRoute = decode(input);
+            file.get(c.id)?.id.resolve_route()?;
+        }
+        QUERY_ROUTE => query_route(file, &decode(input), req.out_len)?,
+        CONNECT => {
+            let c: Connect = decode(input);
+            let p = conn_param(&c.conn_param)?;
+            file.get(c.id)?.id.connect(&p)?;
+        }
+        LISTEN => {
+            let c: Listen = decode(input);
+            let ctx = file.get(c.id)?;
+            let backlog = if c.backlog > 0 && c.backlog < MAX_BACKLOG {
+                c.backlog
+            } else {
+                MAX_BACKLOG
+            };
+            ctx.backlog
+                .store(backlog, core::sync::atomic::Ordering::Relaxed);
+            ctx.id.listen()?;
+        }
+        ACCEPT => {
+            let c: Accept = decode(input);
+            let ctx = file.get(c.id)?;
+            if c.conn_param.valid != 0 {
+                let p = conn_param(&c.conn_param)?;
+                ctx.set_uid(c.uid);
+                ctx.id.accept(&p)?;
+            } else {
+                // The active side after CONNECT_RESPONSE: its QP is in
+                // RTS, the RTU goes.
+                ctx.id.establish()?;
+            }
+        }
+        REJECT => {
+            let c: Reject = decode(input);
+            if c.reason != 0 && c.reason != REJ_CONSUMER_DEFINED {
+                return Err(EINVAL);
+            }
+            if c.data().len() > REJ_PRIVATE_DATA {
+                return Err(EINVAL);
+            }
+            file.get(c.id)?.id.reject(c.data())?;
+        }
+        DISCONNECT => {
+            let c: Disconnect = decode(input);
+            file.get(c.id)?.id.disconnect()?;
+        }
+        INIT_QP_ATTR => init_qp_attr(file, &decode(input), req.out_len)?,
+        GET_EVENT => {
+            let c: GetEvent = decode(input);
+            file.get_event(c.response, req.out_len, nonblock)?;
+        }
+        SET_OPTION => set_option(file, &decode(input))?,
+        NOTIFY => {
+            let c: Notify = decode(input);
+            let ctx = file.get(c.id)?;
+            if c.event != EVENT_COMM_EST {
+                return Err(EINVAL);
+            }
+            ctx.id.notify_established()?;
+        }
+        MIGRATE_ID => return Err(enosys()),
+        _ => return Err(enosys()),
+    }
+    Ok(count)
+}
+
+/// `CREATE_ID`: an RC id of the TCP port space in the caller's network
+/// namespace.
+fn create_id(file: &Arc<UcmaFile>, c: &CreateId, out_len: usize) -> Result {
+    if c.ps != PS_TCP || c.qp_type != QPT_RC {
+        // UD ids (UDP, IPoIB port spaces) and AF_IB (PS_IB) are not
+        // implemented.
+        return Err(eopnotsupp());
+    }
+    let handler: Arc<dyn rdma::cma::CmHandler> = Arc::new(Handler, GFP_KERNEL)?;
+    let id = CmId::new(NetNs::current()?, handler)?;
+    let ctx = Ctx::new(id, file.clone(), c.uid)?;
+    routes::add(&ctx)?;
+    let resp = CreateIdResp { id: ctx.handle };
+    if let Err(e) = respond(c.response, out_len, &resp).and_then(|()| file.insert(&ctx)) {
+        ctx.destroy();
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// `DESTROY_ID`: the id ends, its unread events go (the new ids of
+/// requests among them are rejected), and the events read are returned.
+fn destroy_id(file: &Arc<UcmaFile>, c: &DestroyId, out_len: usize) -> Result {
+    let ctx = file.take(c.id)?;
+    ctx.destroy();
+    for orphan in ctx.file().forget(&ctx) {
+        orphan.destroy();
+    }
+    let resp = DestroyIdResp {
+        events_reported: ctx.events_reported(),
+    };
+    respond(c.response, out_len, &resp)
+}
+
+/// The rdma_cm's parameters of a `CONNECT` or `ACCEPT`.
+fn conn_param(p: &ucma::ConnParam) -> Result<KConnParam> {
+    if p.valid == 0 {
+        return Err(EINVAL);
+    }
+    let mut data = KVec::new();
+    data.extend_from_slice(p.data(), GFP_KERNEL)?;
+    Ok(KConnParam {
+        private_data: data,
+        responder_resources: p.responder_resources,
+        initiator_depth: p.initiator_depth,
+        flow_control: p.flow_control != 0,
+        retry_count: p.retry_count,
+        rnr_retry_count: p.rnr_retry_count,
+        qp_num: Some(p.qp_num),
+        srq: p.srq != 0,
+        ..KConnParam::default()
+    })
+}
+
+/// `QUERY_ROUTE`: the id's addresses, device and port, and its route
+/// (one path once resolved) with the GIDs of both ends. The device index
+/// is "unknown" (`u32::MAX`): RDMA netlink numbers devices in another
+/// module (rdma_rs_uverbs); librdmacm then matches the node GUID alone.
+fn query_route(file: &Arc<UcmaFile>, c: &Query, out_len: usize) -> Result {
+    let ctx = file.get(c.id)?;
+    let (src, dst) = (ctx.id.src_addr(), ctx.id.dst_addr());
+    let mut resp = QueryRouteResp {
+        src_addr: sockaddr_out(src),
+        dst_addr: sockaddr_out(dst),
+        ibdev_index: u32::MAX,
+        ..QueryRouteResp::default()
+    };
+    if let Some((dev, port)) = ctx.id.device() {
+        resp.node_guid = dev.node_guid().to_be_bytes();
+        resp.port_num = port as u8;
+        let path = &mut resp.ib_route[0];
+        path.sgid = src.map_or([0; 16], |a| a.ip.to16());
+        path.dgid = dst.map_or([0; 16], |a| a.ip.to16());
+        path.pkey = 0xffffu16.to_be_bytes();
+        if let Some(mtu) = ctx.id.route_mtu() {
+            resp.num_paths = 1;
+            path.mtu = mtu as u32;
+            path.hop_limit = 64;
+            path.numb_path = 1;
+            path.reversible = 1;
+            path.mtu_selector = 2;
+            path.rate_selector = 2;
+            path.packet_life_time_selector = 2;
+            path.packet_life_time = 16;
+        }
+    }
+    respond(c.response, out_len, &resp)
+}
+
+/// `INIT_QP_ATTR`: what moves the id's QP to the state asked for.
+fn init_qp_attr(file: &Arc<UcmaFile>, c: &InitQpAttr, out_len: usize) -> Result {
+    let ctx = file.get(c.id)?;
+    let state = match c.qp_state {
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        _ => return Err(EINVAL),
+    };
+    let (a, mask) = ctx.id.init_qp_attr(state)?;
+    let g = &a.ah_attr.grh;
+    let resp = QpAttr {
+        qp_attr_mask: mask.0,
+        qp_state: a.qp_state as u32,
+        cur_qp_state: a.cur_qp_state as u32,
+        path_mtu: a.path_mtu as u32,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.qp_access_flags.0,
+        ah_attr: AhAttr {
+            grh: GlobalRoute {
+                dgid: g.dgid.0,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+                reserved: 0,
+            },
+            sl: a.ah_attr.sl,
+            static_rate: a.ah_attr.static_rate,
+            is_global: 1,
+            port_num: a.ah_attr.port_num as u8,
+            ..AhAttr::default()
+        },
+        pkey_index: a.pkey_index,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port_num as u8,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        ..QpAttr::default()
+    };
+    respond(c.response, out_len, &resp)
+}
+
+/// `SET_OPTION`: of the id level, `REUSEADDR` and `AFONLY` are taken (an
+/// `int` each; this rdma_cm neither reserves ports nor binds both
+/// families, so neither changes anything); the type of service, the ACK
+/// timeout and IB paths are not implemented (`ENOSYS`, as the C ucma
+/// answers an option it lacks).
+fn set_option(file: &Arc<UcmaFile>, c: &SetOption) -> Result {
+    let _ctx = file.get(c.id)?;
+    match (c.level, c.optname) {
+        (OPTION_ID, OPTION_ID_REUSEADDR) | (OPTION_ID, OPTION_ID_AFONLY) => {
+            if c.optlen != 4 {
+                return Err(EINVAL);
+            }
+            let mut v = [0u8; 4];
+            UserSlice::new(c.optval as usize, 4)
+                .reader()
+                .read_slice(&mut v)?;
+            Ok(())
+        }
+        _ => Err(enosys()),
+    }
+}

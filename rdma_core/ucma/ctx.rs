@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An id of user space's ([`Ctx`]): the rdma_cm id it owns, the handle
+//! user space names it by, its cookie (`uid`, returned in its events), the
+//! file its events go to, and how many of them user space has read
+//! (`DESTROY_ID` returns that count; librdmacm waits until it has
+//! acknowledged as many before it frees its side).
+//!
+//! The [`routes`] map an rdma_cm id to its `Ctx`, for the event handler,
+//! which the rdma_cm calls with the id (a request's new id comes with its
+//! listener's handler, so one handler serves every id, and finds the
+//! `Ctx` here).
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use kernel::error::code::ENODEV;
+use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::cma::{CmId, CmIdCore};
+use rdma::kshim::global::Global;
+
+use crate::file::UcmaFile;
+
+/// Handles are numbered across all files (an id keeps its handle when it
+/// moves to another file, `MIGRATE_ID`).
+static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0);
+
+/// An id of user space's.
+#[pin_data]
+pub(crate) struct Ctx {
+    /// What user space names the id by.
+    pub(crate) handle: u32,
+    uid: AtomicU64,
+    pub(crate) id: CmId,
+    #[pin]
+    file: Mutex<Arc<UcmaFile>>,
+    events_reported: AtomicU32,
+    /// A listener's: connection requests queued and not read yet, and how
+    /// many may be (`LISTEN`'s backlog).
+    pub(crate) pending: AtomicU32,
+    pub(crate) backlog: AtomicU32,
+}
+
+impl Ctx {
+    /// A new id of `file`'s, with cookie `uid`.
+    pub(crate) fn new(id: CmId, file: Arc<UcmaFile>, uid: u64) -> Result<Arc<Ctx>> {
+        Arc::pin_init(
+            pin_init!(Ctx {
+                handle: NEXT_HANDLE.fetch_add(1, Ordering::Relaxed),
+                uid: AtomicU64::new(uid),
+                id,
+                file <- new_mutex!(file, "ucma::Ctx::file"),
+                events_reported: AtomicU32::new(0),
+                pending: AtomicU32::new(0),
+                backlog: AtomicU32::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The cookie user space gave.
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid.load(Ordering::Relaxed)
+    }
+
+    /// A new cookie (`ACCEPT` of a request's id).
+    pub(crate) fn set_uid(&self, uid: u64) {
+        self.uid.store(uid, Ordering::Relaxed)
+    }
+
+    /// The file the id's events go to.
+    pub(crate) fn file(&self) -> Arc<UcmaFile> {
+        self.file.lock().clone()
+    }
+
+    /// Events read.
+    pub(crate) fn events_reported(&self) -> u32 {
+        self.events_reported.load(Ordering::Relaxed)
+    }
+
+    /// One more event read.
+    pub(crate) fn count_read(&self) {
+        self.events_reported.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Ends the id: no event of it is routed after, its connection ends
+    /// (a reject or a disconnect for the peer) and its rdma_cm id is
+    /// destroyed, which waits for a handler running for it elsewhere.
+    /// Process context, with no lock of a file held.
+    pub(crate) fn destroy(&self) {
+        routes::remove(&self.id);
+        self.id.destroy();
+    }
+}
+
+/// The map from rdma_cm ids to their `Ctx`.
+pub(crate) mod routes {
+    use super::*;
+
+    /// The map, by the address of the rdma_cm id.
+    #[pin_data]
+    pub(crate) struct Routes {
+        #[pin]
+        map: Mutex<RBTree<usize, Arc<Ctx>>>,
+    }
+
+    static ROUTES: Global<Routes> = Global::new();
+
+    fn key(id: &CmIdCore) -> usize {
+        core::ptr::from_ref(id) as usize
+    }
+
+    /// Sets the map up (module init).
+    pub(crate) fn init() -> Result {
+        ROUTES.replace(Some(Arc::pin_init(
+            pin_init!(Routes {
+                map <- new_mutex!(RBTree::new(), "ucma::ROUTES"),
+            }),
+            GFP_KERNEL,
+        )?));
+        Ok(())
+    }
+
+    /// Drops the map (module exit: no file is open, so it is empty).
+    pub(crate) fn exit() {
+        drop(ROUTES.replace(None));
+    }
+
+    /// Routes the events of `ctx`'s id to it.
+    pub(crate) fn add(ctx: &Arc<Ctx>) -> Result {
+        let r = ROUTES.get().ok_or(ENODEV)?;
+        let node = RBTreeNode::new(key(&ctx.id), ctx.clone(), GFP_KERNEL)?;
+        drop(r.map.lock().insert(node));
+        Ok(())
+    }
+
+    /// The `Ctx` of `id`, if it is routed.
+    pub(crate) fn find(id: &CmIdCore) -> Option<Arc<Ctx>> {
+        let r = ROUTES.get()?;
+        let map = r.map.lock();
+        map.get(&key(id)).cloned()
+    }
+
+    /// Stops routing `id`'s events.
+    pub(crate) fn remove(id: &CmIdCore) {
+        if let Some(r) = ROUTES.get() {
+            let gone = r.map.lock().remove(&key(id));
+            drop(gone);
+        }
+    }
+}

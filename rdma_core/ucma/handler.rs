@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rdma_cm's events of user space's ids, turned into the records
+//! `GET_EVENT` gives ([`Handler`]): the event's number, its status (an
+//! errno, or a REJ's reason), and the connection parameters as the C
+//! rdma_cm reports them, from the receiver's side (a request's responder
+//! resources are the initiator depth it offered, and the reverse). A
+//! connection request makes the new id's [`Ctx`] and queues it with the
+//! event on the listener's file, or rejects it if the listener's backlog
+//! is full or the listener is gone.
+
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use rdma::cma::{CmEvent, CmHandler, CmIdCore, Disposition, EventKind};
+use rdma::spec::uverbs::ucma::{event, ConnParam, EventResp};
+
+use crate::ctx::{routes, Ctx};
+use crate::file::UEvent;
+
+/// The handler of every id of user space's.
+pub(crate) struct Handler;
+
+/// The number user space knows an event by.
+fn number(kind: EventKind) -> u32 {
+    match kind {
+        EventKind::AddrResolved => event::ADDR_RESOLVED,
+        EventKind::AddrError => event::ADDR_ERROR,
+        EventKind::RouteResolved => event::ROUTE_RESOLVED,
+        EventKind::RouteError => event::ROUTE_ERROR,
+        EventKind::ConnectRequest => event::CONNECT_REQUEST,
+        EventKind::ConnectResponse => event::CONNECT_RESPONSE,
+        EventKind::Unreachable => event::UNREACHABLE,
+        EventKind::Rejected => event::REJECTED,
+        EventKind::Established => event::ESTABLISHED,
+        EventKind::Disconnected => event::DISCONNECTED,
+        EventKind::DeviceRemoval => event::DEVICE_REMOVAL,
+        EventKind::TimewaitExit => event::TIMEWAIT_EXIT,
+    }
+}
+
+/// The event's connection parameters, from the receiver's side.
+fn conn_param(ev: &CmEvent) -> ConnParam {
+    let mut p = ConnParam::with_data(&ev.private_data);
+    p.qp_num = ev.param.qp_num.unwrap_or(0);
+    p.srq = u8::from(ev.param.srq);
+    p.responder_resources = ev.param.initiator_depth;
+    p.initiator_depth = ev.param.responder_resources;
+    p.flow_control = u8::from(ev.param.flow_control);
+    p.retry_count = ev.param.retry_count;
+    p.rnr_retry_count = ev.param.rnr_retry_count;
+    p
+}
+
+impl CmHandler for Handler {
+    fn event(&self, id: &Arc<CmIdCore>, mut ev: CmEvent) -> Disposition {
+        if ev.kind == EventKind::ConnectRequest {
+            request(id, &mut ev);
+            return Disposition::Keep;
+        }
+        // An id destroyed meanwhile is no longer routed: its event goes.
+        let Some(ctx) = routes::find(id) else {
+            return Disposition::Keep;
+        };
+        let resp = EventResp::with_conn(
+            ctx.uid(),
+            ctx.handle,
+            number(ev.kind),
+            ev.status,
+            &conn_param(&ev),
+        );
+        let file = ctx.file();
+        file.push(UEvent {
+            resp,
+            ctx,
+            child: None,
+        });
+        Disposition::Keep
+    }
+}
+
+/// A connection request to a listener of user space's: its new id, and
+/// the event with it. Dropping the new id rejects the request.
+fn request(child: &Arc<CmIdCore>, ev: &mut CmEvent) {
+    let Some(new_id) = ev.new_id.take() else {
+        return;
+    };
+    let Some(listener) = child.listener().and_then(|l| routes::find(&l)) else {
+        return;
+    };
+    let backlog = listener.backlog.load(Ordering::Relaxed);
+    if listener.pending.fetch_add(1, Ordering::Relaxed) >= backlog {
+        listener.pending.fetch_sub(1, Ordering::Relaxed);
+        if rdma::kshim::ratelimit::log_allowed() {
+            pr_info!("rdma_cm: a listener's backlog is full, request rejected\n");
+        }
+        return;
+    }
+    let file = listener.file();
+    let made = Ctx::new(new_id, file.clone(), 0).and_then(|c| routes::add(&c).map(|()| c));
+    let Ok(ctx) = made else {
+        listener.pending.fetch_sub(1, Ordering::Relaxed);
+        return;
+    };
+    let resp = EventResp::with_conn(
+        listener.uid(),
+        ctx.handle,
+        event::CONNECT_REQUEST,
+        0,
+        &conn_param(ev),
+    );
+    let queued = file.push(UEvent {
+        resp,
+        ctx: listener.clone(),
+        child: Some(ctx.clone()),
+    });
+    if !queued {
+        listener.pending.fetch_sub(1, Ordering::Relaxed);
+        ctx.destroy();
+    }
+}

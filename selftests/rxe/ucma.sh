@@ -1,0 +1,107 @@
+#!/bin/sh
+# rdma_rs_ucm: unchanged librdmacm (rdma-core 44) and its tools connect
+# through /dev/infiniband/rdma_cm on our rdma_cm, between our rxe devices
+# in two network namespaces, with the kernel's C stack absent and kept
+# from autoloading: rping (data verified), ucmatose (several connections)
+# and perftest over rdma_cm (-R).
+. ../lib/ktap.sh
+. ../lib/cleanup.sh
+. ../lib/netns.sh
+. ../lib/rxe.sh
+
+ktap_plan
+
+# librdmacm and libibverbs ask the RDMA netlink family first; opening it
+# would load the C ib_core, whose answer (no devices) would hide ours.
+nocore=/etc/modprobe.d/rdma-rs-no-ib-core.conf
+mkdir -p /etc/modprobe.d
+printf 'install ib_core /bin/false\ninstall ib_uverbs /bin/false\ninstall rdma_ucm /bin/false\n' > "$nocore"
+cleanup_add rm -f "$nocore"
+for m in rdma_ucm rdma_rxe ib_uverbs rdma_cm iw_cm ib_cm ib_core; do
+	modprobe -r "$m" 2>/dev/null
+done
+load() {
+	! grep -q "^ib_core " /proc/modules &&
+		modprobe rdma_rs_rxe && modprobe rdma_rs_uverbs && modprobe rdma_rs_ucm
+}
+ktap_check "load" load
+cleanup_add modprobe -r rdma_rs_ucm
+
+rdma_cm_node() {
+	st=$(stat -c '%F %a' /dev/infiniband/rdma_cm) || return 1
+	[ "$st" = "character special file 666" ] || { echo "node: $st"; return 1; }
+	grep -q " rdma_cm$" /proc/misc || { echo "no misc device rdma_cm"; return 1; }
+}
+ktap_check "rdma_cm_node" rdma_cm_node
+
+netns_pair ucx ucy 10.79.5
+cleanup_add netns_cleanup ucx ucy
+devices() {
+	rxe_bind ucx veth_a rxec0 && rxe_bind ucy veth_b rxec1
+}
+ktap_check "devices" devices
+cleanup_add rxe_item_remove rxec0 rxec1
+
+# Runs a server in ucy and its client in ucx, both bounded; the client is
+# retried while the server does not listen yet. Outputs in $tmpd/srv and
+# $tmpd/cli.
+pair() { # "server command" "client command"
+	ip netns exec ucy timeout 120 sh -c "$1" > "$tmpd/srv" 2>&1 &
+	_srv=$!
+	_n=0
+	until ip netns exec ucx timeout 100 sh -c "$2" > "$tmpd/cli" 2>&1; do
+		_n=$((_n + 1))
+		if [ "$_n" -ge 50 ] || ! grep -Eqi "reject|refused|unreachable|error 111|ECONNREFUSED" "$tmpd/cli"; then
+			kill "$_srv" 2>/dev/null
+			wait "$_srv"
+			sed 's/^/    # client: /' "$tmpd/cli"
+			sed 's/^/    # server: /' "$tmpd/srv"
+			return 1
+		fi
+		sleep 0.2
+	done
+	if ! wait "$_srv"; then
+		sed 's/^/    # server: /' "$tmpd/srv"
+		return 1
+	fi
+}
+
+# rping: COUNT pings of SIZE bytes, each verified by the client (-V) and
+# printed by both sides; the server serves one client and exits.
+rping_pair() { # size count
+	pair "rping -s -a 10.79.5.2 -p 7471 -S $1 -C $2 -v" \
+		"rping -c -a 10.79.5.2 -p 7471 -S $1 -C $2 -V -v" || return 1
+	_nc=$(grep -c '^ping data: rdma-ping-' "$tmpd/cli")
+	_ns=$(grep -c '^server ping data: rdma-ping-' "$tmpd/srv")
+	if [ "$_nc" != "$2" ] || [ "$_ns" != "$2" ]; then
+		echo "client printed $_nc pings, server $_ns, of $2"
+		sed 's/^/    # client: /' "$tmpd/cli" | tail -5
+		return 1
+	fi
+}
+ktap_check "rping_small" rping_pair 64 20
+ktap_check "rping_large" rping_pair 32768 5
+
+# ucmatose: several connections at once, messages both ways on each, then
+# disconnect; both sides exit 0 having seen every connection.
+ucmatose_pair() {
+	pair "ucmatose -b 10.79.5.2 -p 7473 -c 4 -C 10" \
+		"ucmatose -s 10.79.5.2 -p 7473 -c 4 -C 10" || return 1
+	if ! grep -q "test complete" "$tmpd/cli" || ! grep -q "test complete" "$tmpd/srv"; then
+		sed 's/^/    # client: /' "$tmpd/cli"
+		sed 's/^/    # server: /' "$tmpd/srv"
+		return 1
+	fi
+}
+ktap_check "ucmatose" ucmatose_pair
+
+# perftest over rdma_cm (-R): the QPs connect through librdmacm.
+perftest_cm() { # N program
+	pair "$2 -d rxec1 -R -n $1 -F" "$2 -d rxec0 -R -n $1 -F 10.79.5.2" || return 1
+	perftest_completed "$tmpd/cli" "$1" ||
+		{ sed 's/^/    # client: /' "$tmpd/cli"; return 1; }
+}
+ktap_check "ib_send_lat_cm" perftest_cm 200 ib_send_lat
+ktap_check "ib_write_bw_cm" perftest_cm 100 ib_write_bw
+
+ktap_finish
