@@ -40,6 +40,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use kernel::error::code::EBADF;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -363,6 +364,7 @@ impl AnonFile {
         let obj = KBox::new(
             OpenFile {
                 vtable: &OpenFile::<T>::VTABLE,
+                ops_id: ops_id(&ops),
                 ops,
                 file,
             },
@@ -540,6 +542,7 @@ impl<T: CharDevOps> DevCtx<T> {
             slot,
             OpenFile {
                 vtable: &OpenFile::<T>::VTABLE,
+                ops_id: ops_id(&this.ops),
                 ops: this.ops.clone(),
                 file,
             },
@@ -577,8 +580,87 @@ struct FileVTable {
 #[repr(C)]
 struct OpenFile<T: CharDevOps> {
     vtable: &'static FileVTable,
+    /// The address of the operations' `T` ([`ops_id`]): with `vtable`,
+    /// the [`FileHead`] every `OpenFile` starts with.
+    ops_id: usize,
     ops: Arc<T>,
     file: T::File,
+}
+
+/// The start of every [`OpenFile`], whatever its `T` (both are
+/// `#[repr(C)]` and begin with the same two fields).
+#[repr(C)]
+struct FileHead {
+    vtable: &'static FileVTable,
+    ops_id: usize,
+}
+
+/// What tells the files of one set of operations from any other's: the
+/// address of the operations object, which lives as long as any file
+/// (each holds an `Arc` of it).
+fn ops_id<T>(ops: &Arc<T>) -> usize {
+    core::ptr::from_ref::<T>(ops).cast::<u8>() as usize
+}
+
+/// The object of the open file behind descriptor `fd` of the calling
+/// process, if it is a file served by `ops` (a misc device's or an
+/// [`AnonFile`] of those operations): a clone of it, valid after the
+/// descriptor is closed. `EBADF` for a descriptor that is not open,
+/// `EINVAL` for a file of anything else (another device, a pipe).
+/// Process context.
+pub fn file_of_fd<T: CharDevOps>(fd: i32, ops: &Arc<T>) -> Result<T::File>
+where
+    T::File: Clone,
+{
+    let (file, ctx) = fget_raw(fd)?;
+    // Why the reads are sound:
+    // - the reference `fget_raw` took keeps the file open until the
+    //   `fput_raw` below, and with it its `OpenFile` (freed only by
+    //   release);
+    // - every file the glue's operations serve has an `OpenFile<U>` for
+    //   some `U` as its object, and every `OpenFile` starts with a
+    //   `FileHead` (both `#[repr(C)]`, same leading fields);
+    // - a head whose `ops_id` is that of `ops` belongs to an
+    //   `OpenFile<T>`: two live operations objects have distinct
+    //   addresses, and a `U` other than `T` would have a different one.
+    let out = {
+        // SAFETY: as argued above, `ctx` is a live `FileHead`.
+        let head = unsafe { &*ctx.cast::<FileHead>() };
+        if head.ops_id == ops_id(ops) {
+            // SAFETY: as argued above, a live `OpenFile<T>`.
+            let open = unsafe { &*ctx.cast::<OpenFile<T>>() };
+            Ok(open.file.clone())
+        } else {
+            Err(EINVAL)
+        }
+    };
+    // SAFETY: the reference `fget_raw` took, dropped once.
+    unsafe { fput_raw(file) };
+    out
+}
+
+/// `rdma_rs_chardev_fget`, non-generic (see [`register_raw`]): the file
+/// of descriptor `fd`, with a reference the caller drops with
+/// [`fput_raw`], and its object, if it is a file of the glue's.
+#[inline(never)]
+fn fget_raw(fd: i32) -> Result<(NonNull<bindings::file>, *const c_void)> {
+    let mut ctx: *mut c_void = core::ptr::null_mut();
+    // SAFETY: `ctx` is writable; the glue writes it only when it returns a
+    // file.
+    let file = unsafe { bindings::rdma_rs_chardev_fget(fd, &mut ctx) };
+    let file = NonNull::new(file).ok_or(EBADF)?;
+    Ok((file, ctx.cast_const()))
+}
+
+/// `rdma_rs_chardev_fput`, non-generic.
+///
+/// # Safety
+///
+/// `file` came from [`fget_raw`], and its reference is dropped once.
+#[inline(never)]
+unsafe fn fput_raw(file: NonNull<bindings::file>) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdma_rs_chardev_fput(file.as_ptr()) }
 }
 
 impl<T: CharDevOps> OpenFile<T> {

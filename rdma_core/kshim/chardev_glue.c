@@ -266,6 +266,33 @@ int rdma_rs_anon_file(struct module *owner, const char *name, void *ctx, bool wr
 	return fd;
 }
 
+/*
+ * The file behind descriptor fd of the calling task, with a reference, if
+ * it is one of ours (a misc device's or an anonymous file of this glue):
+ * then *file_ctx is its Rust object. NULL otherwise. The caller drops the
+ * reference with rdma_rs_chardev_fput.
+ */
+struct file *rdma_rs_chardev_fget(int fd, void **file_ctx)
+{
+	struct rdma_rs_chardev_file *f;
+	struct file *file = fget(fd);
+
+	if (!file)
+		return NULL;
+	if (file->f_op != &chardev_file_fops) {
+		fput(file);
+		return NULL;
+	}
+	f = file->private_data;
+	*file_ctx = f->ctx;
+	return file;
+}
+
+void rdma_rs_chardev_fput(struct file *file)
+{
+	fput(file);
+}
+
 void rdma_rs_anon_file_install(int fd, struct file *file)
 {
 	fd_install(fd, file);

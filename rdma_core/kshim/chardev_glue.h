@@ -29,6 +29,8 @@ unsigned int rdma_rs_chardev_minor(const struct rdma_rs_chardev *d);
 int rdma_rs_anon_file(struct module *owner, const char *name, void *ctx, bool writable,
 		      struct file **out);
 void rdma_rs_anon_file_install(int fd, struct file *file);
+struct file *rdma_rs_chardev_fget(int fd, void **file_ctx);
+void rdma_rs_chardev_fput(struct file *file);
 void rdma_rs_anon_file_abort(int fd, struct file *file);
 
 unsigned long rdma_rs_vma_start(const struct vm_area_struct *vma);

@@ -179,7 +179,7 @@ pub(crate) fn write(file: &Arc<UcmaFile>, data: UserSliceReader, nonblock: bool)
             }
             ctx.id.notify_established()?;
         }
-        MIGRATE_ID => return Err(enosys()),
+        MIGRATE_ID => migrate_id(file, &decode(input), req.out_len)?,
         _ => return Err(enosys()),
     }
     Ok(count)
@@ -319,6 +319,25 @@ fn init_qp_attr(file: &Arc<UcmaFile>, c: &InitQpAttr, out_len: usize) -> Result 
         retry_cnt: a.retry_cnt,
         rnr_retry: a.rnr_retry,
         ..QpAttr::default()
+    };
+    respond(c.response, out_len, &resp)
+}
+
+/// `MIGRATE_ID`, written to the file the id moves to: the id of handle
+/// `id` on the file of descriptor `fd` moves here with its unread events,
+/// and the events read so far are returned. `EBADF` for a descriptor not
+/// open, `EINVAL` for one that is not an rdma_cm file or an id not on it.
+fn migrate_id(to: &Arc<UcmaFile>, c: &MigrateId, out_len: usize) -> Result {
+    let ops = crate::file::OPS.get().ok_or(EINVAL)?;
+    let from = rdma::kshim::chardev::file_of_fd(c.fd as i32, &ops)?;
+    let ctx = from.get(c.id)?;
+    if !Arc::ptr_eq(&from, to) {
+        for lost in ctx.migrate(&from, to)? {
+            lost.destroy();
+        }
+    }
+    let resp = MigrateResp {
+        events_reported: ctx.events_reported(),
     };
     respond(c.response, out_len, &resp)
 }

@@ -13,7 +13,7 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use kernel::error::code::ENODEV;
+use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -21,7 +21,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use rdma::cma::{CmId, CmIdCore};
 use rdma::kshim::global::Global;
 
-use crate::file::UcmaFile;
+use crate::file::{UEvent, UcmaFile};
 
 /// Handles are numbered across all files (an id keeps its handle when it
 /// moves to another file, `MIGRATE_ID`).
@@ -73,6 +73,57 @@ impl Ctx {
     /// The file the id's events go to.
     pub(crate) fn file(&self) -> Arc<UcmaFile> {
         self.file.lock().clone()
+    }
+
+    /// Queues `ev` on the id's file; `false` if it could not be (the file
+    /// is closed or full). Under the id's `file` lock, so that an event
+    /// never lands on a file the id has just left.
+    pub(crate) fn push_event(&self, ev: UEvent) -> bool {
+        let f = self.file.lock();
+        f.push(ev)
+    }
+
+    /// Moves the id from `from` to `to` with its unread events, in order
+    /// (`MIGRATE_ID`); the new ids of unread requests move with them.
+    /// Returns the ids of events `to` could not take, for the caller to
+    /// destroy (requests rejected).
+    pub(crate) fn migrate(
+        self: &Arc<Self>,
+        from: &Arc<UcmaFile>,
+        to: &Arc<UcmaFile>,
+    ) -> Result<KVec<Arc<Ctx>>> {
+        let mut children = KVec::new();
+        let mut lost = KVec::new();
+        {
+            let mut f = self.file.lock();
+            if !Arc::ptr_eq(&f, from) {
+                return Err(EINVAL);
+            }
+            let moved = from.take(self.handle)?;
+            if let Err(e) = to.insert(&moved) {
+                // Put back: it was there a moment ago, the insert of a
+                // node of an existing key cannot fail for room.
+                let _ = from.insert(&moved);
+                return Err(e);
+            }
+            for ev in from.take_events(self)? {
+                let child = ev.child.clone();
+                if !to.push(ev) {
+                    if let Some(c) = child {
+                        let _ = lost.push(c, GFP_KERNEL);
+                    }
+                } else if let Some(c) = child {
+                    let _ = children.push(c, GFP_KERNEL);
+                }
+            }
+            *f = to.clone();
+        }
+        // A request's new id follows its event (its own lock, taken after
+        // the listener's is released: one lock class).
+        for c in children.iter() {
+            *c.file.lock() = to.clone();
+        }
+        Ok(lost)
     }
 
     /// Events read.

@@ -25,12 +25,21 @@ use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::uaccess::UserSlice;
 
+use rdma::kshim::global::Global;
 use rdma::kshim::poll::{PollQueue, PollTable, POLLIN, POLLRDNORM};
 use rdma::kshim::vec::remove;
 use rdma::spec::uverbs::ucma::EventResp;
 use rdma::spec::uverbs::Wire;
 
 use crate::ctx::Ctx;
+
+/// The operations of `/dev/infiniband/rdma_cm` (served by the crate's
+/// root), which tell its files from any other (`MIGRATE_ID` names one by
+/// descriptor).
+pub(crate) struct UcmaOps;
+
+/// The module's operations, while it is loaded.
+pub(crate) static OPS: Global<UcmaOps> = Global::new();
 
 /// Events queued at most per file.
 pub(crate) const QUEUE_MAX: usize = 4096;
@@ -147,6 +156,30 @@ impl UcmaFile {
             }
         }
         orphans
+    }
+
+    /// Takes `ctx`'s unread events off the queue, in order (`MIGRATE_ID`
+    /// moves them to another file).
+    pub(crate) fn take_events(&self, ctx: &Arc<Ctx>) -> Result<KVec<UEvent>> {
+        let mut st = self.st.lock();
+        let n = st
+            .events
+            .iter()
+            .filter(|e| Arc::ptr_eq(&e.ctx, ctx))
+            .count();
+        let mut moving = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut i = 0;
+        while i < st.events.len() {
+            if !Arc::ptr_eq(&st.events[i].ctx, ctx) {
+                i += 1;
+                continue;
+            }
+            if let Some(ev) = remove(&mut st.events, i) {
+                // Within the capacity: no allocation, no failure.
+                let _ = moving.push(ev, GFP_KERNEL);
+            }
+        }
+        Ok(moving)
     }
 
     /// `GET_EVENT`: the oldest event written to `out` (`len` bytes, at

@@ -71,8 +71,8 @@ impl CmHandler for Handler {
             ev.status,
             &conn_param(&ev),
         );
-        let file = ctx.file();
-        file.push(UEvent {
+        let holder = ctx.clone();
+        holder.push_event(UEvent {
             resp,
             ctx,
             child: None,
@@ -98,8 +98,7 @@ fn request(child: &Arc<CmIdCore>, ev: &mut CmEvent) {
         }
         return;
     }
-    let file = listener.file();
-    let made = Ctx::new(new_id, file.clone(), 0).and_then(|c| routes::add(&c).map(|()| c));
+    let made = Ctx::new(new_id, listener.file(), 0).and_then(|c| routes::add(&c).map(|()| c));
     let Ok(ctx) = made else {
         listener.pending.fetch_sub(1, Ordering::Relaxed);
         return;
@@ -111,7 +110,7 @@ fn request(child: &Arc<CmIdCore>, ev: &mut CmEvent) {
         0,
         &conn_param(ev),
     );
-    let queued = file.push(UEvent {
+    let queued = listener.push_event(UEvent {
         resp,
         ctx: listener.clone(),
         child: Some(ctx.clone()),

@@ -35,7 +35,7 @@ mod ctx;
 mod file;
 mod handler;
 
-use file::UcmaFile;
+use file::{UcmaFile, UcmaOps, OPS};
 
 module! {
     type: Ucma,
@@ -44,9 +44,6 @@ module! {
     description: "rdma_cm for user space (rdma_ucm write() ABI) on the Rust RDMA stack",
     license: "GPL",
 }
-
-/// The operations of `/dev/infiniband/rdma_cm`.
-struct UcmaOps;
 
 impl CharDevOps for UcmaOps {
     type File = Arc<UcmaFile>;
@@ -86,6 +83,7 @@ impl kernel::Module for Ucma {
     fn init(module: &'static ThisModule) -> Result<Self> {
         ctx::routes::init()?;
         let ops = Arc::new(UcmaOps, GFP_KERNEL)?;
+        OPS.replace(Some(ops.clone()));
         let dev = MiscDev::register_node(
             c_str!("rdma_cm"),
             Some(c_str!("infiniband/rdma_cm")),
@@ -95,6 +93,7 @@ impl kernel::Module for Ucma {
         )
         .inspect_err(|_| {
             pr_err!("cannot register misc device rdma_cm: is the kernel's rdma_ucm loaded?\n");
+            OPS.replace(None);
             ctx::routes::exit();
         })?;
         pr_info!("loaded: /dev/infiniband/rdma_cm on our rdma_cm\n");
@@ -104,6 +103,7 @@ impl kernel::Module for Ucma {
 
 impl Drop for Ucma {
     fn drop(&mut self) {
+        OPS.replace(None);
         ctx::routes::exit();
     }
 }

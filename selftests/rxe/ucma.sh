@@ -3,7 +3,7 @@
 # through /dev/infiniband/rdma_cm on our rdma_cm, between our rxe devices
 # in two network namespaces, with the kernel's C stack absent and kept
 # from autoloading: rping (data verified), ucmatose (several connections)
-# and perftest over rdma_cm (-R).
+# rdma_server/rdma_client (MIGRATE_ID) and perftest over rdma_cm (-R).
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -94,6 +94,18 @@ ucmatose_pair() {
 	fi
 }
 ktap_check "ucmatose" ucmatose_pair
+
+# rdma_server and rdma_client: synchronous ids (librdmacm moves each new
+# id to an event channel of its own, MIGRATE_ID), one message each way.
+rdma_server_client() {
+	pair "rdma_server -s 10.79.5.2 -p 7475" "rdma_client -s 10.79.5.2 -p 7475" || return 1
+	if ! grep -q "rdma_server: end 0" "$tmpd/srv" || ! grep -q "rdma_client: end 0" "$tmpd/cli"; then
+		sed 's/^/    # client: /' "$tmpd/cli"
+		sed 's/^/    # server: /' "$tmpd/srv"
+		return 1
+	fi
+}
+ktap_check "rdma_server_client" rdma_server_client
 
 # perftest over rdma_cm (-R): the QPs connect through librdmacm.
 perftest_cm() { # N program
