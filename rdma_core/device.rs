@@ -17,6 +17,7 @@
 // The bottom layer (`kshim/`) alone holds `unsafe`.
 #![deny(unsafe_code)]
 
+pub mod chardevs;
 pub mod client;
 pub mod driver;
 pub mod event;

@@ -144,6 +144,7 @@ struct RdmaCore {
     _cma: Undo,
     _cm: Undo,
     _mad: Undo,
+    _chardevs: Undo,
     _links: Undo,
     _registry: Undo,
     _sysfs: Undo,
@@ -166,6 +167,8 @@ impl kernel::Module for RdmaCore {
         let registry = Undo(device::registry::unpublish);
         device::link::init()?;
         let links = Undo(device::link::exit);
+        device::chardevs::init()?;
+        let chardevs = Undo(device::chardevs::exit);
         mad::init()?;
         let mad = Undo(mad::exit);
         cm::init()?;
@@ -177,6 +180,7 @@ impl kernel::Module for RdmaCore {
             _cma: cma,
             _cm: cm,
             _mad: mad,
+            _chardevs: chardevs,
             _links: links,
             _registry: registry,
             _sysfs: sysfs,

@@ -249,6 +249,31 @@ impl<T: CharDevOps> MiscDev<T> {
         ops: Arc<T>,
         module: &'static ThisModule,
     ) -> Result<Pin<KBox<Self>>> {
+        Self::register_inner(name, node, mode, None, ops, module)
+    }
+
+    /// As [`MiscDev::register_node`], with `/sys/class/misc/<name>/abi_version`
+    /// showing `abi` (what user space checks before it uses the device,
+    /// as librdmacm does for `rdma_cm`).
+    pub fn register_node_abi(
+        name: &CStr,
+        node: Option<&CStr>,
+        mode: u16,
+        abi: u16,
+        ops: Arc<T>,
+        module: &'static ThisModule,
+    ) -> Result<Pin<KBox<Self>>> {
+        Self::register_inner(name, node, mode, Some(abi), ops, module)
+    }
+
+    fn register_inner(
+        name: &CStr,
+        node: Option<&CStr>,
+        mode: u16,
+        abi: Option<u16>,
+        ops: Arc<T>,
+        module: &'static ThisModule,
+    ) -> Result<Pin<KBox<Self>>> {
         if name.is_empty() || name.as_bytes().contains(&b'/') {
             return Err(EINVAL);
         }
@@ -273,7 +298,7 @@ impl<T: CharDevOps> MiscDev<T> {
         //   runs; the glue only takes references on it.
         // SAFETY: as listed above: copied names, a context that outlives
         // every open, the caller's own module.
-        let raw = unsafe { register_raw(module, name, node, mode, ctx_ptr)? };
+        let raw = unsafe { register_raw(module, name, node, mode, abi, ctx_ptr)? };
         // INVARIANT: registered above, with `ctx`'s content as context.
         Ok(KBox::pin(MiscDev { raw, _ctx: ctx }, GFP_KERNEL)?)
     }
@@ -482,9 +507,11 @@ unsafe fn register_raw(
     name: &CStr,
     node: Option<&CStr>,
     mode: u16,
+    abi: Option<u16>,
     ctx: *const c_void,
 ) -> Result<NonNull<bindings::rdma_rs_chardev>> {
     let node = node.map_or(core::ptr::null(), |n| n.as_char_ptr());
+    let abi = abi.map_or(-1, i32::from);
     // SAFETY: the caller's guarantees; `name` and `node` (or null) are
     // NUL-terminated and copied.
     let raw = unsafe {
@@ -493,6 +520,7 @@ unsafe fn register_raw(
             name.as_char_ptr(),
             node,
             mode,
+            abi,
             ctx,
         )
     };

@@ -58,6 +58,8 @@ struct rdma_rs_chardev {
 	const void *ctx;
 	char *name;
 	char *nodename;
+	/* Shown as the device's sysfs abi_version if not negative. */
+	int abi_version;
 };
 
 /* What file->private_data points at once a file is open. */
@@ -172,14 +174,48 @@ static void chardev_free(struct rdma_rs_chardev *d)
 	kfree(d);
 }
 
+static ssize_t abi_version_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+	struct rdma_rs_chardev *d = container_of(misc, struct rdma_rs_chardev, misc);
+
+	return sysfs_emit(buf, "%d\n", d->abi_version);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+/* misc_register() makes the device with the miscdevice as its drvdata. */
+static umode_t chardev_attr_visible(struct kobject *kobj, struct attribute *attr, int n)
+{
+	struct miscdevice *misc = dev_get_drvdata(kobj_to_dev(kobj));
+	struct rdma_rs_chardev *d = container_of(misc, struct rdma_rs_chardev, misc);
+
+	return d->abi_version >= 0 ? attr->mode : 0;
+}
+
+static struct attribute *chardev_attrs[] = {
+	&dev_attr_abi_version.attr,
+	NULL,
+};
+
+static const struct attribute_group chardev_group = {
+	.attrs = chardev_attrs,
+	.is_visible = chardev_attr_visible,
+};
+
+static const struct attribute_group *chardev_groups[] = {
+	&chardev_group,
+	NULL,
+};
+
 /*
  * The node is /dev/<nodename> if nodename is given (it may hold a
  * directory, "infiniband/uverbs0"), else /dev/<name>; mode is its
- * permission bits.
+ * permission bits; abi_version, unless negative, is shown in sysfs
+ * (/sys/class/misc/<name>/abi_version).
  */
 struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
 						 const char *nodename, unsigned short mode,
-						 const void *ctx)
+						 int abi_version, const void *ctx)
 {
 	struct rdma_rs_chardev *d;
 	int ret;
@@ -203,6 +239,8 @@ struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const cha
 	d->misc.nodename = d->nodename;
 	d->misc.fops = &d->fops;
 	d->misc.mode = mode & 0777;
+	d->abi_version = abi_version;
+	d->misc.groups = chardev_groups;
 	ret = misc_register(&d->misc);
 	if (ret) {
 		chardev_free(d);

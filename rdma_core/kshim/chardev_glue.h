@@ -21,7 +21,7 @@ struct rdma_rs_chardev;
 
 struct rdma_rs_chardev *rdma_rs_chardev_register(struct module *owner, const char *name,
 						 const char *nodename, unsigned short mode,
-						 const void *ctx);
+						 int abi_version, const void *ctx);
 void rdma_rs_chardev_unregister(struct rdma_rs_chardev *d);
 unsigned int rdma_rs_chardev_major(const struct rdma_rs_chardev *d);
 unsigned int rdma_rs_chardev_minor(const struct rdma_rs_chardev *d);

@@ -27,8 +27,10 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::uaccess::{UserSliceReader, UserSliceWriter};
 
+use rdma::device::chardevs::{register_global, ChardevEntry, GlobalChardev};
 use rdma::kshim::chardev::{CharDevOps, MiscDev};
 use rdma::kshim::poll::PollTable;
+use rdma::spec::uverbs::ucma::ABI_VERSION;
 
 mod cmd;
 mod ctx;
@@ -76,6 +78,9 @@ impl CharDevOps for UcmaOps {
 }
 
 struct Ucma {
+    /// Named in RDMA netlink (librdmacm asks it for "rdma_cm" first);
+    /// dropped before the device.
+    _nl: GlobalChardev,
     _dev: Pin<KBox<MiscDev<UcmaOps>>>,
 }
 
@@ -84,10 +89,11 @@ impl kernel::Module for Ucma {
         ctx::routes::init()?;
         let ops = Arc::new(UcmaOps, GFP_KERNEL)?;
         OPS.replace(Some(ops.clone()));
-        let dev = MiscDev::register_node(
+        let dev = MiscDev::register_node_abi(
             c_str!("rdma_cm"),
             Some(c_str!("infiniband/rdma_cm")),
             0o666,
+            ABI_VERSION as u16,
             ops,
             module,
         )
@@ -96,8 +102,19 @@ impl kernel::Module for Ucma {
             OPS.replace(None);
             ctx::routes::exit();
         })?;
+        let (major, minor) = dev.devt();
+        let nl = register_global(ChardevEntry {
+            name: c_str!("rdma_cm"),
+            major,
+            minor,
+            abi: u64::from(ABI_VERSION),
+        })
+        .inspect_err(|_| {
+            OPS.replace(None);
+            ctx::routes::exit();
+        })?;
         pr_info!("loaded: /dev/infiniband/rdma_cm on our rdma_cm\n");
-        Ok(Ucma { _dev: dev })
+        Ok(Ucma { _nl: nl, _dev: dev })
     }
 }
 

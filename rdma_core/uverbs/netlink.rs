@@ -209,6 +209,24 @@ impl NlServer {
                 };
                 sent(r.add(|o| nldev::put_chardev(o, to, &c)))?;
             }
+            // A device of a module above the core with no device of its
+            // own (rdma_rs_ucm's "rdma_cm"), as the C core answers from
+            // its clients' `get_global_nl_info`.
+            Cmd::GetChardev {
+                index: None,
+                port: None,
+                chardev_type,
+            } => {
+                let e = rdma::device::chardevs::find_global(chardev_type).ok_or(ENODEV)?;
+                let c = nldev::ChardevInfo {
+                    name: e.name.as_bytes(),
+                    major: e.major,
+                    minor: e.minor,
+                    abi: e.abi,
+                    driver_id: None,
+                };
+                sent(r.add(|o| nldev::put_chardev(o, to, &c)))?;
+            }
             Cmd::GetChardev { .. } => return Err(ENODEV),
             Cmd::SysGet => {
                 let s = nldev::SysInfo {

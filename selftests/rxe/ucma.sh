@@ -34,6 +34,39 @@ rdma_cm_node() {
 }
 ktap_check "rdma_cm_node" rdma_cm_node
 
+# What librdmacm checks before it opens the node: RDMA netlink's
+# GET_CHARDEV of type "rdma_cm" (asked first: name, device number, ABI)
+# and, failing that, the misc device's abi_version in sysfs.
+rdma_cm_abi() {
+	v=$(cat /sys/class/misc/rdma_cm/abi_version) || return 1
+	[ "$v" = 4 ] || { echo "sysfs abi_version $v"; return 1; }
+	want="rdma_cm $(cat /sys/class/misc/rdma_cm/dev) 4"
+	got=$(python3 - <<'PY'
+import socket, struct
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)  # NETLINK_RDMA
+name = b"rdma_cm\0"
+attr = struct.pack("=HH", 4 + len(name), 69) + name + b"\0" * (-len(name) % 4)
+hdr = struct.pack("=IHHII", 16 + len(attr), 0x1400 + 15, 1, 7, 0)  # GET_CHARDEV
+s.send(hdr + attr)
+msg = s.recv(8192)
+length, kind = struct.unpack_from("=IH", msg)
+if kind == 2:  # NLMSG_ERROR
+    print("error", struct.unpack_from("=i", msg, 16)[0])
+    raise SystemExit
+a, off = {}, 16
+while off + 4 <= length:
+    alen, atype = struct.unpack_from("=HH", msg, off)
+    a[atype] = msg[off + 4:off + alen]
+    off += (alen + 3) & ~3
+dev = struct.unpack("=Q", a[72])[0]
+major, minor = (dev & 0xfff00) >> 8, (dev & 0xff) | ((dev >> 12) & 0xfff00)
+print(a[70].rstrip(b"\0").decode(), "%d:%d" % (major, minor), struct.unpack("=Q", a[71])[0])
+PY
+)
+	[ "$got" = "$want" ] || { echo "netlink: '$got', want '$want'"; return 1; }
+}
+ktap_check "rdma_cm_abi" rdma_cm_abi
+
 netns_pair ucx ucy 10.79.5
 cleanup_add netns_cleanup ucx ucy
 devices() {
