@@ -62,7 +62,7 @@ check:
 	@scripts/check.sh
 
 run: initramfs
-	@scripts/vm.sh --name run --mode run
+	@scripts/vm.sh --name run --mode run --guests 2 --timeout 2400
 
 # Builds its own kernel flavor and modules (scripts/bench.sh).
 bench:

@@ -6,9 +6,13 @@
 # rdma_cm connects with rdma-core's rping over the kernel's rxe, both ways
 # (connections negotiated by the CM on QP1); then a peer memory client's
 # memory registered from user space and moved by RDMA, with the client's
-# sysfs statistics; last, user space on our stack: unchanged rdma-core's
-# ibv_devinfo and rdma link on two of our devices.
+# sysfs statistics; then user space on our stack: unchanged rdma-core's
+# ibv_devinfo and rdma link on two of our devices; last, unchanged rping
+# between user space on our stack (this guest, guest 0) and user space on
+# the kernel's (guest 1, which runs only that part), both ways.
 # Prints KTAP so the host can judge the run.
+# Guest 1 of the two-guest run plays the kernel's side of the last part.
+[ "${RDMA_RS_GUEST:-0}" = 1 ] && exec "$(dirname "$0")/demo_peer.sh"
 cd "$(dirname "$0")/foundation" || exit 1
 # shellcheck source=lib/ktap.sh
 . ../lib/ktap.sh
@@ -191,4 +195,18 @@ show rdma link
 ktap_check "uverbs_perftest" uv_perftest
 show cat "$tmpd/bw_cli"
 ktap_check "uverbs_teardown" uv_teardown
+
+# rping, unchanged, between user space on our stack (our rxe rxm on eth0,
+# rdma_rs_uverbs, and rdma_rs_ucm for librdmacm) and user space on the
+# kernel's stack in guest 1: ours connects to theirs, then serves theirs.
+ucm_setup() {
+	ip addr add 10.77.9.1/24 dev eth0 && ip link set eth0 up &&
+		modprobe rdma_rs_rxe && modprobe rdma_rs_uverbs && modprobe rdma_rs_ucm &&
+		rxe_item_new rxm && echo eth0 > "$cfs/rxm/netdev" && echo 1 > "$cfs/rxm/enable"
+}
+ktap_check "ucma_our_stack_on_eth0" ucm_setup
+ktap_check "our_rping_connects_to_the_kernels" rping_connect 10.77.9.2 7480
+show cat "$tmpd/rping_c"
+ktap_check "our_rping_serves_the_kernels" rping_serve 10.77.9.1 7481
+show cat "$tmpd/rping_s"
 ktap_finish

@@ -601,7 +601,7 @@ impl CmConn {
                     private_data_len,
                 } => {
                     let n = usize::from(private_data_len).min(REJ_PRIVATE_DATA_LEN);
-                    let rej = Rej {
+                    let mut rej = Rej {
                         local_comm_id: ids.0,
                         remote_comm_id: ids.1,
                         message_rejected: rejected as u8,
@@ -609,6 +609,12 @@ impl CmConn {
                         private_data: Bytes::from_slice(&st.rej_data[..n]).unwrap_or_default(),
                         ..Rej::default()
                     };
+                    // A TIMEOUT REJ carries our node GUID, by which (with
+                    // our ID) the peer finds its end: it may not know our
+                    // ID's match yet (`cm_acquire_rejected_id`).
+                    if reason == RejReason::Timeout {
+                        rej.set_ari_guid(self.port.device().node_guid());
+                    }
                     let tid = if st.conn.is_active() {
                         st.tid
                     } else {

@@ -262,7 +262,15 @@ impl MadHandler for CmAgent {
         // A connection with our ID takes the message if the peer's ID in
         // it is the connection's peer's too; if not, it is handled as a
         // message for no connection, as the C CM's lookup fails then.
-        if let Some(conn) = table::find_local(&self.shared, ours) {
+        // A TIMEOUT REJ names the connection by its sender's ID and node
+        // (the GUID in its ARI): its sender may never have known ours.
+        let conn = match &msg {
+            CmMessage::Rej(m) if m.reason == RejReason::Timeout as u16 => m
+                .ari_guid()
+                .and_then(|g| table::find_peer(m.local_comm_id, g)),
+            _ => table::find_local(&self.shared, ours),
+        };
+        if let Some(conn) = conn {
             if conn.on_msg(&msg, mad.hdr.tid) {
                 return;
             }

@@ -669,14 +669,15 @@ where
 
 /// `rdma_rs_chardev_fget`, non-generic (see [`register_raw`]): the file
 /// of descriptor `fd`, with a reference the caller drops with
-/// [`fput_raw`], and its object, if it is a file of the glue's.
+/// [`fput_raw`], and its object, if it is a file of the glue's (`EBADF`
+/// for a descriptor not open, `EINVAL` for a file of anything else).
 #[inline(never)]
 fn fget_raw(fd: i32) -> Result<(NonNull<bindings::file>, *const c_void)> {
     let mut ctx: *mut c_void = core::ptr::null_mut();
     // SAFETY: `ctx` is writable; the glue writes it only when it returns a
     // file.
     let file = unsafe { bindings::rdma_rs_chardev_fget(fd, &mut ctx) };
-    let file = NonNull::new(file).ok_or(EBADF)?;
+    let file = NonNull::new(from_err_ptr(file)?).ok_or(EBADF)?;
     Ok((file, ctx.cast_const()))
 }
 

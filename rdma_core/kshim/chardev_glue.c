@@ -307,7 +307,8 @@ int rdma_rs_anon_file(struct module *owner, const char *name, void *ctx, bool wr
 /*
  * The file behind descriptor fd of the calling task, with a reference, if
  * it is one of ours (a misc device's or an anonymous file of this glue):
- * then *file_ctx is its Rust object. NULL otherwise. The caller drops the
+ * then *file_ctx is its Rust object. ERR_PTR(-EBADF) if fd is not open,
+ * ERR_PTR(-EINVAL) if its file is not ours. The caller drops the
  * reference with rdma_rs_chardev_fput.
  */
 struct file *rdma_rs_chardev_fget(int fd, void **file_ctx)
@@ -316,10 +317,10 @@ struct file *rdma_rs_chardev_fget(int fd, void **file_ctx)
 	struct file *file = fget(fd);
 
 	if (!file)
-		return NULL;
+		return ERR_PTR(-EBADF);
 	if (file->f_op != &chardev_file_fops) {
 		fput(file);
-		return NULL;
+		return ERR_PTR(-EINVAL);
 	}
 	f = file->private_data;
 	*file_ctx = f->ctx;

@@ -3,8 +3,9 @@
 //! The commands of a `write()` to `/dev/infiniband/rdma_cm`: the whole
 //! buffer copied in once, the framing checked by
 //! `rdma::spec::uverbs::ucma` (sizes, command number), then one command
-//! on an id of the file's (another file's handle, a stale one or a
-//! made-up one is `EINVAL`). Success returns the whole length written.
+//! on an id of the file's (another file's handle is `EINVAL`, a stale or
+//! made-up one `ENOENT`, as in C). Success returns the whole length
+//! written.
 //!
 //! The ids are RC ids of the TCP port space on IPv4 or IPv6 addresses;
 //! their QPs are user space's (librdmacm makes them through libibverbs),
@@ -13,7 +14,7 @@
 //! C ucma answers a command it lacks): AF_IB (`BIND`, `RESOLVE_ADDR`,
 //! `QUERY`), UD ids and multicast (`JOIN_*_MCAST`, `LEAVE_MCAST`).
 
-use kernel::error::code::{EINVAL, ENOSPC};
+use kernel::error::code::{EBADF, EINVAL, ENOENT, ENOSPC};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::uaccess::{UserSlice, UserSliceReader};
@@ -325,11 +326,18 @@ fn init_qp_attr(file: &Arc<UcmaFile>, c: &InitQpAttr, out_len: usize) -> Result 
 
 /// `MIGRATE_ID`, written to the file the id moves to: the id of handle
 /// `id` on the file of descriptor `fd` moves here with its unread events,
-/// and the events read so far are returned. `EBADF` for a descriptor not
+/// and the events read so far are returned. `ENOENT` for a descriptor not
 /// open, `EINVAL` for one that is not an rdma_cm file or an id not on it.
 fn migrate_id(to: &Arc<UcmaFile>, c: &MigrateId, out_len: usize) -> Result {
     let ops = crate::file::OPS.get().ok_or(EINVAL)?;
-    let from = rdma::kshim::chardev::file_of_fd(c.fd as i32, &ops)?;
+    // A descriptor not open is ENOENT, as in C.
+    let from = rdma::kshim::chardev::file_of_fd(c.fd as i32, &ops).map_err(|e| {
+        if e == EBADF {
+            ENOENT
+        } else {
+            e
+        }
+    })?;
     let ctx = from.get(c.id)?;
     if !Arc::ptr_eq(&from, to) {
         for lost in ctx.migrate(&from, to)? {

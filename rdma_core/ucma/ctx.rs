@@ -151,10 +151,16 @@ pub(crate) mod routes {
     use super::*;
 
     /// The map, by the address of the rdma_cm id.
+    /// The ids by the address of their rdma_cm id, and their handles.
+    pub(crate) struct Maps {
+        by_id: RBTree<usize, Arc<Ctx>>,
+        handles: RBTree<u32, ()>,
+    }
+
     #[pin_data]
     pub(crate) struct Routes {
         #[pin]
-        map: Mutex<RBTree<usize, Arc<Ctx>>>,
+        map: Mutex<Maps>,
     }
 
     static ROUTES: Global<Routes> = Global::new();
@@ -167,7 +173,7 @@ pub(crate) mod routes {
     pub(crate) fn init() -> Result {
         ROUTES.replace(Some(Arc::pin_init(
             pin_init!(Routes {
-                map <- new_mutex!(RBTree::new(), "ucma::ROUTES"),
+                map <- new_mutex!(Maps { by_id: RBTree::new(), handles: RBTree::new() }, "ucma::ROUTES"),
             }),
             GFP_KERNEL,
         )?));
@@ -183,22 +189,37 @@ pub(crate) mod routes {
     pub(crate) fn add(ctx: &Arc<Ctx>) -> Result {
         let r = ROUTES.get().ok_or(ENODEV)?;
         let node = RBTreeNode::new(key(&ctx.id), ctx.clone(), GFP_KERNEL)?;
-        drop(r.map.lock().insert(node));
+        let handle = RBTreeNode::new(ctx.handle, (), GFP_KERNEL)?;
+        let mut m = r.map.lock();
+        drop(m.by_id.insert(node));
+        drop(m.handles.insert(handle));
         Ok(())
     }
 
     /// The `Ctx` of `id`, if it is routed.
     pub(crate) fn find(id: &CmIdCore) -> Option<Arc<Ctx>> {
         let r = ROUTES.get()?;
-        let map = r.map.lock();
-        map.get(&key(id)).cloned()
+        let m = r.map.lock();
+        m.by_id.get(&key(id)).cloned()
+    }
+
+    /// Whether an id of handle `h` is routed (on some file, or a
+    /// request's new id not read yet).
+    pub(crate) fn handle_live(h: u32) -> bool {
+        ROUTES
+            .get()
+            .is_some_and(|r| r.map.lock().handles.get(&h).is_some())
     }
 
     /// Stops routing `id`'s events.
     pub(crate) fn remove(id: &CmIdCore) {
         if let Some(r) = ROUTES.get() {
-            let gone = r.map.lock().remove(&key(id));
-            drop(gone);
+            let mut m = r.map.lock();
+            if let Some(ctx) = m.by_id.remove(&key(id)) {
+                let _ = m.handles.remove(&ctx.handle);
+                drop(m);
+                drop(ctx);
+            }
         }
     }
 }

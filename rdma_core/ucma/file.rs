@@ -19,7 +19,7 @@
 //! rdma_cm) and by the event handler; no lock is held while an id is
 //! destroyed, since that waits for the handler.
 
-use kernel::error::code::{EAGAIN, EINTR};
+use kernel::error::code::{EAGAIN, EINTR, ENOENT};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
@@ -43,6 +43,15 @@ pub(crate) static OPS: Global<UcmaOps> = Global::new();
 
 /// Events queued at most per file.
 pub(crate) const QUEUE_MAX: usize = 4096;
+
+/// The error for handle `h`, not one of a file's.
+fn not_ours(h: u32) -> Error {
+    if crate::ctx::routes::handle_live(h) {
+        EINVAL
+    } else {
+        ENOENT
+    }
+}
 
 /// A queued event.
 pub(crate) struct UEvent {
@@ -101,15 +110,17 @@ impl UcmaFile {
         Ok(())
     }
 
-    /// The id of handle `h` (`EINVAL` if the file has none: a foreign,
-    /// stale or made-up handle).
+    /// The id of handle `h`: `EINVAL` if it is another file's, `ENOENT`
+    /// if no id has it (stale or made up), as the C ucma answers.
     pub(crate) fn get(&self, h: u32) -> Result<Arc<Ctx>> {
-        self.st.lock().ctxs.get(&h).cloned().ok_or(EINVAL)
+        let found = self.st.lock().ctxs.get(&h).cloned();
+        found.ok_or_else(|| not_ours(h))
     }
 
-    /// Takes the id of handle `h` out of the file.
+    /// Takes the id of handle `h` out of the file (errors as [`Self::get`]).
     pub(crate) fn take(&self, h: u32) -> Result<Arc<Ctx>> {
-        self.st.lock().ctxs.remove(&h).ok_or(EINVAL)
+        let found = self.st.lock().ctxs.remove(&h);
+        found.ok_or_else(|| not_ours(h))
     }
 
     /// Queues `ev`; `false` (nothing queued) if the file is closed or

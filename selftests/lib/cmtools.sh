@@ -18,6 +18,10 @@
 #       what they printed.
 #   cmtools_show
 #       prints what they printed.
+#   rping_serve ADDRESS PORT / rping_connect ADDRESS PORT
+#       rping's server (one client) or client (retried while no server
+#       listens, ten minutes at most), five 100-byte pings, verified by the
+#       client (-V); succeeds if the tool ended well having printed all five.
 
 # Waits (five minutes at most) for our module's line "$1", then runs the
 # rest, writing its output to $tmpd/$2.out and its status to $tmpd/$2.rc.
@@ -88,4 +92,25 @@ cmtools_done() {
 		cmtools_show
 		return 1
 	fi
+}
+
+# rping over the guests' network (eth0, 10.77.9.0/24), SIZE-100 pings
+# checked by the client (-V); both sides print every ping, and both must
+# have printed five. The client retries while the server does not listen.
+rping_serve() { # address port
+	timeout 900 rping -s -a "$1" -p "$2" -C 5 -S 100 -v > "$tmpd/rping_s" 2>&1
+	_rc=$?
+	if [ "$_rc" != 0 ] || [ "$(grep -c '^server ping data: rdma-ping-' "$tmpd/rping_s")" != 5 ]; then
+		cat "$tmpd/rping_s"
+		return 1
+	fi
+}
+rping_connect() { # address port
+	_n=0
+	until timeout 60 rping -c -a "$1" -p "$2" -C 5 -S 100 -V -v > "$tmpd/rping_c" 2>&1; do
+		_n=$((_n + 1))
+		[ "$_n" -lt 600 ] || { cat "$tmpd/rping_c"; return 1; }
+		sleep 1
+	done
+	[ "$(grep -c '^ping data: rdma-ping-' "$tmpd/rping_c")" = 5 ] || { cat "$tmpd/rping_c"; return 1; }
 }

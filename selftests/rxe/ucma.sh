@@ -3,11 +3,13 @@
 # through /dev/infiniband/rdma_cm on our rdma_cm, between our rxe devices
 # in two network namespaces, with the kernel's C stack absent and kept
 # from autoloading: rping (data verified), ucmatose (several connections)
-# rdma_server/rdma_client (MIGRATE_ID) and perftest over rdma_cm (-R).
+# rdma_server/rdma_client (MIGRATE_ID) and perftest over rdma_cm (-R);
+# and our kernel ULPs against those tools on our stack.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/cmtools.sh
 
 ktap_plan
 
@@ -75,12 +77,28 @@ devices() {
 ktap_check "devices" devices
 cleanup_add rxe_item_remove rxec0 rxec1
 
-# Runs a server in ucy and its client in ucx, both bounded; the client is
-# retried while the server does not listen yet. Outputs in $tmpd/srv and
-# $tmpd/cli.
-pair() { # "server command" "client command"
+# The rdma_cm ids on DEV, as `rdma res` counts them (our netlink server).
+cm_ids() { # dev
+	rdma res show "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "cm_id") print $(i + 1) }'
+}
+
+# Runs a server in ucy and its client in ucx, both bounded. A server that
+# binds rxec1's address is waited for until its listener is on rxec1 (a
+# client that came first would be rejected, and a retried ucmatose would
+# leave the server more requests than it expects); one that binds the
+# wildcard, until its client is no longer refused. Outputs in $tmpd/srv
+# and $tmpd/cli.
+pair() { # "server command" "client command" [bound]
 	ip netns exec ucy timeout 120 sh -c "$1" > "$tmpd/srv" 2>&1 &
 	_srv=$!
+	if [ -n "${3:-}" ]; then
+		_n=0
+		until [ "$(cm_ids rxec1)" -ge 1 ] 2>/dev/null; do
+			_n=$((_n + 1))
+			[ "$_n" -lt 300 ] || { echo "no listener on rxec1"; kill "$_srv"; return 1; }
+			sleep 0.1
+		done
+	fi
 	_n=0
 	until ip netns exec ucx timeout 100 sh -c "$2" > "$tmpd/cli" 2>&1; do
 		_n=$((_n + 1))
@@ -103,7 +121,7 @@ pair() { # "server command" "client command"
 # printed by both sides; the server serves one client and exits.
 rping_pair() { # size count
 	pair "rping -s -a 10.79.5.2 -p 7471 -S $1 -C $2 -v" \
-		"rping -c -a 10.79.5.2 -p 7471 -S $1 -C $2 -V -v" || return 1
+		"rping -c -a 10.79.5.2 -p 7471 -S $1 -C $2 -V -v" bound || return 1
 	_nc=$(grep -c '^ping data: rdma-ping-' "$tmpd/cli")
 	_ns=$(grep -c '^server ping data: rdma-ping-' "$tmpd/srv")
 	if [ "$_nc" != "$2" ] || [ "$_ns" != "$2" ]; then
@@ -119,7 +137,7 @@ ktap_check "rping_large" rping_pair 32768 5
 # disconnect; both sides exit 0 having seen every connection.
 ucmatose_pair() {
 	pair "ucmatose -b 10.79.5.2 -p 7473 -c 4 -C 10" \
-		"ucmatose -s 10.79.5.2 -p 7473 -c 4 -C 10" || return 1
+		"ucmatose -s 10.79.5.2 -p 7473 -c 4 -C 10" bound || return 1
 	if ! grep -q "test complete" "$tmpd/cli" || ! grep -q "test complete" "$tmpd/srv"; then
 		sed 's/^/    # client: /' "$tmpd/cli"
 		sed 's/^/    # server: /' "$tmpd/srv"
@@ -131,7 +149,7 @@ ktap_check "ucmatose" ucmatose_pair
 # rdma_server and rdma_client: synchronous ids (librdmacm moves each new
 # id to an event channel of its own, MIGRATE_ID), one message each way.
 rdma_server_client() {
-	pair "rdma_server -s 10.79.5.2 -p 7475" "rdma_client -s 10.79.5.2 -p 7475" || return 1
+	pair "rdma_server -s 10.79.5.2 -p 7475" "rdma_client -s 10.79.5.2 -p 7475" bound || return 1
 	if ! grep -q "rdma_server: end 0" "$tmpd/srv" || ! grep -q "rdma_client: end 0" "$tmpd/cli"; then
 		sed 's/^/    # client: /' "$tmpd/cli"
 		sed 's/^/    # server: /' "$tmpd/srv"
@@ -147,6 +165,25 @@ perftest_cm() { # N program
 		{ sed 's/^/    # client: /' "$tmpd/cli"; return 1; }
 }
 ktap_check "ib_send_lat_cm" perftest_cm 200 ib_send_lat
-ktap_check "ib_write_bw_cm" perftest_cm 100 ib_write_bw
+ktap_check "ib_write_bw_cm" perftest_cm 100 "ib_write_bw -s 16384"
+
+# Our kernel ULPs and user space on our stack, each side on a device of
+# ours: the test module that speaks rping's, rdma_server's and
+# ucmatose's protocols (modules/rdma_rxe_cmtools_test.rs; cm.sh runs it
+# against the kernel's stack) on rxc (10.85.0.2, namespace cmc), and
+# rdma-core's tools through rdma_rs_ucm on rxu (10.85.0.1), both ways.
+ulp_setup() {
+	netns_add cmc && netns_veth - dci cmc dcc && netns_addr - dci 10.85.0.1/24 &&
+		netns_addr cmc dcc 10.85.0.2/24 && rxe_bind cmc dcc rxc &&
+		rxe_item_new rxu && echo dci > "$rxe_cfs/rxu/netdev" && echo 1 > "$rxe_cfs/rxu/enable"
+}
+ktap_check "ulp_devices" ulp_setup
+cleanup_add netns_cleanup cmc
+cleanup_add ip link del dci
+cleanup_add rxe_item_remove rxc rxu
+cleanup_add rmmod rdma_rxe_cmtools_test
+cmtools_start 10.85.0.1 10.85.0.2
+ktap_module rdma_rxe_cmtools_test
+ktap_check "ulp_and_user_space" cmtools_done
 
 ktap_finish

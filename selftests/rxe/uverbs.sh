@@ -427,9 +427,9 @@ ktap_check "rc_pingpong_wr_api" pingpong ibv_rc_pingpong -n 100 -s 4096 -N -c
 ktap_check "uc_pingpong" pingpong ibv_uc_pingpong -n 100 -s 1024 -c
 ktap_check "ud_pingpong" pingpong ibv_ud_pingpong -n 100 -s 1024 -c
 ktap_check "srq_pingpong" pingpong ibv_srq_pingpong -n 50 -q 4 -r 32 -s 1024 -c
-ktap_check "ib_write_bw" perftest 100 ib_write_bw -s 65536
-ktap_check "ib_read_bw" perftest 100 ib_read_bw -s 65536
-ktap_check "ib_send_bw" perftest 100 ib_send_bw -s 65536
+ktap_check "ib_write_bw" perftest 100 ib_write_bw -s 16384
+ktap_check "ib_read_bw" perftest 100 ib_read_bw -s 16384
+ktap_check "ib_send_bw" perftest 100 ib_send_bw -s 16384
 ktap_check "ib_atomic_bw" perftest 200 ib_atomic_bw
 ktap_check "ib_send_lat" perftest 200 ib_send_lat -s 64
 ktap_check "nothing_left_pingpong" cmp -s "$tmpd/res0" "$res"

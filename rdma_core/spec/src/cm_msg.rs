@@ -995,6 +995,26 @@ impl Rej {
     /// The MAD attribute ID of a REJ.
     pub const ATTR_ID: u16 = mad::CM_ATTR_REJ;
 
+    /// The node GUID a TIMEOUT REJ carries in its ARI (big-endian, the
+    /// first 8 bytes), if the ARI is that long.
+    pub fn ari_guid(&self) -> Option<u64> {
+        if self.reject_info_length < 8 {
+            return None;
+        }
+        let b = self.ari.as_ref().get(..8)?;
+        let mut g = [0u8; 8];
+        g.copy_from_slice(b);
+        Some(u64::from_be_bytes(g))
+    }
+
+    /// Puts node GUID `guid` in the ARI (a TIMEOUT REJ's).
+    pub fn set_ari_guid(&mut self, guid: u64) {
+        if let Ok(b) = Bytes::from_slice(&guid.to_be_bytes()) {
+            self.ari = b;
+            self.reject_info_length = 8;
+        }
+    }
+
     /// Parses a REJ from the first [`CM_PAYLOAD_LEN`] bytes of `payload`.
     pub fn parse(payload: &[u8]) -> Result<Rej, CmError> {
         let p = payload_in(payload)?;

@@ -575,6 +575,13 @@ impl Conn {
             CmMessage::Rep(m) => {
                 self.acquire(m.remote_comm_id, 0) || self.acquire(m.remote_comm_id, m.local_comm_id)
             }
+            // A TIMEOUT REJ (its sender gave up on us, maybe before it knew
+            // our ID) is found by the sender's ID and node (the GUID in
+            // its ARI), as `cm_acquire_rejected_id` does: the caller found
+            // this connection so; its peer's ID must be the sender's.
+            CmMessage::Rej(m) if m.reason == RejReason::Timeout as u16 => {
+                self.remote_comm_id == Some(m.local_comm_id)
+            }
             CmMessage::Rej(m) => match m.rejected() {
                 Some(MsgResponse::Req) => self.acquire(m.remote_comm_id, 0),
                 _ => self.acquire(m.remote_comm_id, m.local_comm_id),

@@ -1053,3 +1053,29 @@ fn arbitrary_inputs_never_panic() {
         }
     }
 }
+
+#[test]
+fn timeout_rej_found_by_the_senders_id() {
+    // The active side gave up before it knew our ID: its REJ names only
+    // its own (and its node, in the ARI, by which the table found us).
+    let mut c = Conn::new(L);
+    c.on_req(&req(3), 0);
+    let gave_up = Rej {
+        remote_comm_id: 0,
+        message_rejected: MsgResponse::Other as u8,
+        ..rej(RejReason::Timeout)
+    };
+    let other = Rej {
+        local_comm_id: R + 1,
+        ..gave_up
+    };
+    assert!(c.on_rej(&other, 1).is_drop(), "another sender's");
+    let acts = c.on_rej(&gave_up, 2);
+    assert!(
+        acts.events().any(
+            |e| matches!(e, Event::Rejected { reason, .. } if reason == RejReason::Timeout as u16)
+        ),
+        "{acts:?}"
+    );
+    assert_eq!(c.state(), State::Idle);
+}
