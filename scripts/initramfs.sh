@@ -128,6 +128,9 @@ gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/chardev_user" \
 # The hand-written uverbs commands of selftests/rxe/uverbs.sh.
 gcc -static -O2 -Wall -Werror -pthread -o "$root/usr/bin/uverbs_user" \
 	"$RDMA_RS_TOP/selftests/rxe/uverbs_user.c"
+# The hand-written rdma_cm commands of selftests/rxe/ucma.sh.
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/ucma_user" \
+	"$RDMA_RS_TOP/selftests/rxe/ucma_user.c"
 # The user-space side of the netlink endpoint test (selftests/foundation).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
 	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"

@@ -4,7 +4,10 @@
 # in two network namespaces, with the kernel's C stack absent and kept
 # from autoloading: rping (data verified), ucmatose (several connections)
 # rdma_server/rdma_client (MIGRATE_ID) and perftest over rdma_cm (-R);
-# and our kernel ULPs against those tools on our stack.
+# and our kernel ULPs against those tools on our stack; then a hostile
+# program's raw write() commands (ucma_user): malformed framing, foreign,
+# stale and made-up handles, events, MIGRATE_ID, and ids and files ended
+# at every step of a connection, with nothing left after.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -185,5 +188,46 @@ cleanup_add rmmod rdma_rxe_cmtools_test
 cmtools_start 10.85.0.1 10.85.0.2
 ktap_module rdma_rxe_cmtools_test
 ktap_check "ulp_and_user_space" cmtools_done
+
+# Hostile user space (selftests/rxe/ucma_user.c): malformed commands,
+# foreign, stale and made-up handles, the event queue, MIGRATE_ID.
+node=/dev/infiniband/rdma_cm
+ktap_check "abi_framing" ucma_user framing "$node"
+ktap_check "abi_handles" ip netns exec ucx ucma_user handles "$node"
+ktap_check "abi_events" ip netns exec ucx ucma_user events "$node"
+# Where the C ucma answers another errno (an id that does not exist:
+# ENOENT there).
+ktap_check "abi_c_errnos" ucma_user c_errnos "$node"
+# Ids destroyed and files closed at each step of a connection, the passive
+# side in ucy (a child of the program), the active in ucx: the peer sees
+# its connection end (REJECTED or DISCONNECTED, bounded), and no rdma_cm
+# id is left on either device.
+lifecycle_hostile() {
+	for _d in /var/run/netns /run/netns; do
+		[ -e "$_d/ucy" ] && break
+	done
+	ip netns exec ucx timeout 200 ucma_user lifecycle "$node" "$_d/ucy"
+}
+ktap_check "hostile_lifecycle" lifecycle_hostile
+no_cm_ids() {
+	_n=0
+	while :; do
+		_left=
+		for _dev in rxec0 rxec1; do
+			if ! rdma res show "$_dev" > "$tmpd/res" 2>&1 ||
+				! grep -Eq "^[0-9]+: $_dev: .* cm_id 0 " "$tmpd/res"; then
+				_left="$_left $(cat "$tmpd/res")"
+			fi
+		done
+		[ -z "$_left" ] && return 0
+		_n=$((_n + 1))
+		if [ "$_n" -ge 50 ]; then
+			echo "left after 10 s:$_left"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+ktap_check "no_cm_id_left" no_cm_ids
 
 ktap_finish
