@@ -202,13 +202,37 @@ ktap_check "abi_c_errnos" ucma_user c_errnos "$node"
 # side in ucy (a child of the program), the active in ucx: the peer sees
 # its connection end (REJECTED or DISCONNECTED, bounded), and no rdma_cm
 # id is left on either device.
-lifecycle_hostile() {
-	for _d in /var/run/netns /run/netns; do
-		[ -e "$_d/ucy" ] && break
-	done
-	ip netns exec ucx timeout 200 ucma_user lifecycle "$node" "$_d/ucy"
+for _d in /var/run/netns /run/netns; do
+	[ -e "$_d/ucy" ] && break
+done
+# What each step saw (events, times) is printed even when it passes (fd 3:
+# the script's output, which ktap_check does not capture).
+exec 3>&1
+lc() { # step
+	ip netns exec ucx timeout 90 ucma_user lifecycle "$node" "$_d/ucy" "$1" > "$tmpd/lc" 2>&1
+	_rc=$?
+	sed 's/^/    # /' "$tmpd/lc" >&3
+	return "$_rc"
 }
-ktap_check "hostile_lifecycle" lifecycle_hostile
+# Destroyed with its ADDR_RESOLVED, then its ROUTE_RESOLVED, unread: the
+# events go with it.
+ktap_check "lc_addr_destroy" lc addr_destroy
+ktap_check "lc_route_destroy" lc route_destroy
+# Destroyed right after CONNECT: the REJ (TIMEOUT) reaches the passive
+# side's new id, which reports REJECTED.
+ktap_check "lc_connect_destroy" lc connect_destroy
+# Two requests never read, the listener destroyed, or its file closed:
+# both active ids REJECTED.
+ktap_check "lc_listener_destroy" lc listener_destroy
+ktap_check "lc_listener_close" lc listener_close
+# The active side's process exits after CONNECT_RESPONSE (no RTU), and
+# the passive's after its REP: the other side's connection ends
+# (DISCONNECTED or REJECTED) within 30 s.
+ktap_check "lc_active_exit" lc active_exit
+ktap_check "lc_passive_exit" lc passive_exit
+# Ids with unread events and a listener, then the file closed.
+ktap_check "lc_unread_close" lc unread_close
+# After all of it, no rdma_cm id is left on either device.
 no_cm_ids() {
 	_n=0
 	while :; do

@@ -11,9 +11,9 @@
  * check is printed. The structures are those of the system's uapi header
  * <rdma/rdma_user_cm.h>, which is what real users build against.
  *
- * The cases with a peer (lifecycle) run the passive side in a child
- * process moved to another network namespace (setns), the active side in
- * the caller's; every wait is bounded.
+ * The lifecycle steps (ucma_user lifecycle NODE NETNS_FILE STEP) run the
+ * passive side in a child process moved to the namespace of NETNS_FILE
+ * (setns), the active side in the caller's; every wait is bounded.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -893,36 +893,40 @@ static void lc_unread_close(void)
 	close(fd);
 }
 
-static void case_lifecycle(void)
+/* One step of the lifecycle, by name (ucma.sh runs each as a case). */
+static void case_lifecycle(const char *step)
 {
-	struct {
+	static const struct {
 		const char *name;
 		void (*run)(void);
 	} steps[] = {
-		{ "destroy during address resolution", lc_addr },
-		{ "destroy during route resolution", lc_route },
-		{ "destroy after CONNECT", lc_connect },
-		{ "listener destroyed, requests unread", lc_unread_destroy },
-		{ "listener's file closed, requests unread", lc_unread_closed },
-		{ "active side exits after the REP", lc_exit_active },
-		{ "passive side exits after its REP", lc_exit_passive },
-		{ "events unread, file closed", lc_unread_close },
+		{ "addr_destroy", lc_addr },
+		{ "route_destroy", lc_route },
+		{ "connect_destroy", lc_connect },
+		{ "listener_destroy", lc_unread_destroy },
+		{ "listener_close", lc_unread_closed },
+		{ "active_exit", lc_exit_active },
+		{ "passive_exit", lc_exit_passive },
+		{ "unread_close", lc_unread_close },
 	};
 
-	alarm(240);
+	alarm(60);
 	for (unsigned int i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (strcmp(step, steps[i].name))
+			continue;
 		long t0 = now_ms();
 
-		printf("lifecycle: %s\n", steps[i].name);
 		steps[i].run();
-		printf("lifecycle: %s: ok, %ld ms\n", steps[i].name, now_ms() - t0);
+		printf("%s: %ld ms\n", step, now_ms() - t0);
+		return;
 	}
+	CHECK(0, "no step %s", step);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: ucma_user CASE NODE [NETNS_FILE]\n");
+		fprintf(stderr, "usage: ucma_user CASE NODE [NETNS_FILE STEP]\n");
 		return 2;
 	}
 	node = argv[2];
@@ -935,9 +939,9 @@ int main(int argc, char **argv)
 		case_c_errnos();
 	else if (!strcmp(argv[1], "events"))
 		case_events();
-	else if (!strcmp(argv[1], "lifecycle") && argc == 4) {
+	else if (!strcmp(argv[1], "lifecycle") && argc == 5) {
 		ns_y = argv[3];
-		case_lifecycle();
+		case_lifecycle(argv[4]);
 	} else
 		return 2;
 	return 0;
