@@ -176,13 +176,17 @@ impl CmIdCore {
     /// Binds a source address (`rdma_bind_addr`): the wildcard, or an
     /// address of ours in the id's namespace.
     pub fn bind_addr(self: &Arc<Self>, addr: SockAddr) -> Result {
-        if !addr.ip.is_any() {
-            self.find_port(0, addr.ip.to16())?;
-        }
+        let on = if addr.ip.is_any() {
+            None
+        } else {
+            let b = self.find_port(0, addr.ip.to16())?;
+            Some((b.dev, b.port))
+        };
         let mut st = self.st.lock();
         if st.phase != Phase::Idle {
             return Err(EINVAL);
         }
+        st.bind_dev = on;
         st.src = Some(addr);
         st.phase = Phase::AddrBound;
         Ok(())

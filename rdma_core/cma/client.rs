@@ -39,6 +39,13 @@ impl CmIdCore {
         drop(qp);
     }
 
+    /// Whether the id is on `dev` for `rdma res`: bound to it, or to an
+    /// address of it.
+    fn counts_on(&self, dev: &Device) -> bool {
+        self.bound_device()
+            .is_some_and(|(d, _)| core::ptr::eq(&*d, dev))
+    }
+
     /// Whether the id is bound to `dev`.
     fn on_device(&self, dev: &Device) -> bool {
         self.st
@@ -53,14 +60,15 @@ impl CmIdCore {
 /// `DeviceRemoval` event.
 const REMOVAL_WAIT_MS: u32 = 5000;
 
-/// How many live ids are bound to `dev` (the `cm_id` row of `rdma res`).
+/// How many live ids are on `dev` (the `cm_id` row of `rdma res`): bound
+/// to it, or to an address of it (a listener's).
 /// Process context.
 pub fn ids_on(dev: &Device) -> usize {
     IDS.get().map_or(0, |ids| {
         ids.list
             .lock()
             .iter()
-            .filter(|(_, i)| i.on_device(dev))
+            .filter(|(_, i)| i.counts_on(dev))
             .count()
     })
 }

@@ -71,6 +71,10 @@ pub(super) struct State {
     pub(super) rep: Option<Rep>,
     /// Active: the responder resources our REQ offered.
     pub(super) resp_res: u8,
+    /// The device and port of the address `bind_addr` bound, if not the
+    /// wildcard (a listener's, reported by `rdma res` and rdma_ucm's
+    /// `QUERY_ROUTE` as in C; device removal goes by `bound`).
+    pub(super) bind_dev: Option<(Arc<Device>, u32)>,
 }
 
 /// An id, as its handler and the CM see it.
@@ -175,6 +179,7 @@ impl CmIdCore {
                         user_qpn: None,
                         rep: None,
                         resp_res: 0,
+                        bind_dev: None,
                     },
                     "CmIdCore::st"
                 ),
@@ -212,6 +217,16 @@ impl CmIdCore {
             .bound
             .as_ref()
             .map(|b| (b.dev.clone(), b.port))
+    }
+
+    /// The device and port the id is on: the one it resolved or was
+    /// requested on, else the one of the address it bound.
+    pub fn bound_device(&self) -> Option<(Arc<Device>, u32)> {
+        let st = self.st.lock();
+        match st.bound.as_ref() {
+            Some(b) => Some((b.dev.clone(), b.port)),
+            None => st.bind_dev.clone(),
+        }
     }
 
     /// The IB CM connection end under the id, once it connects or was
@@ -318,7 +333,11 @@ impl CmIdCore {
         // (on its new id's work item) is waited for; one after sees
         // `destroyed` and is rejected.
         self.wait_handover_elsewhere();
-        self.st.lock().bound = None;
+        {
+            let mut st = self.st.lock();
+            st.bound = None;
+            st.bind_dev = None;
+        }
         if let Some(ids) = IDS.get() {
             let gone = ids.list.lock().remove(&self.key());
             drop(gone);

@@ -253,7 +253,7 @@ fn query_route(file: &Arc<UcmaFile>, c: &Query, out_len: usize) -> Result {
         ibdev_index: u32::MAX,
         ..QueryRouteResp::default()
     };
-    if let Some((dev, port)) = ctx.id.device() {
+    if let Some((dev, port)) = ctx.id.bound_device() {
         resp.node_guid = dev.node_guid().to_be_bytes();
         resp.port_num = port as u8;
         let path = &mut resp.ib_route[0];

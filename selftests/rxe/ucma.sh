@@ -98,7 +98,13 @@ pair() { # "server command" "client command" [bound]
 		_n=0
 		until [ "$(cm_ids rxec1)" -ge 1 ] 2>/dev/null; do
 			_n=$((_n + 1))
-			[ "$_n" -lt 300 ] || { echo "no listener on rxec1"; kill "$_srv"; return 1; }
+			if [ "$_n" -ge 100 ]; then
+				echo "no listener on rxec1"
+				kill "$_srv" 2>/dev/null
+				wait "$_srv"
+				sed 's/^/    # server: /' "$tmpd/srv"
+				return 1
+			fi
 			sleep 0.1
 		done
 	fi
