@@ -212,7 +212,7 @@ for _d in /var/run/netns /run/netns; do
 	[ -e "$_d/ucy" ] && break
 done
 # What each step saw (events, times) is printed even when it passes (fd 3:
-# the script's output, which ktap_check does not capture).
+# the script's output, which the check function does not capture).
 exec 3>&1
 lc() { # step
 	ip netns exec ucx timeout 90 ucma_user lifecycle "$node" "$_d/ucy" "$1" > "$tmpd/lc" 2>&1
