@@ -15,38 +15,12 @@
 use std::collections::BTreeMap;
 
 mod common;
+#[path = "common/wire_layout.rs"]
+mod wire_layout;
+use wire_layout::{layouts, CProgram, Layout};
 
 use rdma_spec::uverbs::ucma::{self, *};
 use rdma_spec::uverbs::{Wire, WireStruct};
-
-/// A structure's C name, size and (field, offset) list.
-struct Layout {
-    c_name: &'static str,
-    size: usize,
-    fields: Vec<(&'static str, usize)>,
-}
-
-fn layout<T: WireStruct>() -> Layout {
-    let mut at = 0;
-    let fields = T::FIELDS
-        .iter()
-        .map(|(n, s)| {
-            let o = at;
-            at += s;
-            (*n, o)
-        })
-        .collect();
-    assert_eq!(at, T::SIZE, "{}: field sizes add up to SIZE", T::C_NAME);
-    Layout {
-        c_name: T::C_NAME,
-        size: T::SIZE,
-        fields,
-    }
-}
-
-macro_rules! layouts {
-    ($($t:ty),* $(,)?) => { vec![$(layout::<$t>()),*] };
-}
 
 /// Every structure `ucma` declares.
 fn all() -> Vec<Layout> {
@@ -190,30 +164,9 @@ const NUMBERS: &[(&str, u32)] = &[
 
 /// The C program's lines and the values the Rust side expects for them.
 fn expectations() -> (String, BTreeMap<String, u64>) {
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <sys/socket.h>\n\
-         #include <linux/in.h>\n#include <rdma/rdma_user_cm.h>\nint main(void)\n{\n",
-    );
-    let mut want = BTreeMap::new();
-    let mut line = |key: String, expr: String, value: u64| {
-        c += &format!("\tprintf(\"%s %llu\\n\", \"{key}\", (unsigned long long)({expr}));\n");
-        want.insert(key, value);
-    };
-    for l in all() {
-        let s = format!("struct {}", l.c_name);
-        line(
-            format!("sizeof {}", l.c_name),
-            format!("sizeof({s})"),
-            l.size as u64,
-        );
-        for (f, o) in &l.fields {
-            line(
-                format!("offsetof {}.{f}", l.c_name),
-                format!("offsetof({s}, {f})"),
-                *o as u64,
-            );
-        }
-    }
+    let mut p = CProgram::new(&["sys/socket.h", "linux/in.h", "rdma/rdma_user_cm.h"]);
+    p.structs(&all());
+    let mut line = |key: String, expr: String, value: u64| p.line(key, expr, value);
     // The members of the event's parameter union, and its size.
     for (m, size) in [("param.conn", ConnParam::SIZE), ("param.ud", UdParam::SIZE)] {
         line(
@@ -247,8 +200,7 @@ fn expectations() -> (String, BTreeMap<String, u64>) {
     for (name, v) in NUMBERS {
         line(name.to_string(), name.to_string(), u64::from(*v));
     }
-    c += "\treturn 0;\n}\n";
-    (c, want)
+    p.finish()
 }
 
 #[test]
@@ -265,28 +217,7 @@ fn layout_matches_c_header() {
         return;
     };
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut got = BTreeMap::new();
-    for l in text.lines() {
-        let (k, v) = l.rsplit_once(' ').expect("key value");
-        got.insert(k.to_string(), v.parse::<u64>().expect("number"));
-    }
-    let mut bad = Vec::new();
-    for (k, v) in &want {
-        match got.get(k) {
-            Some(g) if g == v => {}
-            g => bad.push(format!("{k}: C {g:?}, Rust {v}")),
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "layout differs from the C header:\n{}",
-        bad.join("\n")
-    );
-    assert_eq!(got.len(), want.len());
-    eprintln!(
-        "ucma layout: {} sizes, offsets and numbers agree with C",
-        want.len()
-    );
+    wire_layout::compare("ucma", &text, &want);
 }
 
 #[test]

@@ -16,6 +16,9 @@
 use std::collections::BTreeMap;
 
 mod common;
+#[path = "common/wire_layout.rs"]
+mod wire_layout;
+use wire_layout::{layout, layouts, CProgram, Layout};
 
 use rdma_spec::uverbs::cmd::{self, WRITE_CMDS, WRITE_EX_CMDS};
 use rdma_spec::uverbs::cq::*;
@@ -30,35 +33,6 @@ use rdma_spec::uverbs::rxe_ring::{
 };
 use rdma_spec::uverbs::srq_ah::*;
 use rdma_spec::uverbs::{Wire, WireStruct};
-
-/// A structure's C name, size and (field, offset) list.
-struct Layout {
-    c_name: &'static str,
-    size: usize,
-    fields: Vec<(&'static str, usize)>,
-}
-
-fn layout<T: WireStruct>() -> Layout {
-    let mut at = 0;
-    let fields = T::FIELDS
-        .iter()
-        .map(|(n, s)| {
-            let o = at;
-            at += s;
-            (*n, o)
-        })
-        .collect();
-    assert_eq!(at, T::SIZE, "{}: field sizes add up to SIZE", T::C_NAME);
-    Layout {
-        c_name: T::C_NAME,
-        size: T::SIZE,
-        fields,
-    }
-}
-
-macro_rules! layouts {
-    ($($t:ty),* $(,)?) => { vec![$(layout::<$t>()),*] };
-}
 
 /// Every structure the codec declares.
 fn all() -> Vec<Layout> {
@@ -311,30 +285,9 @@ const NUMBERS: &[(&str, u32)] = &[
 
 /// The C program's lines and the values the Rust side expects for them.
 fn expectations() -> (String, BTreeMap<String, u64>) {
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <rdma/ib_user_verbs.h>\n\
-         #include <rdma/rdma_user_rxe.h>\nint main(void)\n{\n",
-    );
-    let mut want = BTreeMap::new();
-    let mut line = |key: String, expr: String, value: u64| {
-        c += &format!("\tprintf(\"%s %llu\\n\", \"{key}\", (unsigned long long)({expr}));\n");
-        want.insert(key, value);
-    };
-    for l in all() {
-        let s = format!("struct {}", l.c_name);
-        line(
-            format!("sizeof {}", l.c_name),
-            format!("sizeof({s})"),
-            l.size as u64,
-        );
-        for (f, o) in &l.fields {
-            line(
-                format!("offsetof {}.{f}", l.c_name),
-                format!("offsetof({s}, {f})"),
-                *o as u64,
-            );
-        }
-    }
+    let mut p = CProgram::new(&["rdma/ib_user_verbs.h", "rdma/rdma_user_rxe.h"]);
+    p.structs(&all());
+    let mut line = |key: String, expr: String, value: u64| p.line(key, expr, value);
     // DETACH_MCAST reuses the ATTACH_MCAST declaration.
     let attach = layout::<AttachMcast>();
     line(
@@ -394,8 +347,7 @@ fn expectations() -> (String, BTreeMap<String, u64>) {
         "offsetof(struct ib_uverbs_ex_query_device_resp, response_length) + 4".into(),
         EX_QUERY_DEVICE_RESP_MIN as u64,
     );
-    c += "\treturn 0;\n}\n";
-    (c, want)
+    p.finish()
 }
 
 #[test]
@@ -411,29 +363,7 @@ fn layout_matches_c_headers() {
         eprintln!("SKIPPED layout_matches_c_headers");
         return;
     };
-    let mut got = BTreeMap::new();
-    for l in text.lines() {
-        let (k, v) = l.rsplit_once(' ').expect("key value");
-        got.insert(k.to_string(), v.parse::<u64>().expect("number"));
-    }
-    let _ = std::fs::remove_dir_all(&scratch);
-    let mut bad = Vec::new();
-    for (k, v) in &want {
-        match got.get(k) {
-            Some(g) if g == v => {}
-            g => bad.push(format!("{k}: C {g:?}, Rust {v}")),
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "layout differs from the C headers:\n{}",
-        bad.join("\n")
-    );
-    assert_eq!(got.len(), want.len());
-    eprintln!(
-        "uverbs layout: {} sizes, offsets and numbers agree with C",
-        want.len()
-    );
+    wire_layout::compare("uverbs", &text, &want);
 }
 
 #[test]
