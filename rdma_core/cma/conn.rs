@@ -70,13 +70,34 @@ pub struct ConnParam {
 /// them (its INIT attributes, which rdma_cm applies before RTR): RDMA
 /// WRITE always; RDMA READ and atomics only with responder resources
 /// (`max_dest_rd_atomic`, what this side agreed to serve).
-fn peer_access(max_dest_rd_atomic: u8) -> Access {
+pub(super) fn peer_access(max_dest_rd_atomic: u8) -> Access {
     if max_dest_rd_atomic > 0 {
         Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
     } else {
         Access::REMOTE_WRITE
     }
 }
+
+/// The attributes of a connected QP's move to RTR (the C CM's).
+pub(super) const RTR_MASK: AttrMask = AttrMask(
+    AttrMask::STATE.0
+        | AttrMask::AV.0
+        | AttrMask::PATH_MTU.0
+        | AttrMask::DEST_QPN.0
+        | AttrMask::RQ_PSN.0
+        | AttrMask::MAX_DEST_RD_ATOMIC.0
+        | AttrMask::MIN_RNR_TIMER.0,
+);
+
+/// The attributes of a connected QP's move to RTS.
+pub(super) const RTS_MASK: AttrMask = AttrMask(
+    AttrMask::STATE.0
+        | AttrMask::SQ_PSN.0
+        | AttrMask::TIMEOUT.0
+        | AttrMask::RETRY_CNT.0
+        | AttrMask::RNR_RETRY.0
+        | AttrMask::MAX_QP_RD_ATOMIC.0,
+);
 
 /// Moves a connected QP to RTR with `rtr`, then to RTS with `rts` (what
 /// rdma_cm's `cma_modify_qp_rtr` and `_rts` set from the REQ and REP).
@@ -87,26 +108,8 @@ fn to_rts(qp: &Qp, rtr: &QpAttr, rts: &QpAttr) -> Result {
         qp_access_flags: peer_access(rtr.max_dest_rd_atomic),
         ..*rtr
     };
-    qp.modify(
-        &rtr,
-        AttrMask::STATE
-            | AttrMask::ACCESS_FLAGS
-            | AttrMask::AV
-            | AttrMask::PATH_MTU
-            | AttrMask::DEST_QPN
-            | AttrMask::RQ_PSN
-            | AttrMask::MAX_DEST_RD_ATOMIC
-            | AttrMask::MIN_RNR_TIMER,
-    )?;
-    qp.modify(
-        rts,
-        AttrMask::STATE
-            | AttrMask::SQ_PSN
-            | AttrMask::TIMEOUT
-            | AttrMask::RETRY_CNT
-            | AttrMask::RNR_RETRY
-            | AttrMask::MAX_QP_RD_ATOMIC,
-    )
+    qp.modify(&rtr, RTR_MASK | AttrMask::ACCESS_FLAGS)?;
+    qp.modify(rts, RTS_MASK)
 }
 
 impl CmIdCore {

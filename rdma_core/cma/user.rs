@@ -12,20 +12,11 @@ use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use super::conn::{peer_access, RTR_MASK, RTS_MASK};
 use super::id::{CmIdCore, Phase, State};
 use crate::spec::opcodes::Access;
 use crate::spec::qp_state::{AttrMask, QpState};
 use crate::verbs::qp::QpAttr;
-
-/// The rights of the peer at INIT once a connection is under way, as the
-/// C CM gives them: RDMA WRITE, and READ and atomics if we serve reads.
-fn conn_access(resp_res: u8) -> Access {
-    if resp_res > 0 {
-        Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
-    } else {
-        Access::REMOTE_WRITE
-    }
-}
 
 impl CmIdCore {
     /// The attributes, and which of them are set, that move a QP of this
@@ -42,11 +33,11 @@ impl CmIdCore {
                 // is under way, what we serve: the REQ's initiator depth
                 // (passive), the REP's (active), our REQ's offer until then.
                 let access = if let Some(req) = st.req.as_ref() {
-                    conn_access(req.initiator_depth)
+                    peer_access(req.initiator_depth)
                 } else if let Some(rep) = st.rep.as_ref() {
-                    conn_access(rep.initiator_depth)
+                    peer_access(rep.initiator_depth)
                 } else if st.conn.is_some() {
-                    conn_access(st.resp_res)
+                    peer_access(st.resp_res)
                 } else {
                     Access::NONE
                 };
@@ -67,28 +58,11 @@ impl CmIdCore {
             }
             QpState::Rtr => {
                 let (rtr, _) = Self::conn_attrs(&st)?;
-                Ok((
-                    rtr,
-                    AttrMask::STATE
-                        | AttrMask::AV
-                        | AttrMask::PATH_MTU
-                        | AttrMask::DEST_QPN
-                        | AttrMask::RQ_PSN
-                        | AttrMask::MAX_DEST_RD_ATOMIC
-                        | AttrMask::MIN_RNR_TIMER,
-                ))
+                Ok((rtr, RTR_MASK))
             }
             QpState::Rts => {
                 let (_, rts) = Self::conn_attrs(&st)?;
-                Ok((
-                    rts,
-                    AttrMask::STATE
-                        | AttrMask::SQ_PSN
-                        | AttrMask::TIMEOUT
-                        | AttrMask::RETRY_CNT
-                        | AttrMask::RNR_RETRY
-                        | AttrMask::MAX_QP_RD_ATOMIC,
-                ))
+                Ok((rts, RTS_MASK))
             }
             _ => Err(EINVAL),
         }
