@@ -14,6 +14,16 @@ if [ -f "$KDIR/.rdma-rs-done" ]; then
 	exit 0
 fi
 
+# One build at a time (two checkouts on one machine share the cache): the
+# second waits for the first, then finds its tree done.
+mkdir -p "$(dirname "$KDIR")"
+exec 9> "$KDIR.lock"
+flock 9
+if [ -f "$KDIR/.rdma-rs-done" ]; then
+	echo "kernel: cached at $KDIR (built meanwhile)"
+	exit 0
+fi
+
 tarball=$(kernel_tarball)
 [ -n "$tarball" ] || { echo "kernel: linux-source-6.12 is not installed (run scripts/deps.sh)" >&2; exit 1; }
 
