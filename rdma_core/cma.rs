@@ -20,6 +20,12 @@
 //! - both: [`CmIdCore::disconnect`] (`Disconnected` on both sides), then
 //!   `TimewaitExit`; `DeviceRemoval` when the device goes.
 //!
+//! Ids of the UDP and IPoIB port spaces ([`PortSpace`], [`CmId::new_in`])
+//! are UD ids: they resolve addresses and join multicast groups
+//! ([`CmIdCore::join_multicast`], event `MulticastJoin`); their QPs are
+//! their owners' (user space's, through rdma_ucm). Service ID resolution
+//! (SIDR, `connect` and `listen` of UD ids) is not built: `EOPNOTSUPP`.
+//!
 //! The CM moves the QP through INIT, RTR and RTS with the values of the
 //! REQ and REP, as rdma_cm does. Over RoCE without an SA the route is made
 //! from the IP route: IPv4-mapped (or IPv6) GIDs, P_Key 0xFFFF, the path
@@ -49,6 +55,8 @@
 //!   CM's events of a connection;
 //! - [`listen`]: `listen` and the requests that come to a listener;
 //! - [`event`]: the events and their delivery to the handler;
+//! - [`mcast`]: the Q_Key of UD ids, and multicast over RoCE
+//!   (`join_multicast`, `leave_multicast`);
 //! - `user`: ids whose QP is user space's (rdma_ucm): the attributes
 //!   for its moves (`init_qp_attr`) and the held RTU (`establish`);
 //! - `client`: the internal client (device removal), module init and exit.
@@ -59,12 +67,14 @@ pub mod conn;
 pub mod event;
 pub mod id;
 pub mod listen;
+pub mod mcast;
 mod user;
 
 pub use addr::{IpAddr, SockAddr};
 pub use client::ids_on;
 pub use conn::ConnParam;
 pub use event::{CmEvent, CmHandler, Disposition, EventKind};
-pub use id::{live_ids, CmId, CmIdCore};
+pub use id::{live_ids, CmId, CmIdCore, PortSpace};
+pub use mcast::UdParam;
 
 pub(crate) use client::{exit, init};

@@ -26,6 +26,7 @@ impl CmIdCore {
     /// After the handler saw DeviceRemoval (or never will): the QP and
     /// connection go; the id stays, unusable.
     fn release_device(self: &Arc<Self>) {
+        self.leave_all_multicast();
         let (conn, qp) = {
             let mut st = self.st.lock();
             Self::qp_to_err(&st);

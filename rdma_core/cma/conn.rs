@@ -11,9 +11,9 @@ use kernel::sync::Arc;
 
 use super::addr::{gid_of, Bound, IpAddr};
 use super::event::{CmEvent, EventKind};
-use super::id::{CmIdCore, Phase, State};
+use super::id::{CmIdCore, Phase, PortSpace, State};
 use crate::cm::conn::{CmConn, ConnEvent, ConnUser, RepAnswer};
-use crate::kshim::errno::{enotconn, etimedout};
+use crate::kshim::errno::{enotconn, eopnotsupp, etimedout};
 use crate::mad::MadAddr;
 use crate::spec::attr::{Gid, Mtu};
 use crate::spec::cm_msg::{
@@ -132,6 +132,10 @@ impl CmIdCore {
 
     /// Connects (`rdma_connect`): after `resolve_route` and `create_qp`.
     pub fn connect(self: &Arc<Self>, param: &ConnParam) -> Result {
+        if self.ps != PortSpace::Tcp {
+            // UD ids resolve services by SIDR, which this CM lacks.
+            return Err(eopnotsupp());
+        }
         let (conn, req) = {
             let mut st = self.st.lock();
             if st.phase != Phase::RouteResolved {

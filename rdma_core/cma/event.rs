@@ -14,6 +14,7 @@ use kernel::workqueue::{self, WorkItem};
 
 use super::conn::ConnParam;
 use super::id::{CmId, CmIdCore};
+use super::mcast::UdParam;
 use crate::kshim::vec::remove;
 
 /// What happened to an id (`enum rdma_cm_event_type`).
@@ -44,6 +45,11 @@ pub enum EventKind {
     DeviceRemoval,
     /// Timewait is over: the QP may be reused.
     TimewaitExit,
+    /// A multicast join is done ([`CmEvent::ud`] addresses the group,
+    /// [`CmEvent::mc`] is the join's context).
+    MulticastJoin,
+    /// A multicast join failed (`status`; [`CmEvent::mc`]).
+    MulticastError,
 }
 
 /// An event (`struct rdma_cm_event`).
@@ -61,6 +67,12 @@ pub struct CmEvent {
     /// For `ConnectRequest`: the peer's offer (responder resources and
     /// initiator depth as the REQ has them).
     pub param: ConnParam,
+    /// For `MulticastJoin` (and the events of UD ids that carry them):
+    /// where to send and with which Q_Key.
+    pub ud: Option<UdParam>,
+    /// For `MulticastJoin` and `MulticastError`: the context the join
+    /// was given ([`CmIdCore::join_multicast`]).
+    pub mc: u64,
 }
 
 impl CmEvent {
@@ -71,6 +83,8 @@ impl CmEvent {
             private_data: KVec::new(),
             new_id: None,
             param: ConnParam::default(),
+            ud: None,
+            mc: 0,
         }
     }
 }

@@ -27,6 +27,29 @@ use crate::spec::qp_state::{AttrMask, QpState, QpType};
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::{Qp, QpAttr, QpCore, QpInitAttr};
 
+/// An id's port space (`enum rdma_ucm_port_space`): which service IDs
+/// its ports map to and so which QP type it connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortSpace {
+    /// `RDMA_PS_TCP`: RC.
+    Tcp,
+    /// `RDMA_PS_UDP`: UD, Q_Key [`UDP_QKEY`](super::mcast::UDP_QKEY).
+    Udp,
+    /// `RDMA_PS_IPOIB`: UD, with the Q_Key of the IPoIB broadcast group
+    /// (which only an SA knows: none over RoCE).
+    Ipoib,
+}
+
+impl PortSpace {
+    /// The type of the QPs of its ids.
+    pub fn qp_type(self) -> QpType {
+        match self {
+            PortSpace::Tcp => QpType::Rc,
+            PortSpace::Udp | PortSpace::Ipoib => QpType::Ud,
+        }
+    }
+}
+
 /// Where an id is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -75,12 +98,15 @@ pub(super) struct State {
     /// wildcard (a listener's, reported by `rdma res` and rdma_ucm's
     /// `QUERY_ROUTE` as in C; device removal goes by `bound`).
     pub(super) bind_dev: Option<(Arc<Device>, u32)>,
+    /// The multicast groups the id joined (UD ids).
+    pub(super) mcs: KVec<super::mcast::Membership>,
 }
 
 /// An id, as its handler and the CM see it.
 #[pin_data]
 pub struct CmIdCore {
     pub(super) ns: NetNs,
+    pub(super) ps: PortSpace,
     pub(super) handler: Arc<dyn CmHandler>,
     #[pin]
     pub(super) st: Mutex<State>,
@@ -148,7 +174,12 @@ pub fn live_ids() -> usize {
 impl CmId {
     /// A new id in namespace `ns` (`rdma_create_id`, RC, port space TCP).
     pub fn new(ns: NetNs, handler: Arc<dyn CmHandler>) -> Result<CmId> {
-        let core = CmIdCore::new(ns, handler)?;
+        CmId::new_in(ns, handler, PortSpace::Tcp)
+    }
+
+    /// A new id of port space `ps` in namespace `ns` (`rdma_create_id`).
+    pub fn new_in(ns: NetNs, handler: Arc<dyn CmHandler>, ps: PortSpace) -> Result<CmId> {
+        let core = CmIdCore::new(ns, handler, ps)?;
         IDS.get().ok_or(ENODEV)?.add(&core)?;
         Ok(CmId(core))
     }
@@ -156,10 +187,15 @@ impl CmId {
 
 impl CmIdCore {
     /// A new id, in no phase yet and not in the list of live ids.
-    pub(super) fn new(ns: NetNs, handler: Arc<dyn CmHandler>) -> Result<Arc<CmIdCore>> {
+    pub(super) fn new(
+        ns: NetNs,
+        handler: Arc<dyn CmHandler>,
+        ps: PortSpace,
+    ) -> Result<Arc<CmIdCore>> {
         Arc::pin_init(
             pin_init!(CmIdCore {
                 ns,
+                ps,
                 handler,
                 st <- new_mutex!(
                     State {
@@ -180,6 +216,7 @@ impl CmIdCore {
                         rep: None,
                         resp_res: 0,
                         bind_dev: None,
+                        mcs: KVec::new(),
                     },
                     "CmIdCore::st"
                 ),
@@ -198,6 +235,11 @@ impl CmIdCore {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The id's port space.
+    pub fn port_space(&self) -> PortSpace {
+        self.ps
     }
 
     /// The source address (after `resolve_addr` or `bind_addr`).
@@ -314,6 +356,7 @@ impl CmIdCore {
         };
         drop(parent);
         drop(listener);
+        self.leave_all_multicast();
         if let Some(c) = conn {
             c.set_user(None);
             c.destroy();

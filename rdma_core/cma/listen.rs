@@ -11,11 +11,11 @@ use kernel::sync::Arc;
 use super::addr::{gid_of, hdr_addrs, Bound, IpAddr, SockAddr};
 use super::conn::CMA_HDR_LEN;
 use super::event::{CmEvent, EventKind};
-use super::id::{CmId, CmIdCore, Phase, IDS};
+use super::id::{CmId, CmIdCore, Phase, PortSpace, IDS};
 use crate::cm::conn::{CmConn, ConnUser};
 use crate::cm::port::CmPortShared;
 use crate::cm::table::{ListenUser, Listener};
-use crate::kshim::errno::eaddrnotavail;
+use crate::kshim::errno::{eaddrnotavail, eopnotsupp};
 use crate::mad::MadAddr;
 use crate::spec::attr::Mtu;
 use crate::spec::cm_msg::{service_id_port, tcp_service_id, Req};
@@ -27,6 +27,10 @@ const MRA_SERVICE_TIMEOUT: u8 = 24;
 impl CmIdCore {
     /// Listens on the bound address and port (`rdma_listen`).
     pub fn listen(self: &Arc<Self>) -> Result {
+        if self.ps != PortSpace::Tcp {
+            // UD ids resolve services by SIDR, which this CM lacks.
+            return Err(eopnotsupp());
+        }
         let port = {
             let st = self.st.lock();
             if st.phase != Phase::AddrBound {
@@ -100,7 +104,7 @@ impl ListenUser for CmIdCore {
         // longer among them was destroyed (completely, after `takes`):
         // the request is refused, never handed to its handler.
         let parent = self.me().ok_or(ENODEV)?;
-        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone())?;
+        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone(), self.ps)?;
         {
             let mut st = child.st.lock();
             st.phase = Phase::ReqRcvd;

@@ -15,7 +15,7 @@ use kernel::sync::Arc;
 use super::conn::{peer_access, RTR_MASK, RTS_MASK};
 use super::id::{CmIdCore, Phase, State};
 use crate::spec::opcodes::Access;
-use crate::spec::qp_state::{AttrMask, QpState};
+use crate::spec::qp_state::{AttrMask, QpState, QpType};
 use crate::verbs::qp::QpAttr;
 
 impl CmIdCore {
@@ -24,7 +24,14 @@ impl CmIdCore {
     /// `rdma_init_qp_attr` gives them. `EINVAL` for another state, an id
     /// with no device, or RTR and RTS before the peer's QP is known (the
     /// REQ on the passive side, the REP on the active one).
+    ///
+    /// For a UD id, whatever the state asked (INIT, RTR or RTS): the
+    /// port, P_Key index and Q_Key ([`Self::qkey`]), as C gives them;
+    /// its owner moves the QP on to RTR and RTS alone.
     pub fn init_qp_attr(self: &Arc<Self>, state: QpState) -> Result<(QpAttr, AttrMask)> {
+        if self.ps.qp_type() == QpType::Ud {
+            return self.ud_qp_attr(state);
+        }
         let st = self.st.lock();
         let b = st.bound.as_ref().ok_or(EINVAL)?;
         match state {
@@ -66,6 +73,31 @@ impl CmIdCore {
             }
             _ => Err(EINVAL),
         }
+    }
+
+    /// The attributes of a UD id's QP (see [`Self::init_qp_attr`]).
+    fn ud_qp_attr(&self, state: QpState) -> Result<(QpAttr, AttrMask)> {
+        if !matches!(state, QpState::Init | QpState::Rtr | QpState::Rts) {
+            return Err(EINVAL);
+        }
+        let qkey = self.qkey()?;
+        let st = self.st.lock();
+        let port = match st.bound.as_ref() {
+            Some(b) => b.port,
+            None => st.bind_dev.as_ref().ok_or(EINVAL)?.1,
+        };
+        let attr = QpAttr {
+            qp_state: state,
+            pkey_index: 0,
+            port_num: port,
+            qkey,
+            rq_psn: st.seq_num,
+            ..QpAttr::default()
+        };
+        Ok((
+            attr,
+            AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::QKEY,
+        ))
     }
 
     /// RTR and RTS attributes from what the peer sent: the REQ (passive,

@@ -7,19 +7,21 @@
 //! made-up one `ENOENT`, as in C). Success returns the whole length
 //! written.
 //!
-//! The ids are RC ids of the TCP port space on IPv4 or IPv6 addresses;
+//! The ids are on IPv4 or IPv6 addresses;
 //! their QPs are user space's (librdmacm makes them through libibverbs),
 //! so `CONNECT` and `ACCEPT` carry the QP's number and `INIT_QP_ATTR`
-//! gives the attributes for its moves. Not implemented (`ENOSYS`, as the
-//! C ucma answers a command it lacks): AF_IB (`BIND`, `RESOLVE_ADDR`,
-//! `QUERY`), UD ids and multicast (`JOIN_*_MCAST`, `LEAVE_MCAST`).
+//! gives the attributes for its moves. UD ids (UDP and IPoIB port
+//! spaces) resolve addresses and join multicast groups (`JOIN_IP_MCAST`,
+//! `JOIN_MCAST`, `LEAVE_MCAST`); their `CONNECT` and `LISTEN` (SIDR) are
+//! `EOPNOTSUPP`. Not implemented (`ENOSYS`, as the C ucma answers a
+//! command it lacks): AF_IB (`BIND`, `RESOLVE_ADDR`, `QUERY`).
 
 use kernel::error::code::{EBADF, EINVAL, ENOENT, ENOSPC};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::uaccess::{UserSlice, UserSliceReader};
 
-use rdma::cma::{CmId, ConnParam as KConnParam, IpAddr, SockAddr as KSockAddr};
+use rdma::cma::{CmId, ConnParam as KConnParam, IpAddr, PortSpace, SockAddr as KSockAddr};
 use rdma::kshim::errno::{eafnosupport, enosys, eopnotsupp};
 use rdma::kshim::route::NetNs;
 use rdma::spec::qp_state::QpState;
@@ -34,8 +36,6 @@ use crate::handler::Handler;
 /// The largest `write()` taken: a header and the largest request.
 const MAX_WRITE: usize = HDR_LEN + 512;
 
-/// `IBV_QPT_RC`.
-const QPT_RC: u8 = 2;
 /// The most requests a listener keeps waiting (the C ucma's default
 /// `max_backlog`).
 const MAX_BACKLOG: u32 = 1024;
@@ -70,13 +70,18 @@ fn respond<T: Wire>(addr: u64, len: usize, v: &T) -> Result {
 
 /// An address of a command, as the rdma_cm takes it.
 fn sockaddr(s: &SockaddrIn6) -> Result<Option<KSockAddr>> {
-    Ok(SockAddr::decode(s).map_err(ucma_err)?.map(|a| KSockAddr {
+    Ok(SockAddr::decode(s).map_err(ucma_err)?.map(sockaddr_in))
+}
+
+/// A decoded address, as the rdma_cm takes it.
+fn sockaddr_in(a: SockAddr) -> KSockAddr {
+    KSockAddr {
         ip: match a.ip {
             IpBytes::V4(v) => IpAddr::V4(v),
             IpBytes::V6(v) => IpAddr::from16(v),
         },
         port: a.port,
-    }))
+    }
 }
 
 /// An address of the rdma_cm's, for user space.
@@ -180,22 +185,58 @@ pub(crate) fn write(file: &Arc<UcmaFile>, data: UserSliceReader, nonblock: bool)
             }
             ctx.id.notify_established()?;
         }
+        JOIN_IP_MCAST => {
+            let c: JoinIpMcast = decode(input);
+            // Another family than IPv4 or IPv6 has no size: EINVAL.
+            let group = sockaddr(&c.addr).map_err(|_| EINVAL)?.ok_or(EINVAL)?;
+            join(
+                file,
+                c.id,
+                c.uid,
+                group,
+                join_flags::FULLMEMBER,
+                c.response,
+                req.out_len,
+            )?
+        }
+        JOIN_MCAST => {
+            let c: JoinMcast = decode(input);
+            let group = SockAddr::decode_sized(&c.addr.0, c.addr_size)
+                .map_err(|_| EINVAL)?
+                .ok_or(EINVAL)?;
+            let group = sockaddr_in(group);
+            join(
+                file,
+                c.id,
+                c.uid,
+                group,
+                c.join_flags,
+                c.response,
+                req.out_len,
+            )?
+        }
+        LEAVE_MCAST => leave(file, &decode(input), req.out_len)?,
         MIGRATE_ID => migrate_id(file, &decode(input), req.out_len)?,
         _ => return Err(enosys()),
     }
     Ok(count)
 }
 
-/// `CREATE_ID`: an RC id of the TCP port space in the caller's network
-/// namespace.
+/// `CREATE_ID`: an id of the TCP (RC), UDP or IPoIB (UD) port space in
+/// the caller's network namespace.
 fn create_id(file: &Arc<UcmaFile>, c: &CreateId, out_len: usize) -> Result {
-    if c.ps != PS_TCP || c.qp_type != QPT_RC {
-        // UD ids (UDP, IPoIB port spaces) and AF_IB (PS_IB) are not
-        // implemented.
-        return Err(eopnotsupp());
-    }
+    // The port space decides the QP type, as in C (which reads `qp_type`
+    // only for PS_IB).
+    let ps = match c.ps {
+        PS_TCP => PortSpace::Tcp,
+        PS_UDP => PortSpace::Udp,
+        PS_IPOIB => PortSpace::Ipoib,
+        // AF_IB's port space is not implemented.
+        PS_IB => return Err(eopnotsupp()),
+        _ => return Err(EINVAL),
+    };
     let handler: Arc<dyn rdma::cma::CmHandler> = Arc::new(Handler, GFP_KERNEL)?;
-    let id = CmId::new(NetNs::current()?, handler)?;
+    let id = CmId::new_in(NetNs::current()?, handler, ps)?;
     let ctx = Ctx::new(id, file.clone(), c.uid)?;
     routes::add(&ctx)?;
     let resp = CreateIdResp { id: ctx.handle };
@@ -370,4 +411,49 @@ fn set_option(file: &Arc<UcmaFile>, c: &SetOption) -> Result {
         }
         _ => Err(enosys()),
     }
+}
+
+/// `JOIN_IP_MCAST` and `JOIN_MCAST`: the id of handle `id` (a UD id with
+/// a device: `EINVAL` otherwise) joins `group`, as a full member or a
+/// send-only one (`join_flags`; another value is `EINVAL`); the join's
+/// handle is the response, and its event (`MULTICAST_JOIN`) carries
+/// `uid`. A response that cannot be written undoes the join.
+fn join(
+    file: &Arc<UcmaFile>,
+    id: u32,
+    uid: u64,
+    group: KSockAddr,
+    flags: u16,
+    response: u64,
+    out_len: usize,
+) -> Result {
+    let send_only = match flags {
+        join_flags::FULLMEMBER => false,
+        join_flags::SENDONLY_FULLMEMBER => true,
+        _ => return Err(EINVAL),
+    };
+    let ctx = file.get(id)?;
+    if ctx.id.bound_device().is_none() {
+        return Err(EINVAL);
+    }
+    let mc = ctx.join(group.ip, send_only, uid)?;
+    let resp = CreateIdResp { id: mc.handle };
+    if let Err(e) = respond(response, out_len, &resp) {
+        let _ = ctx.leave(mc.handle);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// `LEAVE_MCAST`: the join of handle `c.id` ends (`ENOENT` if no join
+/// has it, `EINVAL` if it is another file's, as in C); its unread events
+/// go, and the count of those read is returned.
+fn leave(file: &Arc<UcmaFile>, c: &DestroyId, out_len: usize) -> Result {
+    let owner = crate::ctx::routes::mc_owner(c.id).ok_or(ENOENT)?;
+    let ctx = file.get(owner)?;
+    let mc = ctx.leave(c.id)?;
+    let resp = DestroyIdResp {
+        events_reported: mc.events_reported(),
+    };
+    respond(c.response, out_len, &resp)
 }

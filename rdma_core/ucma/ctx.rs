@@ -13,12 +13,12 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use kernel::error::code::{EINVAL, ENODEV};
+use kernel::error::code::{EINVAL, ENODEV, ENOENT};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use rdma::cma::{CmId, CmIdCore};
+use rdma::cma::{CmId, CmIdCore, IpAddr};
 use rdma::kshim::global::Global;
 
 use crate::file::{UEvent, UcmaFile};
@@ -26,6 +26,31 @@ use crate::file::{UEvent, UcmaFile};
 /// Handles are numbered across all files (an id keeps its handle when it
 /// moves to another file, `MIGRATE_ID`).
 static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0);
+
+/// Multicast joins are numbered across all files too, apart from ids.
+static NEXT_MC: AtomicU32 = AtomicU32::new(0);
+
+/// A multicast join of an id's (`JOIN_IP_MCAST`, `JOIN_MCAST`): what
+/// user space names it by (`handle`, for `LEAVE_MCAST`), its cookie
+/// (`uid`, returned in its events) and how many of its events user space
+/// has read (`LEAVE_MCAST` returns that count).
+pub(crate) struct Mc {
+    pub(crate) handle: u32,
+    pub(crate) uid: u64,
+    events_reported: AtomicU32,
+}
+
+impl Mc {
+    /// Events of the join read.
+    pub(crate) fn events_reported(&self) -> u32 {
+        self.events_reported.load(Ordering::Relaxed)
+    }
+
+    /// One more event of the join read.
+    pub(crate) fn count_read(&self) {
+        self.events_reported.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// An id of user space's.
 #[pin_data]
@@ -41,6 +66,11 @@ pub(crate) struct Ctx {
     /// many may be (`LISTEN`'s backlog).
     pub(crate) pending: AtomicU32,
     pub(crate) backlog: AtomicU32,
+    /// The id's multicast joins, by handle. Taken before the file's lock
+    /// (a join's event is queued under it, so that a join left never has
+    /// an event queued after `LEAVE_MCAST` cleared them).
+    #[pin]
+    pub(crate) mcs: Mutex<RBTree<u32, Arc<Mc>>>,
 }
 
 impl Ctx {
@@ -55,6 +85,7 @@ impl Ctx {
                 events_reported: AtomicU32::new(0),
                 pending: AtomicU32::new(0),
                 backlog: AtomicU32::new(0),
+                mcs <- new_mutex!(RBTree::new(), "ucma::Ctx::mcs"),
             }),
             GFP_KERNEL,
         )
@@ -143,6 +174,54 @@ impl Ctx {
     pub(crate) fn destroy(&self) {
         routes::remove(&self.id);
         self.id.destroy();
+        let mcs = core::mem::take(&mut *self.mcs.lock());
+        for (h, _) in mcs.iter() {
+            routes::remove_mc(*h);
+        }
+    }
+
+    /// Joins the multicast group of `group` (`send_only` or full), for
+    /// user space's cookie `uid`; returns the join's handle. The join's
+    /// event may come before this returns; it is queued once the join is
+    /// known here.
+    pub(crate) fn join(&self, group: IpAddr, send_only: bool, uid: u64) -> Result<Arc<Mc>> {
+        let mc = Arc::new(
+            Mc {
+                handle: NEXT_MC.fetch_add(1, Ordering::Relaxed),
+                uid,
+                events_reported: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let node = RBTreeNode::new(mc.handle, mc.clone(), GFP_KERNEL)?;
+        routes::add_mc(mc.handle, self.handle)?;
+        // Known before the join, so that its event finds it.
+        drop(self.mcs.lock().insert(node));
+        if let Err(e) = self
+            .id
+            .join_multicast(group, send_only, u64::from(mc.handle))
+        {
+            drop(self.mcs.lock().remove(&mc.handle));
+            routes::remove_mc(mc.handle);
+            return Err(e);
+        }
+        Ok(mc)
+    }
+
+    /// Leaves the join of handle `h` (`LEAVE_MCAST`, or a join whose
+    /// response could not be written): no event of it is queued after,
+    /// and those unread are dropped. Returns the join.
+    pub(crate) fn leave(&self, h: u32) -> Result<Arc<Mc>> {
+        let mc = {
+            let mut mcs = self.mcs.lock();
+            let mc = mcs.remove(&h).ok_or(ENOENT)?;
+            routes::remove_mc(h);
+            self.file().forget_mc(&mc);
+            mc
+        };
+        // An event of the join still on its way finds it gone.
+        let _ = self.id.leave_multicast(u64::from(h));
+        Ok(mc)
     }
 }
 
@@ -155,6 +234,8 @@ pub(crate) mod routes {
     pub(crate) struct Maps {
         by_id: RBTree<usize, Arc<Ctx>>,
         handles: RBTree<u32, ()>,
+        /// Multicast joins: the handle of the id each is of.
+        mcs: RBTree<u32, u32>,
     }
 
     #[pin_data]
@@ -173,7 +254,11 @@ pub(crate) mod routes {
     pub(crate) fn init() -> Result {
         ROUTES.replace(Some(Arc::pin_init(
             pin_init!(Routes {
-                map <- new_mutex!(Maps { by_id: RBTree::new(), handles: RBTree::new() }, "ucma::ROUTES"),
+                map <- new_mutex!(Maps {
+                    by_id: RBTree::new(),
+                    handles: RBTree::new(),
+                    mcs: RBTree::new(),
+                }, "ucma::ROUTES"),
             }),
             GFP_KERNEL,
         )?));
@@ -209,6 +294,26 @@ pub(crate) mod routes {
         ROUTES
             .get()
             .is_some_and(|r| r.map.lock().handles.get(&h).is_some())
+    }
+
+    /// Records that join `mc` is of the id of handle `ctx`.
+    pub(crate) fn add_mc(mc: u32, ctx: u32) -> Result {
+        let r = ROUTES.get().ok_or(ENODEV)?;
+        let node = RBTreeNode::new(mc, ctx, GFP_KERNEL)?;
+        drop(r.map.lock().mcs.insert(node));
+        Ok(())
+    }
+
+    /// The handle of the id join `mc` is of, if the join is live.
+    pub(crate) fn mc_owner(mc: u32) -> Option<u32> {
+        ROUTES.get()?.map.lock().mcs.get(&mc).copied()
+    }
+
+    /// Forgets join `mc`.
+    pub(crate) fn remove_mc(mc: u32) {
+        if let Some(r) = ROUTES.get() {
+            let _ = r.map.lock().mcs.remove(&mc);
+        }
     }
 
     /// Stops routing `id`'s events.

@@ -31,7 +31,7 @@ use rdma::kshim::vec::remove;
 use rdma::spec::uverbs::ucma::EventResp;
 use rdma::spec::uverbs::Wire;
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Mc};
 
 /// The operations of `/dev/infiniband/rdma_cm` (served by the crate's
 /// root), which tell its files from any other (`MIGRATE_ID` names one by
@@ -61,6 +61,9 @@ pub(crate) struct UEvent {
     pub(crate) ctx: Arc<Ctx>,
     /// A connection request's new id.
     pub(crate) child: Option<Arc<Ctx>>,
+    /// A multicast join's event: the join, whose count reading it adds
+    /// to as well.
+    pub(crate) mc: Option<Arc<Mc>>,
 }
 
 struct FileState {
@@ -169,6 +172,19 @@ impl UcmaFile {
         orphans
     }
 
+    /// Drops the unread events of join `mc` (it is left).
+    pub(crate) fn forget_mc(&self, mc: &Arc<Mc>) {
+        let mut st = self.st.lock();
+        let mut i = 0;
+        while i < st.events.len() {
+            if st.events[i].mc.as_ref().is_some_and(|m| Arc::ptr_eq(m, mc)) {
+                drop(remove(&mut st.events, i));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Takes `ctx`'s unread events off the queue, in order (`MIGRATE_ID`
     /// moves them to another file).
     pub(crate) fn take_events(&self, ctx: &Arc<Ctx>) -> Result<KVec<UEvent>> {
@@ -218,6 +234,9 @@ impl UcmaFile {
             return Err(EAGAIN);
         };
         ev.ctx.count_read();
+        if let Some(mc) = ev.mc.as_ref() {
+            mc.count_read();
+        }
         if let Some(child) = ev.child {
             ev.ctx
                 .pending

@@ -14,8 +14,9 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use rdma::cma::{CmEvent, CmHandler, CmIdCore, Disposition, EventKind};
-use rdma::spec::uverbs::ucma::{event, ConnParam, EventResp};
+use rdma::cma::{CmEvent, CmHandler, CmIdCore, Disposition, EventKind, PortSpace};
+use rdma::spec::uverbs::srq_ah::{AhAttr, GlobalRoute};
+use rdma::spec::uverbs::ucma::{event, ConnParam, EventResp, UdParam};
 
 use crate::ctx::{routes, Ctx};
 use crate::file::UEvent;
@@ -38,7 +39,41 @@ fn number(kind: EventKind) -> u32 {
         EventKind::Disconnected => event::DISCONNECTED,
         EventKind::DeviceRemoval => event::DEVICE_REMOVAL,
         EventKind::TimewaitExit => event::TIMEWAIT_EXIT,
+        EventKind::MulticastJoin => event::MULTICAST_JOIN,
+        EventKind::MulticastError => event::MULTICAST_ERROR,
     }
+}
+
+/// The event's UD parameters, as user space's `ib_uverbs_ah_attr`.
+fn ud_param(ev: &CmEvent) -> UdParam {
+    let Some(ud) = ev.ud.as_ref() else {
+        return UdParam::default();
+    };
+    let g = &ud.ah.grh;
+    let mut p = UdParam {
+        qp_num: ud.qp_num,
+        qkey: ud.qkey,
+        ah_attr: AhAttr {
+            grh: GlobalRoute {
+                dgid: g.dgid.0,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+                reserved: 0,
+            },
+            sl: ud.ah.sl,
+            static_rate: ud.ah.static_rate,
+            is_global: 1,
+            port_num: ud.ah.port_num as u8,
+            ..AhAttr::default()
+        },
+        ..UdParam::default()
+    };
+    let n = ev.private_data.len().min(p.private_data.0.len());
+    p.private_data.0[..n].copy_from_slice(&ev.private_data[..n]);
+    p.private_data_len = n as u8;
+    p
 }
 
 /// The event's connection parameters, from the receiver's side.
@@ -64,21 +99,58 @@ impl CmHandler for Handler {
         let Some(ctx) = routes::find(id) else {
             return Disposition::Keep;
         };
-        let resp = EventResp::with_conn(
-            ctx.uid(),
-            ctx.handle,
-            number(ev.kind),
-            ev.status,
-            &conn_param(&ev),
-        );
+        if matches!(
+            ev.kind,
+            EventKind::MulticastJoin | EventKind::MulticastError
+        ) {
+            multicast(&ctx, &ev);
+            return Disposition::Keep;
+        }
+        let resp = if id.port_space() == PortSpace::Tcp {
+            EventResp::with_conn(
+                ctx.uid(),
+                ctx.handle,
+                number(ev.kind),
+                ev.status,
+                &conn_param(&ev),
+            )
+        } else {
+            EventResp::with_ud(
+                ctx.uid(),
+                ctx.handle,
+                number(ev.kind),
+                ev.status,
+                &ud_param(&ev),
+            )
+        };
         let holder = ctx.clone();
         holder.push_event(UEvent {
             resp,
             ctx,
             child: None,
+            mc: None,
         });
         Disposition::Keep
     }
+}
+
+/// A multicast join's event: the join's cookie and handle (not the
+/// id's), queued only while the join is live (under the id's joins'
+/// lock, which `LEAVE_MCAST` takes to clear its events).
+fn multicast(ctx: &Arc<Ctx>, ev: &CmEvent) {
+    let Ok(h) = u32::try_from(ev.mc) else { return };
+    let mcs = ctx.mcs.lock();
+    let Some(mc) = mcs.get(&h).cloned() else {
+        return;
+    };
+    let resp = EventResp::with_ud(mc.uid, mc.handle, number(ev.kind), ev.status, &ud_param(ev));
+    ctx.push_event(UEvent {
+        resp,
+        ctx: ctx.clone(),
+        child: None,
+        mc: Some(mc),
+    });
+    drop(mcs);
 }
 
 /// A connection request to a listener of user space's: its new id, and
@@ -114,6 +186,7 @@ fn request(child: &Arc<CmIdCore>, ev: &mut CmEvent) {
         resp,
         ctx: listener.clone(),
         child: Some(ctx.clone()),
+        mc: None,
     });
     if !queued {
         listener.pending.fetch_sub(1, Ordering::Relaxed);

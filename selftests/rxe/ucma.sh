@@ -3,7 +3,8 @@
 # through /dev/infiniband/rdma_cm on our rdma_cm, between our rxe devices
 # in two network namespaces, with the kernel's C stack absent and kept
 # from autoloading: rping (data verified), ucmatose (several connections)
-# rdma_server/rdma_client (MIGRATE_ID) and perftest over rdma_cm (-R);
+# rdma_server/rdma_client (MIGRATE_ID), perftest over rdma_cm (-R) and
+# mckey (multicast of UD ids);
 # and our kernel ULPs against those tools on our stack; then a hostile
 # program's raw write() commands (ucma_user): malformed framing, foreign,
 # stale and made-up handles, events, MIGRATE_ID, and ids and files ended
@@ -176,6 +177,64 @@ perftest_cm() { # N program
 ktap_check "ib_send_lat_cm" perftest_cm 200 ib_send_lat
 ktap_check "ib_write_bw_cm" perftest_cm 100 "ib_write_bw -s 16384"
 
+# mckey: UD ids join an IPv4 multicast group (JOIN_IP_MCAST), librdmacm
+# attaches their QPs, the sender sends COUNT datagrams to the group; each
+# receiver's QP must complete all of them (mckey waits for every one) and
+# both sides must leave cleanly. Receivers start first and are waited for
+# until the host is a member of the group in their namespace.
+member() { # netns group-in-hex
+	ip netns exec "$1" cat /proc/net/igmp | grep -q "$2"
+}
+mckey_run() { # group sender-args "ns:receiver-args"...
+	_grp=$1 _snd=$2
+	shift 2
+	_hex=$(echo "$_grp" | awk -F. '{ printf "%02X%02X%02X%02X", $4, $3, $2, $1 }')
+	_pids='' _i=0
+	for _r in "$@"; do
+		_i=$((_i + 1))
+		# shellcheck disable=SC2086 # the receiver's arguments, split
+		ip netns exec "${_r%%:*}" timeout 60 mckey -m "$_grp" -C 10 ${_r#*:} \
+			> "$tmpd/mc_r$_i" 2>&1 &
+		_pids="$_pids $!"
+		_n=0
+		until member "${_r%%:*}" "$_hex"; do
+			_n=$((_n + 1))
+			if [ "$_n" -ge 100 ]; then
+				echo "receiver $_i never joined $_grp"
+				cat "$tmpd/mc_r$_i"
+				# shellcheck disable=SC2086 # one pid a word
+				kill $_pids 2>/dev/null
+				return 1
+			fi
+			sleep 0.1
+		done
+	done
+	# shellcheck disable=SC2086 # the sender's arguments, split
+	if ! ip netns exec ucx timeout 60 mckey -m "$_grp" -C 10 -s $_snd > "$tmpd/mc_s" 2>&1 ||
+		! grep -q "test complete" "$tmpd/mc_s"; then
+		sed 's/^/    # sender: /' "$tmpd/mc_s"
+		# shellcheck disable=SC2086 # one pid a word
+		kill $_pids 2>/dev/null
+		return 1
+	fi
+	_i=0 _bad=0
+	for _p in $_pids; do
+		_i=$((_i + 1))
+		if ! wait "$_p" || ! grep -q "data transfers complete" "$tmpd/mc_r$_i"; then
+			sed "s/^/    # receiver $_i: /" "$tmpd/mc_r$_i"
+			_bad=1
+		fi
+	done
+	return "$_bad"
+}
+# A receiver in the other namespace.
+ktap_check "mckey" mckey_run 239.5.5.1 "-b 10.79.5.1" "ucy:-b 10.79.5.2"
+# Two receivers of two ids each, one of them on the sender's own device
+# (delivered by multicast loopback), and a send-only sender (-o: no
+# attach, no IP membership).
+ktap_check "mckey_fanout_send_only" mckey_run 239.5.5.2 "-b 10.79.5.1 -o" \
+	"ucy:-b 10.79.5.2 -c 2" "ucx:-b 10.79.5.1 -c 2"
+
 # Our kernel ULPs and user space on our stack, each side on a device of
 # ours: the test module that speaks rping's, rdma_server's and
 # ucmatose's protocols (modules/rdma_rxe_cmtools_test.rs; cm.sh runs it
@@ -201,6 +260,8 @@ node=/dev/infiniband/rdma_cm
 ktap_check "abi_framing" ucma_user framing "$node"
 ktap_check "abi_handles" ip netns exec ucx ucma_user handles "$node"
 ktap_check "abi_events" ip netns exec ucx ucma_user events "$node"
+# Multicast joins of UD ids: their events, IP membership, LEAVE_MCAST.
+ktap_check "abi_mcast" ip netns exec ucx ucma_user mcast "$node"
 # Where the C ucma answers another errno (an id that does not exist:
 # ENOENT there).
 ktap_check "abi_c_errnos" ucma_user c_errnos "$node"

@@ -49,6 +49,7 @@ enum {
 	RDMA_CM_EVENT_CONNECT_RESPONSE = 5,
 	RDMA_CM_EVENT_REJECTED = 8,
 	RDMA_CM_EVENT_DISCONNECTED = 10,
+	RDMA_CM_EVENT_MULTICAST_JOIN = 12,
 };
 
 /* What librdmacm's rdma_create_id(RDMA_PS_TCP) asks for: an RC id. */
@@ -281,7 +282,7 @@ static void case_framing(void)
 	memcpy(buf + 8, &c, sizeof(c));
 	CHECK(ERRNO(write(fd, buf, 8 + sizeof(c) - 1)) == EINVAL, "in past the buffer");
 	/* Commands without a handler (ENOSYS) and past the table (EINVAL). */
-	static const uint32_t nosys[] = { 13, 19, 20, 21, 22 };
+	static const uint32_t nosys[] = { 13, 19, 20, 21 };
 	for (unsigned int i = 0; i < sizeof(nosys) / sizeof(nosys[0]); i++)
 		CHECK(ERRNO(ucmd(fd, nosys[i], arg, sizeof(arg), 0)) == ENOSYS, "command %u",
 		      nosys[i]);
@@ -349,9 +350,11 @@ static void every_command(int fd, uint32_t h, int other_fd, int (*ok)(int), cons
 	};
 	struct rdma_ucm_notify no = { .id = h, .event = 3 };
 	struct rdma_ucm_migrate_id mi = { .response = (uintptr_t)&r4, .id = h, .fd = fd };
+	struct rdma_ucm_join_ip_mcast jm = { .response = (uintptr_t)&r4, .id = h };
 
 	set_sin(&bi.addr, "0.0.0.0", 0);
 	set_sin(&ri.dst_addr, ADDR_Y, 0);
+	set_sin(&jm.addr, "239.7.7.7", 0);
 	conn_param(&co.conn_param, 77);
 	conn_param(&ac.conn_param, 77);
 	CHECK(ok(ERRNO(CMD(fd, RDMA_USER_CM_CMD_BIND_IP, &bi, 0))), "%s: BIND_IP %d", what, errno);
@@ -369,6 +372,8 @@ static void every_command(int fd, uint32_t h, int other_fd, int (*ok)(int), cons
 	      "%s: INIT_QP_ATTR", what);
 	CHECK(ok(ERRNO(CMD(fd, RDMA_USER_CM_CMD_SET_OPTION, &so, 0))), "%s: SET_OPTION", what);
 	CHECK(ok(ERRNO(CMD(fd, RDMA_USER_CM_CMD_NOTIFY, &no, 0))), "%s: NOTIFY", what);
+	CHECK(ok(ERRNO(CMD(fd, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jm, 4))), "%s: JOIN_IP_MCAST",
+	      what);
 	/* Moving it from this file to other_fd's. */
 	CHECK(ok(ERRNO(CMD(other_fd, RDMA_USER_CM_CMD_MIGRATE_ID, &mi, 4))), "%s: MIGRATE_ID",
 	      what);
@@ -474,6 +479,203 @@ static void case_c_errnos(void)
 	CHECK(bad == 0, "%d differences from the C ucma", bad);
 	close(f1);
 	close(f2);
+}
+
+/* A UD id of the UDP port space (what rdma_create_id(RDMA_PS_UDP) asks). */
+static uint32_t create_ud_id(int fd, uint64_t uid)
+{
+	struct rdma_ucm_create_id_resp resp = { .id = ~0u };
+	struct rdma_ucm_create_id c = {
+		.uid = uid, .response = (uintptr_t)&resp, .ps = RDMA_PS_UDP, .qp_type = 4,
+	};
+
+	CHECK(OK(fd, RDMA_USER_CM_CMD_CREATE_ID, &c, sizeof(resp)), "CREATE_ID (UDP)");
+	return resp.id;
+}
+
+/* JOIN_IP_MCAST of group ip; the join's handle in *m, or -1 with errno. */
+static int join_ip(int fd, uint32_t h, const char *ip, uint64_t uid, uint32_t *m)
+{
+	struct rdma_ucm_create_id_resp resp = { .id = ~0u };
+	struct rdma_ucm_join_ip_mcast c = { .response = (uintptr_t)&resp, .uid = uid, .id = h };
+
+	set_sin(&c.addr, ip, 0);
+	if (!OK(fd, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &c, sizeof(resp)))
+		return -1;
+	*m = resp.id;
+	return 0;
+}
+
+/* JOIN_MCAST of an IPv4 group with flags and an addr_size. */
+static int join_v4(int fd, uint32_t h, const char *ip, uint16_t flags, uint16_t size,
+		   uint32_t *m)
+{
+	struct rdma_ucm_create_id_resp resp = { .id = ~0u };
+	struct rdma_ucm_join_mcast c = {
+		.response = (uintptr_t)&resp, .uid = 0x5e5e, .id = h, .addr_size = size,
+		.join_flags = flags,
+	};
+
+	set_sin((struct sockaddr_in6 *)&c.addr, ip, 0);
+	if (!OK(fd, RDMA_USER_CM_CMD_JOIN_MCAST, &c, sizeof(resp)))
+		return -1;
+	*m = resp.id;
+	return 0;
+}
+
+/* LEAVE_MCAST; returns its events_reported, or -1 with errno. */
+static int64_t leave(int fd, uint32_t m)
+{
+	struct rdma_ucm_destroy_id_resp resp = { .events_reported = ~0u };
+	struct rdma_ucm_destroy_id c = { .response = (uintptr_t)&resp, .id = m };
+
+	if (!OK(fd, RDMA_USER_CM_CMD_LEAVE_MCAST, &c, sizeof(resp)))
+		return -1;
+	return resp.events_reported;
+}
+
+/* Whether the host is a member of IPv4 group a.b.c.d (/proc/net/igmp). */
+static int igmp_member(const char *ip)
+{
+	struct in_addr a;
+	char want[16], line[256];
+	FILE *f;
+	int found = 0;
+
+	CHECK(inet_pton(AF_INET, ip, &a) == 1, "group %s", ip);
+	/* The group as the kernel prints it: the word in hex, host order. */
+	snprintf(want, sizeof(want), "%08X", a.s_addr);
+	f = fopen("/proc/net/igmp", "r");
+	CHECK(f, "/proc/net/igmp");
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, want))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+/* Waits (2 s at most) for the host's membership of ip to become want. */
+static void expect_member(const char *ip, int want, const char *what)
+{
+	for (int i = 0; i < 200 && igmp_member(ip) != want; i++)
+		usleep(10000);
+	CHECK(igmp_member(ip) == want, "%s: member of %s: %d, want %d", what, ip,
+	      igmp_member(ip), want);
+}
+
+/*
+ * Multicast of UD ids (JOIN_IP_MCAST, JOIN_MCAST, LEAVE_MCAST), in ucx:
+ * what a join needs (a UD id with an address), the join's event and its
+ * UD parameters as librdmacm reads them (uid and handle of the join, the
+ * group's GID, QPN 0xFFFFFF, the UDP port space's Q_Key, the source GID's
+ * index), the host's IP membership following full joins only, the events
+ * reported by LEAVE_MCAST (unread ones dropped), foreign, stale and
+ * made-up joins, and joins ended by DESTROY_ID and by close.
+ */
+static void case_mcast(void)
+{
+	int fd = open_node(O_NONBLOCK), f2 = open_node(0), e;
+	struct rdma_ucm_event_resp ev;
+	struct rdma_ucm_ud_param *ud = (struct rdma_ucm_ud_param *)&ev.param;
+	struct ib_uverbs_qp_attr qa;
+	struct rdma_ucm_init_qp_attr ia = { .response = (uintptr_t)&qa, .qp_state = 1 };
+	uint8_t want_gid[16] = { [10] = 0xff, [11] = 0xff, 239, 7, 7, 1 };
+	uint32_t u, rc, m1, m2, m3, m4, m;
+	char path[128], gid[64];
+	FILE *f;
+
+	u = create_ud_id(fd, 0x55);
+	/* No address yet: no device, EINVAL. */
+	CHECK(ERRNO(join_ip(fd, u, "239.7.7.1", 1, &m)) == EINVAL, "join without an address");
+	ia.id = u;
+	CHECK(ERRNO(CMD(fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, &ia, sizeof(qa))) == EINVAL,
+	      "INIT_QP_ATTR without an address");
+	/* An RC id cannot join. */
+	rc = create_id(fd, 0x66);
+	CHECK(bind_ip(fd, rc, ADDR_X, 0) == 0, "BIND_IP (RC)");
+	CHECK(ERRNO(join_ip(fd, rc, "239.7.7.1", 1, &m)) == EINVAL, "an RC id joins");
+	CHECK(destroy_id(fd, rc) == 0, "DESTROY_ID (RC)");
+	/* A UD id of the UDP port space: the QP's INIT, with the Q_Key. */
+	CHECK(bind_ip(fd, u, ADDR_X, 0) == 0, "BIND_IP (UD)");
+	memset(&qa, 0xa5, sizeof(qa));
+	CHECK(OK(fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, &ia, sizeof(qa)), "INIT_QP_ATTR (UD)");
+	CHECK(qa.qp_attr_mask == (1 | 16 | 32 | 64) /* STATE PKEY_INDEX PORT QKEY */ &&
+	      qa.qkey == 0x01234567 && qa.port_num == 1 && qa.pkey_index == 0 && qa.qp_state == 1,
+	      "UD INIT: mask %x qkey %x port %u pkey %u state %u", qa.qp_attr_mask, qa.qkey,
+	      qa.port_num, qa.pkey_index, qa.qp_state);
+	/* What the C ucma refuses: bad flags, an address size not its family's. */
+	CHECK(ERRNO(join_v4(fd, u, "239.7.7.1", 2, 16, &m)) == EINVAL, "join flags 2");
+	CHECK(ERRNO(join_v4(fd, u, "239.7.7.1", 0, 28, &m)) == EINVAL, "addr_size 28 for IPv4");
+	/* Ours: a unicast "group"; an IPv6 group (no RoCE v2 mapping; C: ENOTSUPP). */
+	CHECK(ERRNO(join_ip(fd, u, "10.79.5.9", 1, &m)) == EINVAL, "a unicast group");
+	{
+		struct rdma_ucm_create_id_resp resp;
+		struct rdma_ucm_join_ip_mcast c = { .response = (uintptr_t)&resp, .id = u };
+		struct sockaddr_in6 *a6 = &c.addr;
+
+		a6->sin6_family = AF_INET6;
+		CHECK(inet_pton(AF_INET6, "ff0e::1234", &a6->sin6_addr) == 1, "ff0e::1234");
+		e = ERRNO(OK(fd, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &c, sizeof(resp)) ? 0 : -1);
+		CHECK(e == EOPNOTSUPP || e == 524, "an IPv6 group: errno %d", e);
+	}
+	CHECK(!readable(fd, 100), "an event after refused joins");
+
+	/* A full join: its event, and the host is a member of the group. */
+	CHECK(join_ip(fd, u, "239.7.7.1", 0xabc, &m1) == 0, "JOIN_IP_MCAST");
+	expect_event(fd, m1, RDMA_CM_EVENT_MULTICAST_JOIN, &ev, "join");
+	CHECK(ev.uid == 0xabc && ev.status == 0, "join: uid %llx status %d",
+	      (unsigned long long)ev.uid, (int32_t)ev.status);
+	CHECK(ud->qp_num == 0xffffff && ud->qkey == 0x01234567 && ud->ah_attr.is_global == 1 &&
+	      ud->ah_attr.port_num == 1 && ud->ah_attr.grh.hop_limit == 64 &&
+	      !memcmp(ud->ah_attr.grh.dgid, want_gid, 16) && ud->private_data_len == 0,
+	      "join: qpn %x qkey %x global %u port %u hop %u", ud->qp_num, ud->qkey,
+	      ud->ah_attr.is_global, ud->ah_attr.port_num, ud->ah_attr.grh.hop_limit);
+	/* The source GID index names our address's GID. */
+	snprintf(path, sizeof(path), "/sys/class/infiniband/rxec0/ports/1/gids/%u",
+		 ud->ah_attr.grh.sgid_index);
+	f = fopen(path, "r");
+	CHECK(f && fgets(gid, sizeof(gid), f), "%s", path);
+	fclose(f);
+	CHECK(!strncmp(gid, "0000:0000:0000:0000:0000:ffff:0a4f:0501", 39), "sgid %u is %s",
+	      ud->ah_attr.grh.sgid_index, gid);
+	expect_member("239.7.7.1", 1, "full join");
+
+	/* A send-only join (JOIN_MCAST): its event, no membership. */
+	CHECK(join_v4(fd, u, "239.7.7.2", 1, 16, &m2) == 0, "JOIN_MCAST send-only");
+	expect_event(fd, m2, RDMA_CM_EVENT_MULTICAST_JOIN, &ev, "send-only join");
+	CHECK(ev.uid == 0x5e5e, "send-only join: uid %llx", (unsigned long long)ev.uid);
+	expect_member("239.7.7.2", 0, "send-only join");
+
+	/* LEAVE_MCAST: the events read (1), membership gone. */
+	CHECK(leave(fd, m1) == 1, "LEAVE_MCAST: events_reported");
+	expect_member("239.7.7.1", 0, "left");
+	/* An event never read: dropped, 0 reported. */
+	CHECK(join_ip(fd, u, "239.7.7.3", 3, &m3) == 0, "JOIN (unread)");
+	CHECK(readable(fd, 5000), "no event of the third join");
+	CHECK(leave(fd, m3) == 0, "LEAVE_MCAST of an unread join");
+	CHECK(!readable(fd, 200), "the unread join's event left queued");
+	/* Left, made up, another file's. */
+	CHECK(ERRNO(leave(fd, m1)) == ENOENT, "LEAVE_MCAST twice");
+	CHECK(ERRNO(leave(fd, MADE_UP)) == ENOENT, "LEAVE_MCAST of a made-up join");
+	CHECK(ERRNO(leave(f2, m2)) == EINVAL, "LEAVE_MCAST of another file's join");
+	CHECK(ERRNO(join_ip(f2, u, "239.7.7.9", 9, &m)) == EINVAL, "JOIN on another file's id");
+
+	/* DESTROY_ID with joins alive: they end (3 events of the id read). */
+	CHECK(join_ip(fd, u, "239.7.7.4", 4, &m4) == 0, "JOIN (to destroy)");
+	expect_event(fd, m4, RDMA_CM_EVENT_MULTICAST_JOIN, &ev, "fourth join");
+	expect_member("239.7.7.4", 1, "fourth join");
+	CHECK(destroy_id(fd, u) == 3, "DESTROY_ID: events_reported");
+	expect_member("239.7.7.4", 0, "destroyed");
+	CHECK(ERRNO(leave(fd, m2)) == ENOENT, "LEAVE_MCAST after DESTROY_ID");
+
+	/* The file closed with a join and its event unread. */
+	u = create_ud_id(f2, 0x77);
+	CHECK(bind_ip(f2, u, ADDR_X, 0) == 0, "BIND_IP");
+	CHECK(join_ip(f2, u, "239.7.7.5", 5, &m) == 0, "JOIN (to close)");
+	expect_member("239.7.7.5", 1, "fifth join");
+	close(f2);
+	expect_member("239.7.7.5", 0, "closed");
+	close(fd);
 }
 
 /*
@@ -939,6 +1141,8 @@ int main(int argc, char **argv)
 		case_c_errnos();
 	else if (!strcmp(argv[1], "events"))
 		case_events();
+	else if (!strcmp(argv[1], "mcast"))
+		case_mcast();
 	else if (!strcmp(argv[1], "lifecycle") && argc == 5) {
 		ns_y = argv[3];
 		case_lifecycle(argv[4]);

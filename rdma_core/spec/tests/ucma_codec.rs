@@ -94,7 +94,6 @@ fn unknown_commands() {
         QUERY,
         BIND,
         RESOLVE_ADDR,
-        JOIN_MCAST,
         23,
         99,
         0x8000_0000,
@@ -110,6 +109,7 @@ fn unknown_commands() {
         (GET_OPTION, QUERY, BIND, RESOLVE_ADDR, JOIN_MCAST),
         (13, 19, 20, 21, 22)
     );
+    assert!(CMDS.iter().any(|s| s.cmd == JOIN_MCAST));
     // Every number of the C table missing from CMDS is unknown.
     for n in 0..=JOIN_MCAST {
         let b = cmd_of(n, &body, 512);
@@ -171,8 +171,8 @@ fn out_below_the_response_is_short_response() {
         );
     }
     // CREATE_ID, DESTROY_ID, QUERY_ROUTE, INIT_QP_ATTR, GET_EVENT,
-    // MIGRATE_ID.
-    assert_eq!(with_response, 6);
+    // JOIN_IP_MCAST, LEAVE_MCAST, JOIN_MCAST, MIGRATE_ID.
+    assert_eq!(with_response, 9);
     assert_eq!(spec(GET_EVENT).min_out, 324);
     assert_eq!(spec(QUERY_ROUTE).min_out, 200);
     assert_eq!(spec(INIT_QP_ATTR).min_out, 144);
@@ -490,7 +490,7 @@ fn every_structure_round_trips() {
         SockaddrIn6, CreateId, CreateIdResp, DestroyId, DestroyIdResp, BindIp, ResolveIp,
         ResolveRoute, Query, UserPathRec, QueryRouteResp, ConnParam, UdParam, Ece, Connect,
         Listen, Accept, Reject, Disconnect, InitQpAttr, QpAttr, Notify, JoinIpMcast,
-        GetEvent, EventResp, SetOption, MigrateId, MigrateResp,
+        JoinMcast, GetEvent, EventResp, SetOption, MigrateId, MigrateResp,
     );
 }
 
@@ -662,4 +662,83 @@ fn responses_fill_the_area_user_space_gives() {
     assert_eq!(b[196], 1);
     assert_eq!(&b[200..204], &3u32.to_ne_bytes());
     assert_eq!(ucma::MAX_PRIVATE_DATA, 256);
+}
+
+#[test]
+fn join_mcast_address_size_is_its_familys() {
+    let v4 = SockAddr {
+        ip: IpBytes::V4([239, 1, 2, 3]),
+        port: 0,
+    };
+    let mut area = [0u8; SOCKADDR_STORAGE_LEN];
+    v4.encode_in6().write_to(&mut area);
+    assert_eq!(SockAddr::decode_sized(&area, 16), Ok(Some(v4)));
+    assert_eq!(
+        SockAddr::decode_sized(&area, 28),
+        Err(UcmaError::ShortRequest)
+    );
+    assert_eq!(
+        SockAddr::decode_sized(&area, 0),
+        Err(UcmaError::ShortRequest)
+    );
+    let v6 = SockAddr {
+        ip: IpBytes::V6([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+        port: 7,
+    };
+    v6.encode_in6().write_to(&mut area);
+    assert_eq!(SockAddr::decode_sized(&area, 28), Ok(Some(v6)));
+    assert_eq!(
+        SockAddr::decode_sized(&area, 16),
+        Err(UcmaError::ShortRequest)
+    );
+    // AF_IB (27) and anything else: not an IP family.
+    area[0] = 27;
+    area[1] = 0;
+    assert_eq!(
+        SockAddr::decode_sized(&area, 48),
+        Err(UcmaError::Family(27))
+    );
+}
+
+#[test]
+fn ud_event_carries_the_ud_parameters() {
+    let p = UdParam {
+        qp_num: 0xff_ffff,
+        qkey: 0x0123_4567,
+        ..UdParam::default()
+    };
+    let e = EventResp::with_ud(9, 3, event::MULTICAST_JOIN, 0, &p);
+    assert_eq!(e.event, 12);
+    assert_eq!(UdParam::read_from(&e.param.0), p);
+    let mut bytes = vec![0u8; EventResp::SIZE];
+    e.write_to(&mut bytes);
+    // uid, id, event, status, then the union: qp_num, qkey.
+    assert_eq!(&bytes[20..24], &0xff_ffffu32.to_ne_bytes());
+    assert_eq!(&bytes[24..28], &0x0123_4567u32.to_ne_bytes());
+}
+
+#[test]
+fn multicast_commands_are_framed() {
+    for (cmd, min_in) in [
+        (JOIN_IP_MCAST, JoinIpMcast::SIZE),
+        (LEAVE_MCAST, DestroyId::SIZE),
+        (JOIN_MCAST, JoinMcast::SIZE),
+    ] {
+        let mut buf = vec![0u8; HDR_LEN + min_in];
+        buf[..4].copy_from_slice(&cmd.to_ne_bytes());
+        buf[4..6].copy_from_slice(&(min_in as u16).to_ne_bytes());
+        buf[6..8].copy_from_slice(&4u16.to_ne_bytes());
+        assert_eq!(ucma::parse(&buf).map(|r| r.spec.cmd), Ok(cmd));
+        buf[4..6].copy_from_slice(&((min_in - 1) as u16).to_ne_bytes());
+        assert_eq!(
+            ucma::parse(&buf).map(|r| r.spec.cmd),
+            Err(UcmaError::ShortRequest)
+        );
+        buf[4..6].copy_from_slice(&(min_in as u16).to_ne_bytes());
+        buf[6..8].copy_from_slice(&3u16.to_ne_bytes());
+        assert_eq!(
+            ucma::parse(&buf).map(|r| r.spec.cmd),
+            Err(UcmaError::ShortResponse)
+        );
+    }
 }

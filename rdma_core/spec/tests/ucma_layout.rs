@@ -48,6 +48,7 @@ fn all() -> Vec<Layout> {
         QpAttr,
         Notify,
         JoinIpMcast,
+        JoinMcast,
         GetEvent,
         EventResp,
         SetOption,
@@ -71,6 +72,7 @@ const SIZES: &[(&str, usize)] = &[
     ("rdma_ucm_reject", 264), ("rdma_ucm_disconnect", 4),
     ("rdma_ucm_init_qp_attr", 16), ("ib_uverbs_qp_attr", 144),
     ("rdma_ucm_notify", 8), ("rdma_ucm_join_ip_mcast", 48),
+    ("rdma_ucm_join_mcast", 152),
     ("rdma_ucm_get_event", 8), ("rdma_ucm_event_resp", 336),
     ("rdma_ucm_set_option", 24),
     ("rdma_ucm_migrate_id", 16), ("rdma_ucm_migrate_resp", 4),
@@ -158,6 +160,11 @@ const NUMBERS: &[(&str, u32)] = &[
     ("RDMA_OPTION_ID_REUSEADDR", ucma::OPTION_ID_REUSEADDR),
     ("RDMA_OPTION_ID_AFONLY", ucma::OPTION_ID_AFONLY),
     ("RDMA_OPTION_ID_ACK_TIMEOUT", ucma::OPTION_ID_ACK_TIMEOUT),
+    ("RDMA_MC_JOIN_FLAG_FULLMEMBER", ucma::join_flags::FULLMEMBER as u32),
+    (
+        "RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER",
+        ucma::join_flags::SENDONLY_FULLMEMBER as u32,
+    ),
     ("AF_INET", ucma::AF_INET as u32),
     ("AF_INET6", ucma::AF_INET6 as u32),
 ];
@@ -240,6 +247,9 @@ fn table_sizes_are_the_structures() {
         (GET_EVENT, GetEvent::SIZE, 324), // up to reserved, as C takes
         (SET_OPTION, SetOption::SIZE, 0),
         (NOTIFY, Notify::SIZE, 0),
+        (JOIN_IP_MCAST, JoinIpMcast::SIZE, CreateIdResp::SIZE),
+        (LEAVE_MCAST, DestroyId::SIZE, DestroyIdResp::SIZE),
+        (JOIN_MCAST, JoinMcast::SIZE, CreateIdResp::SIZE),
         (MIGRATE_ID, MigrateId::SIZE, MigrateResp::SIZE),
     ];
     assert_eq!(CMDS.len(), want.len());

@@ -455,6 +455,38 @@ wire_struct! {
     }
 }
 
+/// Bytes of a `sockaddr_storage`.
+pub const SOCKADDR_STORAGE_LEN: usize = 128;
+
+wire_struct! {
+    /// `JOIN_MCAST` request (any family; librdmacm sends it only with
+    /// AF_IB support, else `JOIN_IP_MCAST`).
+    pub struct JoinMcast = "rdma_ucm_join_mcast" {
+        /// User address of the response ([`CreateIdResp`]).
+        response: u64,
+        uid: u64,
+        id: u32,
+        /// Bytes of `addr` used: those of its family's address.
+        addr_size: u16,
+        /// A [`join_flags`] value.
+        join_flags: u16,
+        addr: Area<SOCKADDR_STORAGE_LEN>,
+    }
+}
+
+/// `join_flags` of [`JoinMcast`] (`RDMA_MC_JOIN_FLAG_*`).
+pub mod join_flags {
+    /// A full member: sends and receives.
+    pub const FULLMEMBER: u16 = 0;
+    /// A send-only full member.
+    pub const SENDONLY_FULLMEMBER: u16 = 1;
+}
+
+/// Bytes of a `sockaddr_in`.
+pub const SOCKADDR_IN_LEN: u16 = 16;
+/// Bytes of a `sockaddr_in6`.
+pub const SOCKADDR_IN6_LEN: u16 = 28;
+
 wire_struct! {
     /// `GET_EVENT` request.
     pub struct GetEvent = "rdma_ucm_get_event" {
@@ -620,6 +652,21 @@ pub const CMDS: &[CmdSpec] = &[
         min_out: 0,
     },
     CmdSpec {
+        cmd: JOIN_IP_MCAST,
+        min_in: JoinIpMcast::SIZE,
+        min_out: CreateIdResp::SIZE,
+    },
+    CmdSpec {
+        cmd: LEAVE_MCAST,
+        min_in: DestroyId::SIZE,
+        min_out: DestroyIdResp::SIZE,
+    },
+    CmdSpec {
+        cmd: JOIN_MCAST,
+        min_in: JoinMcast::SIZE,
+        min_out: CreateIdResp::SIZE,
+    },
+    CmdSpec {
         cmd: MIGRATE_ID,
         min_in: MigrateId::SIZE,
         min_out: MigrateResp::SIZE,
@@ -776,7 +823,40 @@ impl Reject {
     }
 }
 
+impl SockAddr {
+    /// The address of a `JOIN_MCAST`: `addr_size` must be the size of
+    /// its family's `sockaddr` (16 or 28), as the C ucma checks; another
+    /// family (AF_IB included) is [`UcmaError::Family`].
+    pub fn decode_sized(addr: &[u8], addr_size: u16) -> Result<Option<SockAddr>, UcmaError> {
+        let slot = SockaddrIn6::read_from(addr);
+        let want = match slot.sin6_family {
+            AF_INET => SOCKADDR_IN_LEN,
+            AF_INET6 => SOCKADDR_IN6_LEN,
+            f => return Err(UcmaError::Family(f)),
+        };
+        if addr_size != want {
+            return Err(UcmaError::ShortRequest);
+        }
+        SockAddr::decode(&slot)
+    }
+}
+
 impl EventResp {
+    /// An event with UD parameters `p` in the union.
+    pub fn with_ud(uid: u64, id: u32, event: u32, status: i32, p: &UdParam) -> EventResp {
+        let mut param = Area([0u8; EVENT_PARAM_LEN]);
+        p.write_to(&mut param.0);
+        EventResp {
+            uid,
+            id,
+            event,
+            status: status as u32,
+            param,
+            reserved: 0,
+            ece: Ece::default(),
+        }
+    }
+
     /// An event with connection parameters `p` in the union.
     pub fn with_conn(uid: u64, id: u32, event: u32, status: i32, p: &ConnParam) -> EventResp {
         let mut param = Area([0u8; EVENT_PARAM_LEN]);
