@@ -17,12 +17,15 @@
 //! - [`mad`]: the management datagram (MAD) common header and the 256-byte
 //!   MAD, with the management classes, methods and CM attribute IDs.
 //! - [`cm_msg`]: the connection manager messages (REQ, MRA, REJ, REP, RTU,
-//!   DREQ, DREP), each field at the bit position IBA volume 1 chapter 12
+//!   DREQ, DREP, SIDR REQ and REP), each field at the bit position IBA volume 1 chapter 12
 //!   gives it, and the rdma_cm IP header carried in a REQ's private data.
 //! - [`mad_send`]: a MAD agent's requests waiting for responses: timeouts,
 //!   retries, response matching by transaction ID, transaction IDs.
 //! - [`cm_state`]: the connection manager's per-connection state machine
 //!   (REQ/REP/RTU, MRA, REJ, DREQ/DREP, retries, timewait), sans-IO.
+//! - [`cm_sidr`]: service ID resolution (SIDR) in the connection
+//!   manager: our SIDR REQs and the REPs that answer them, received SIDR
+//!   REQs waiting for their answer (duplicates), sans-IO.
 //! - [`cm_table`]: the connection manager's tables: connections keyed by
 //!   communication ID, peer, peer QP and deadline, and the bound on
 //!   half-open connections per port and per source, sans-IO.
@@ -42,6 +45,7 @@
 
 pub mod attr;
 pub mod cm_msg;
+pub mod cm_sidr;
 pub mod cm_state;
 pub mod cm_table;
 pub mod mad;

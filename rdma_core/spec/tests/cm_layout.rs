@@ -545,51 +545,114 @@ fn arbitrary_input() {
 }
 
 /// SIDR REQ and REP against the offsets of ibta_vol1_c12.h
-/// (`CM_SIDR_REQ_*`, `CM_SIDR_REP_*`), and a whole SIDR REP MAD as the CM
-/// sends it in answer to a SIDR REQ nobody listens for.
+/// (`CM_SIDR_REQ_*`, `CM_SIDR_REP_*`), each field alone, and a whole
+/// SIDR REP MAD as the CM sends it in answer to a SIDR REQ nobody listens
+/// for.
 #[test]
 fn sidr_layout() {
     use rdma_spec::cm_msg::{SidrRep, SidrReq, SIDR_UNSUPPORTED};
+    check::<SidrReq>(
+        &[
+            Case {
+                name: "request ID",
+                set: |m| m.request_id = u32::MAX,
+                runs: &[(0, FF4)],
+            },
+            Case {
+                name: "P_Key",
+                set: |m| m.partition_key = u16::MAX,
+                runs: &[(4, FF2)],
+            },
+            Case {
+                name: "service ID",
+                set: |m| m.service_id = u64::MAX,
+                runs: &[(8, FF8)],
+            },
+            Case {
+                name: "private data",
+                set: |m| m.private_data = Bytes([0xff; 216]),
+                runs: &[(16, &[0xff; 216])],
+            },
+        ],
+        |m, p| m.write(p).unwrap(),
+        |p| SidrReq::parse(p).unwrap(),
+    );
+    check::<SidrRep>(
+        &[
+            Case {
+                name: "request ID",
+                set: |m| m.request_id = u32::MAX,
+                runs: &[(0, FF4)],
+            },
+            Case {
+                name: "status",
+                set: |m| m.status = u8::MAX,
+                runs: &[(4, FF1)],
+            },
+            Case {
+                name: "additional information length",
+                set: |m| m.additional_info_len = u8::MAX,
+                runs: &[(5, FF1)],
+            },
+            // CM_SIDR_REP_VENDOR_ID_H (byte 6, 16 bits) and _L (byte 11).
+            Case {
+                name: "vendor ID",
+                set: |m| m.vendor_id = 0xff_ffff,
+                runs: &[(6, FF2), (11, FF1)],
+            },
+            Case {
+                name: "QPN",
+                set: |m| m.qpn = 0xff_ffff,
+                runs: &[(8, FF3)],
+            },
+            Case {
+                name: "service ID",
+                set: |m| m.service_id = u64::MAX,
+                runs: &[(12, FF8)],
+            },
+            Case {
+                name: "Q_Key",
+                set: |m| m.qkey = u32::MAX,
+                runs: &[(20, FF4)],
+            },
+            Case {
+                name: "additional information",
+                set: |m| m.additional_info = Bytes([0xff; 72]),
+                runs: &[(24, &[0xff; 72])],
+            },
+            Case {
+                name: "private data",
+                set: |m| m.private_data = Bytes([0xff; 136]),
+                runs: &[(96, &[0xff; 136])],
+            },
+        ],
+        |m, p| m.write(p).unwrap(),
+        |p| SidrRep::parse(p).unwrap(),
+    );
+
     let req = SidrReq {
         request_id: 0x0102_0304,
         partition_key: 0xffff,
         service_id: 0x0000_0000_0111_1c06,
+        ..SidrReq::default()
     };
     let mut p = [0u8; CM_PAYLOAD_LEN];
-    req.write(&mut p).unwrap();
-    assert_eq!(
-        p,
-        image(&[
-            (0, &[1, 2, 3, 4]),
-            (4, FF2),
-            (8, &[0, 0, 0, 0, 0x01, 0x11, 0x1c, 0x06])
-        ])
-    );
-    assert_eq!(SidrReq::parse(&p).unwrap(), req);
-
-    let rep = SidrRep {
-        request_id: 0xffff_ffff,
-        status: 0xff,
-        qpn: 0x00ff_ffff,
-        service_id: u64::MAX,
-        qkey: u32::MAX,
-    };
-    rep.write(&mut p).unwrap();
-    assert_eq!(
-        p,
-        image(&[(0, FF4), (4, FF1), (8, FF3), (12, FF8), (20, FF4)])
-    );
-    assert_eq!(SidrRep::parse(&p).unwrap(), rep);
     assert!(SidrRep {
         qpn: 1 << 24,
-        ..rep
+        ..SidrRep::default()
+    }
+    .write(&mut p)
+    .is_err());
+    assert!(SidrRep {
+        vendor_id: 1 << 24,
+        ..SidrRep::default()
     }
     .write(&mut p)
     .is_err());
 
     let ans = SidrRep::answer(&req, SIDR_UNSUPPORTED);
     let mut mad = [0u8; MAD_SIZE];
-    ans.write_mad(0xfeed, &mut mad).unwrap();
+    ans.write_mad(0xfeed, 0, &mut mad).unwrap();
     let h = MadHeader::parse(&mad).unwrap();
     assert_eq!(
         (h.mgmt_class, h.class_version, h.method, h.attr_id),
@@ -601,8 +664,97 @@ fn sidr_layout() {
     assert!(mad[29..36].iter().all(|b| *b == 0) && mad[44..].iter().all(|b| *b == 0));
     // A SIDR REQ MAD parses back; another attribute does not.
     let mut m = [0u8; MAD_SIZE];
-    MadHeader::cm(0x17, 9, 0).write(&mut m).unwrap();
-    req.write(&mut m[24..]).unwrap();
+    req.write_mad(9, &mut m).unwrap();
+    assert_eq!(&m[..24], &{
+        let mut h = [0u8; 24];
+        MadHeader::cm(0x17, 9, 0).write(&mut h).unwrap();
+        h
+    });
     assert_eq!(SidrReq::parse_mad(&m).unwrap().1, req);
     assert!(SidrReq::parse_mad(&mad).is_err());
+    assert!(SidrRep::parse_mad(&m).is_err());
+    assert_eq!(SidrRep::parse_mad(&mad).unwrap().1, ans);
+}
+
+/// A whole SIDR REQ and SIDR REP as the C CM builds them
+/// (`cm_format_sidr_req`, `cm_format_sidr_rep` of cm.c, 6.12) for an
+/// rdma_cm UD id: the bytes written out by hand from the header's
+/// offsets, then parsed and rebuilt.
+#[test]
+fn sidr_c_built() {
+    use rdma_spec::cm_msg::{SidrRep, SidrReq, SidrStatus};
+    // SIDR REQ: TID 0x0000_0003_0000_0011 (agent 3), request ID (the
+    // cm_id's local ID) 0x1f2e3d4c, P_Key 0xffff, service ID of port
+    // space UDP port 7174; private data: the rdma_cm header (IPv4
+    // 10.85.0.1:49152 -> 10.85.0.2) and "hi".
+    let mut want = [0u8; MAD_SIZE];
+    want[..24].copy_from_slice(&[
+        1, 7, 2, 3, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0x11, 0, 0x17, 0, 0, 0, 0, 0, 0,
+    ]);
+    want[24..28].copy_from_slice(&[0x1f, 0x2e, 0x3d, 0x4c]);
+    want[28..30].copy_from_slice(&[0xff, 0xff]);
+    want[32..40].copy_from_slice(&[0, 0, 0, 0, 0x01, 0x11, 0x1c, 0x06]);
+    want[40..44].copy_from_slice(&[0x00, 0x40, 0xc0, 0x00]);
+    want[56..60].copy_from_slice(&[10, 85, 0, 1]);
+    want[72..76].copy_from_slice(&[10, 85, 0, 2]);
+    want[76..78].copy_from_slice(b"hi");
+    let (h, req) = SidrReq::parse_mad(&want).unwrap();
+    assert_eq!(h.tid, 0x0000_0003_0000_0011);
+    assert_eq!(
+        (req.request_id, req.partition_key, req.service_id),
+        (0x1f2e_3d4c, 0xffff, 0x0000_0000_0111_1c06)
+    );
+    let cma = req.cma_header().unwrap();
+    assert_eq!(
+        (cma.port, cma.src_ipv4(), cma.dst_ipv4()),
+        (0xc000, Some([10, 85, 0, 1]), Some([10, 85, 0, 2]))
+    );
+    assert_eq!(&req.private_data.0[36..38], b"hi");
+    let mut out = [0u8; MAD_SIZE];
+    req.write_mad(h.tid, &mut out).unwrap();
+    assert_eq!(out, want);
+
+    // SIDR REP: status SUCCESS, QPN 0x000123, Q_Key 0x01234567 (rdma_cm's
+    // RDMA_UDP_QKEY), ECE vendor ID 0x0015b3 with attr_mod 0x1 (the C
+    // sets the high part from bits 8-15 alone), private data "ok".
+    let mut want = [0u8; MAD_SIZE];
+    want[..24].copy_from_slice(&[
+        1, 7, 2, 3, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0x11, 0, 0x18, 0, 0, 0, 0, 0, 1,
+    ]);
+    want[24..28].copy_from_slice(&[0x1f, 0x2e, 0x3d, 0x4c]);
+    want[28] = 0; // status
+    want[29] = 0; // additional information length
+    want[30..32].copy_from_slice(&[0x00, 0x15]);
+    want[32..36].copy_from_slice(&[0x00, 0x01, 0x23, 0xb3]);
+    want[36..44].copy_from_slice(&[0, 0, 0, 0, 0x01, 0x11, 0x1c, 0x06]);
+    want[44..48].copy_from_slice(&[0x01, 0x23, 0x45, 0x67]);
+    want[120..122].copy_from_slice(b"ok");
+    let (h, rep) = SidrRep::parse_mad(&want).unwrap();
+    assert_eq!(h.attr_mod, 1);
+    assert_eq!(rep.status_code(), Some(SidrStatus::Success));
+    assert_eq!(
+        (
+            rep.request_id,
+            rep.qpn,
+            rep.qkey,
+            rep.vendor_id,
+            rep.service_id
+        ),
+        (
+            0x1f2e_3d4c,
+            0x123,
+            0x0123_4567,
+            0x15b3,
+            0x0000_0000_0111_1c06
+        )
+    );
+    assert!(rep.info_bytes().is_empty());
+    assert_eq!(&rep.private_data.0[..3], b"ok\0");
+    let mut out = [0u8; MAD_SIZE];
+    rep.write_mad(h.tid, h.attr_mod, &mut out).unwrap();
+    assert_eq!(out, want);
+    // Status values are those of `enum ib_cm_sidr_status`.
+    assert_eq!(SidrStatus::ALL.map(|s| s as u8), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(SidrStatus::from_raw(2), Some(SidrStatus::Reject));
+    assert_eq!(SidrStatus::from_raw(6), None);
 }

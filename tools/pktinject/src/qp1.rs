@@ -398,6 +398,7 @@ impl CmAt {
                         request_id: local,
                         partition_key: 0xffff,
                         service_id: self.service_id,
+                        ..SidrReq::default()
                     };
                     let _ = req.write(data);
                 } else {

@@ -17,8 +17,9 @@
 //!
 //! The same bytes, and the payload of every packet the parser accepts (a
 //! QP1 datagram's payload is a MAD), also go through the MAD and CM
-//! message codecs of `rdma-spec`: no panic, and a CM message that parses
-//! writes back to a MAD that parses to the same message.
+//! message codecs of `rdma-spec` (SIDR REQ and REP included): no panic,
+//! and a CM message that parses writes back to a MAD that parses to the
+//! same message.
 //!
 //! They also go through the framing of the uverbs `write()` ABI
 //! (`rdma_spec::uverbs`), as they are and steered into a known command
@@ -42,7 +43,7 @@
 //! accepted stays within the limits given and the element (the loop of
 //! that codec is the `hostile_entries_never_panic` test of `rdma-spec`).
 
-use rdma_spec::cm_msg::{CmMessage, CmaHeader};
+use rdma_spec::cm_msg::{CmMessage, CmaHeader, SidrRep, SidrReq};
 use rdma_spec::mad::{Mad, MadHeader};
 use rdma_spec::netlink::msg::{flags as nlm_f, Messages, Out};
 use rdma_spec::netlink::nldev::{self, Cmd, ReplyTo};
@@ -96,6 +97,24 @@ pub fn check_mad(bytes: &[u8]) {
             .expect("writes back");
         let (hdr2, again) = CmMessage::parse_mad(&out).expect("reparses");
         assert_eq!(again, msg);
+        assert_eq!(
+            (hdr2.tid, hdr2.attr_mod, hdr2.attr_id),
+            (hdr.tid, hdr.attr_mod, hdr.attr_id)
+        );
+    }
+    if let Ok((hdr, req)) = SidrReq::parse_mad(bytes) {
+        let mut out = [0u8; 256];
+        req.write_mad(hdr.tid, &mut out).expect("writes back");
+        let (hdr2, again) = SidrReq::parse_mad(&out).expect("reparses");
+        assert_eq!(again, req);
+        assert_eq!((hdr2.tid, hdr2.attr_id), (hdr.tid, hdr.attr_id));
+    }
+    if let Ok((hdr, rep)) = SidrRep::parse_mad(bytes) {
+        let mut out = [0u8; 256];
+        rep.write_mad(hdr.tid, hdr.attr_mod, &mut out)
+            .expect("writes back");
+        let (hdr2, again) = SidrRep::parse_mad(&out).expect("reparses");
+        assert_eq!(again, rep);
         assert_eq!(
             (hdr2.tid, hdr2.attr_mod, hdr2.attr_id),
             (hdr.tid, hdr.attr_mod, hdr.attr_id)
