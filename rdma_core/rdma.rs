@@ -96,6 +96,8 @@ pub mod spec {
     pub mod attr;
     #[path = "src/cm_msg.rs"]
     pub mod cm_msg;
+    #[path = "src/cm_sidr.rs"]
+    pub mod cm_sidr;
     #[path = "src/cm_state.rs"]
     pub mod cm_state;
     #[path = "src/cm_table.rs"]

@@ -35,12 +35,13 @@ pub enum DropReason {
     Malformed = 0,
     /// An attribute ID that no CM message has.
     UnknownAttr = 1,
-    /// A message the IBTA defines that this CM does not handle (SIDR REQ
-    /// and REP, LAP, APR).
+    /// A message the IBTA defines that this CM does not handle (LAP,
+    /// APR).
     Unsupported = 2,
     /// A message other than a REQ for no connection of the port, or with
     /// the ID of one of ours but not its peer's (a DREQ is answered with a
-    /// DREP, as the C CM does; the rest is dropped).
+    /// DREP, as the C CM does; the rest is dropped); or a SIDR REP that
+    /// answers no SIDR REQ of ours (its request ID, sender and port).
     UnknownCommId = 3,
     /// A message for a live connection (both IDs its own) that its state
     /// does not take, or a DREQ naming another QPN, which the C CM drops
@@ -143,7 +144,8 @@ pub enum Group {
 pub struct CmCounters {
     c: [[AtomicU64; 11]; 4],
     drops: [AtomicU64; DROP_REASONS],
-    /// REQs refused for the bound on half-open connections.
+    /// REQs refused for the bound on half-open connections, and SIDR
+    /// REQs dropped for the bound on those waiting for their answer.
     no_resources: AtomicU64,
 }
 

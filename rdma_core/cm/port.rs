@@ -13,6 +13,7 @@ use kernel::error::code::ENODEV;
 
 use crate::cm::conn::CmConn;
 use crate::cm::counters::{CmCounters, DropReason, Group};
+use crate::cm::sidr::{SidrEvent, SidrReply, SidrRequest, SIDR_COOKIE};
 use crate::cm::table;
 use crate::device::client::{Client, ClientRegistration};
 use crate::device::sysfs::PortGroupsRegistration;
@@ -22,9 +23,9 @@ use crate::kshim::sync::SpinLockIrq;
 use crate::mad::agent::AgentCore;
 use crate::mad::{Agent, MadHandler, RecvMad, SendOpts, SendStatus};
 use crate::spec::cm_msg::{
-    Bytes, CmError, CmMessage, Drep, MsgResponse, Rej, RejReason, Req, SidrRep, SidrReq,
-    SIDR_UNSUPPORTED,
+    Bytes, CmError, CmMessage, Drep, MsgResponse, Rej, RejReason, Req, SidrRep, SidrReq, SidrStatus,
 };
+use crate::spec::cm_sidr::RemoteError;
 use crate::spec::mad::{
     CLASS_CM, CM_ATTR_APR, CM_ATTR_LAP, CM_ATTR_SIDR_REP, CM_ATTR_SIDR_REQ, CM_CLASS_VERSION,
     MAD_SIZE, METHOD_SEND,
@@ -201,30 +202,77 @@ impl CmAgent {
 }
 
 impl CmAgent {
-    /// A SIDR REQ: this CM resolves no service IDs, so one nobody listens
-    /// on is answered with a SIDR REP of status UNSUPPORTED, as the C CM
-    /// answers it (`cm_sidr_req_handler`), counted as received and sent;
-    /// one for a service ID a listener of ours has (a connected-mode
-    /// listener, which cannot take it) is dropped as unsupported.
-    fn on_sidr_req(&self, agent: &AgentCore, mad: &RecvMad) {
+    /// A SIDR REQ (`cm_sidr_req_handler`): a resend of one that waits for
+    /// its answer is dropped, counted as a duplicate; one for a service
+    /// ID nobody listens on is answered UNSUPPORTED, one that no listener
+    /// of its service ID takes is answered REJECT; else the listener's
+    /// user gets it to answer ([`SidrRequest`]).
+    fn on_sidr_req(&self, mad: &RecvMad) {
         let Ok((_, req)) = SidrReq::parse_mad(&mad.data) else {
             self.shared.counters.count_drop(DropReason::Malformed);
             return;
         };
         self.shared.counters.count(Group::RxMsgs, SidrReq::ATTR_ID);
-        if table::listens(req.service_id) {
-            self.shared.counters.count_drop(DropReason::Unsupported);
-            return;
+        let key = table::sidr_remote_key(&self.shared, &mad.addr, &req);
+        match table::sidr_begin_remote(key) {
+            Ok(()) => {}
+            Err(RemoteError::Duplicate) => {
+                self.shared
+                    .counters
+                    .count(Group::RxDuplicates, SidrReq::ATTR_ID);
+                return;
+            }
+            Err(RemoteError::Full | RemoteError::Map(_)) => {
+                self.shared.counters.count_no_resources();
+                return;
+            }
         }
-        let mut out = [0u8; MAD_SIZE];
-        if SidrRep::answer(&req, SIDR_UNSUPPORTED)
-            .write_mad(mad.hdr.tid, &mut out)
-            .is_err()
-        {
+        let Ok(sr) = SidrRequest::new(self.shared.clone(), mad.addr, mad.hdr.tid, req, key) else {
+            table::sidr_end_remote(&key);
             return;
-        }
-        self.shared.counters.count(Group::TxMsgs, SidrRep::ATTR_ID);
-        let _ = agent.send(&mad.addr, &out, SendOpts::default());
+        };
+        let (any, taker) = table::find_sidr_listener(&self.shared, &req);
+        let status = match taker {
+            Some(l) => {
+                // Dropped unanswered (here, or by the user later), it is
+                // answered REJECT.
+                if l.on_sidr_req(sr.clone()).is_ok() {
+                    return;
+                }
+                SidrStatus::Reject
+            }
+            None if any => SidrStatus::Reject,
+            None => SidrStatus::Unsupported,
+        };
+        let _ = sr.sidr_reply(status, 0, 0, &[]);
+    }
+
+    /// A SIDR REP (`cm_sidr_rep_handler`): the answer to a SIDR REQ of
+    /// ours with its request ID, from where it went; any other is
+    /// dropped.
+    fn on_sidr_rep(&self, mad: &RecvMad) {
+        let Ok((hdr, rep)) = SidrRep::parse_mad(&mad.data) else {
+            self.shared.counters.count_drop(DropReason::Malformed);
+            return;
+        };
+        self.shared.counters.count(Group::RxMsgs, SidrRep::ATTR_ID);
+        let Some(a) = table::sidr_take_rep(&self.shared, &mad.addr, &rep) else {
+            self.shared.counters.count_drop(DropReason::UnknownCommId);
+            return;
+        };
+        let len = usize::from(rep.additional_info_len).min(rep.additional_info.0.len());
+        let mut info = [0u8; crate::spec::cm_msg::SIDR_REP_INFO_LEN];
+        info[..len].copy_from_slice(&rep.additional_info.0[..len]);
+        a.finish(SidrEvent::Rep(SidrReply {
+            status: rep.status,
+            qpn: rep.qpn,
+            qkey: rep.qkey,
+            vendor_id: rep.vendor_id,
+            attr_mod: hdr.attr_mod,
+            info,
+            info_len: len as u8,
+            private_data: rep.private_data.0,
+        }));
     }
 }
 
@@ -234,14 +282,11 @@ impl MadHandler for CmAgent {
         // can send any number of them (`Documentation/hostile.rst`).
         let msg = match CmMessage::parse_mad(&mad.data) {
             Ok((_, msg)) => msg,
-            Err(CmError::UnknownAttribute(CM_ATTR_SIDR_REQ)) => {
-                return self.on_sidr_req(agent, mad)
-            }
+            Err(CmError::UnknownAttribute(CM_ATTR_SIDR_REQ)) => return self.on_sidr_req(mad),
+            Err(CmError::UnknownAttribute(CM_ATTR_SIDR_REP)) => return self.on_sidr_rep(mad),
             Err(e) => {
                 let reason = match e {
-                    CmError::UnknownAttribute(CM_ATTR_SIDR_REP | CM_ATTR_LAP | CM_ATTR_APR) => {
-                        DropReason::Unsupported
-                    }
+                    CmError::UnknownAttribute(CM_ATTR_LAP | CM_ATTR_APR) => DropReason::Unsupported,
                     CmError::UnknownAttribute(_) => DropReason::UnknownAttr,
                     _ => DropReason::Malformed,
                 };
@@ -292,7 +337,27 @@ impl MadHandler for CmAgent {
         }
     }
 
-    fn send_done(&self, _agent: &AgentCore, _cookie: u64, _status: SendStatus) {}
+    /// The end of a send: for a SIDR REQ of ours (the only send of the
+    /// CM that waits for an answer), no SIDR REP came after its retries
+    /// (or it could not go): its user is told, unless the REP came or it
+    /// was cancelled first.
+    fn send_done(&self, _agent: &AgentCore, cookie: u64, status: SendStatus) {
+        if cookie & SIDR_COOKIE == 0 || matches!(status, SendStatus::Sent | SendStatus::Responded) {
+            return;
+        }
+        if let Some(a) = table::sidr_take(cookie as u32) {
+            a.finish(SidrEvent::Timeout);
+        }
+    }
+
+    /// A SIDR REQ of ours went again: counted as a retry.
+    fn resent(&self, _agent: &AgentCore, cookie: u64) {
+        if cookie & SIDR_COOKIE != 0 {
+            self.shared
+                .counters
+                .count(Group::TxRetries, SidrReq::ATTR_ID);
+        }
+    }
 }
 
 /// The CM of one port.
@@ -375,8 +440,9 @@ static CM: Global<Registration> = Global::new();
 /// the last reference to the client's registration.
 static COUNTERS_SYSFS: Global<PortGroupsRegistration> = Global::new();
 
-/// The CM of `dev`'s port `port`, if it runs there.
-pub(crate) fn shared(dev: &Device, port: u32) -> Option<Arc<CmPortShared>> {
+/// The CM of `dev`'s port `port`, if it runs there: what a SIDR REQ goes
+/// through ([`crate::cm::sidr::CmSidr::send_req`]).
+pub fn shared(dev: &Device, port: u32) -> Option<Arc<CmPortShared>> {
     let reg = CM.get()?;
     let ports = reg.0.data(dev)?;
     let p = ports.0.get(port.checked_sub(1)? as usize)?.as_ref()?;

@@ -4,8 +4,10 @@
 //! (communication ID, CA GUID), by the peer's (QPN, CA GUID) and by
 //! deadline, with the count of half-open connections per port and per
 //! source ([`crate::spec::cm_table`], host-tested, over the kernel's
-//! red-black tree); listeners by service ID; and the one timer that runs
-//! the connections whose deadline passed.
+//! red-black tree); SIDR REQs of ours by request ID and received ones
+//! waiting for their answer ([`crate::spec::cm_sidr`]); listeners by
+//! service ID; and the one timer that runs the connections whose
+//! deadline passed.
 //!
 //! Every lookup is O(log n) and locks no connection: a connection hands
 //! its keys to the table ([`sync`]) after each change of its state, under
@@ -18,7 +20,10 @@
 //!
 //! A connection's lock before the table's; the table's before the timer's
 //! (a leaf). Nothing locks a connection under the table's lock, and
-//! connections and listeners it drops go after it is released.
+//! connections and listeners it drops go after it is released. The SIDR
+//! requests ([`crate::cm::sidr`]) are in the table too (the host-tested
+//! [`crate::spec::cm_sidr::SidrTable`]); a SIDR request's own lock and
+//! the table's are never held together.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -30,11 +35,13 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 
 use crate::cm::conn::CmConn;
 use crate::cm::port::CmPortShared;
+use crate::cm::sidr::{SidrActive, SidrEvent, SidrRequest};
 use crate::kshim::global::Global;
 use crate::kshim::time::now_ms;
 use crate::kshim::timer::{Timer, TimerItem};
 use crate::mad::MadAddr;
-use crate::spec::cm_msg::Req;
+use crate::spec::cm_msg::{Req, SidrRep, SidrReq};
+use crate::spec::cm_sidr::{RemoteError, RemoteKey, SidrTable, StartError};
 use crate::spec::cm_table::{AdmitError, Keys, Maps, OrdMap, Source, Table, DEFAULT_LIMITS};
 
 pub use crate::spec::cm_table::Limits;
@@ -58,6 +65,21 @@ pub trait ListenUser: Send + Sync {
         req: &Req,
         from: &MadAddr,
     ) -> Result<Arc<dyn crate::cm::conn::ConnUser>>;
+
+    /// Whether this listener takes the SIDR REQ `req`, which arrived on
+    /// `port`. The default takes none: a SIDR REQ for the service ID of
+    /// listeners that all refuse it is answered REJECT (as the C rdma_cm
+    /// answers one for a listener that is not a UD one).
+    fn takes_sidr(&self, _port: &CmPortShared, _req: &SidrReq) -> bool {
+        false
+    }
+
+    /// A SIDR REQ this listener takes: `req` is the user's to answer
+    /// ([`SidrRequest::sidr_reply`]), now or later; dropped unanswered, it
+    /// is answered REJECT. An error answers it REJECT now.
+    fn on_sidr_req(&self, _req: Arc<SidrRequest>) -> Result {
+        Err(crate::kshim::errno::eopnotsupp())
+    }
 }
 
 /// A listen registration: removed from the table when dropped.
@@ -111,6 +133,9 @@ impl Maps for Trees {
 
 struct Inner {
     conns: Table<Trees, Arc<CmConn>>,
+    /// SIDR REQs of ours waiting for their REP, and received ones
+    /// waiting for their answer.
+    sidr: SidrTable<Trees, Arc<SidrActive>>,
     /// By (service ID, registration number).
     listeners: RBTree<(u64, u64), Arc<dyn ListenUser>>,
     next_listener: u64,
@@ -192,6 +217,7 @@ pub(crate) fn init() -> Result {
             inner <- new_mutex!(
                 Inner {
                     conns: Table::new(),
+                    sidr: SidrTable::new(),
                     listeners: RBTree::new(),
                     next_listener: 0,
                     armed_at: None,
@@ -221,7 +247,8 @@ pub(crate) fn new_comm_id() -> u32 {
     let Some(t) = TABLES.get() else { return 1 };
     loop {
         let id = t.next_id.fetch_add(1, Ordering::Relaxed);
-        if id != 0 && !t.inner.lock().conns.contains(id) {
+        let inner = t.inner.lock();
+        if id != 0 && !inner.conns.contains(id) && !inner.sidr.contains(id) {
             return id;
         }
     }
@@ -325,10 +352,20 @@ pub(crate) fn sync(conn: &Arc<CmConn>, id: u32, idle: bool, keys: &Keys) {
     drop(gone);
 }
 
-/// Removes every connection on `port` (the device goes).
+/// Removes every connection and SIDR request on `port` (the device
+/// goes): the users of SIDR REQs of ours are told
+/// [`SidrEvent::Timeout`].
 pub(crate) fn remove_port(port: &CmPortShared) {
     let Some(t) = TABLES.get() else { return };
     let key = port_key(port);
+    let mut sidrs: KVec<Arc<SidrActive>> = KVec::new();
+    t.inner.lock().sidr.remove_port(key, |a| {
+        let _ = sidrs.push(a, GFP_KERNEL);
+    });
+    for a in sidrs.iter() {
+        a.finish(SidrEvent::Timeout);
+    }
+    drop(sidrs);
     loop {
         let mut gone: KVec<Arc<CmConn>> = KVec::new();
         {
@@ -378,18 +415,6 @@ pub(crate) fn find_remote_qp(qpn: u32, guid: u64) -> Option<Arc<CmConn>> {
     inner.conns.find_remote_qp(qpn, guid).cloned()
 }
 
-/// Whether a listener of service ID `service_id` exists.
-pub(crate) fn listens(service_id: u64) -> bool {
-    let Some(t) = TABLES.get() else {
-        return false;
-    };
-    let mut inner = t.inner.lock();
-    inner
-        .listeners
-        .cursor_lower_bound(&(service_id, 0))
-        .is_some_and(|c| c.current().0 .0 == service_id)
-}
-
 /// The listener of `req`'s service ID that takes it.
 pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
     let t = TABLES.get()?;
@@ -408,6 +433,96 @@ pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn Li
         v
     };
     users.iter().find(|u| u.takes(port, req)).cloned()
+}
+
+/// The source of a MAD from `from` on `port`, as the SIDR table keys it.
+fn source(port: &CmPortShared, from: &MadAddr) -> Source {
+    Source {
+        port: port_key(port),
+        addr: from.ah.grh.dgid.0,
+    }
+}
+
+/// Adds `a`, a SIDR REQ of ours about to go to `to`.
+pub(crate) fn sidr_start(a: &Arc<SidrActive>, to: &MadAddr) -> Result {
+    let t = TABLES.get().ok_or(kernel::error::code::ENODEV)?;
+    let from = source(a.port(), to);
+    let r = t
+        .inner
+        .lock()
+        .sidr
+        .start(a.request_id_of(), from, a.clone());
+    match r {
+        Ok(()) => Ok(()),
+        Err(StartError::Exists) => Err(kernel::error::code::EBUSY),
+        Err(StartError::Map(e)) => Err(e),
+    }
+}
+
+/// Removes our SIDR REQ `request_id`, returning it if it was there.
+pub(crate) fn sidr_take(request_id: u32) -> Option<Arc<SidrActive>> {
+    TABLES.get()?.inner.lock().sidr.take(request_id)
+}
+
+/// Removes and returns our SIDR REQ that `rep`, received on `port` from
+/// `from`, answers.
+pub(crate) fn sidr_take_rep(
+    port: &CmPortShared,
+    from: &MadAddr,
+    rep: &SidrRep,
+) -> Option<Arc<SidrActive>> {
+    let src = source(port, from);
+    TABLES.get()?.inner.lock().sidr.take_rep(&src, rep)
+}
+
+/// The key of the SIDR REQ `req` received on `port` from `from`.
+pub(crate) fn sidr_remote_key(port: &CmPortShared, from: &MadAddr, req: &SidrReq) -> RemoteKey {
+    RemoteKey {
+        from: source(port, from),
+        request_id: req.request_id,
+    }
+}
+
+/// Takes a received SIDR REQ as waiting for its answer, unless it is a
+/// duplicate of one that does, or the port has too many waiting.
+pub(crate) fn sidr_begin_remote(key: RemoteKey) -> core::result::Result<(), RemoteError<Error>> {
+    let t = TABLES.get().ok_or(RemoteError::Full)?;
+    let r = t.inner.lock().sidr.begin_remote(key);
+    r
+}
+
+/// A received SIDR REQ was answered.
+pub(crate) fn sidr_end_remote(key: &RemoteKey) {
+    if let Some(t) = TABLES.get() {
+        t.inner.lock().sidr.end_remote(key);
+    }
+}
+
+/// For the SIDR REQ `req` on `port`: whether any listener has its
+/// service ID, and the first that takes it.
+pub(crate) fn find_sidr_listener(
+    port: &CmPortShared,
+    req: &SidrReq,
+) -> (bool, Option<Arc<dyn ListenUser>>) {
+    let Some(t) = TABLES.get() else {
+        return (false, None);
+    };
+    let users: KVec<Arc<dyn ListenUser>> = {
+        let mut inner = t.inner.lock();
+        let mut v = KVec::new();
+        let mut cur = inner.listeners.cursor_lower_bound(&(req.service_id, 0));
+        while let Some(c) = cur {
+            let (k, u) = c.current();
+            if k.0 != req.service_id {
+                break;
+            }
+            let _ = v.push(u.clone(), GFP_KERNEL);
+            cur = c.move_next();
+        }
+        v
+    };
+    let taker = users.iter().find(|u| u.takes_sidr(port, req)).cloned();
+    (!users.is_empty(), taker)
 }
 
 impl Listener {

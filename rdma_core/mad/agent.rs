@@ -78,6 +78,10 @@ pub trait MadHandler: Send + Sync {
 
     /// A send with this cookie ended.
     fn send_done(&self, agent: &AgentCore, cookie: u64, status: SendStatus);
+
+    /// A request with this cookie was sent again (a retry), for the
+    /// owner's counters. Nothing by default.
+    fn resent(&self, _agent: &AgentCore, _cookie: u64) {}
 }
 
 /// How to send ([`AgentCore::send`]).
@@ -352,7 +356,7 @@ impl AgentCore {
 
     /// Deadlines at `now`: resends and timeouts.
     pub(crate) fn on_tick(&self, port: &MadPort, now: u64) {
-        let mut resend: KVec<(MadAddr, KBox<[u8; MAD_SIZE]>)> = KVec::new();
+        let mut resend: KVec<(MadAddr, KBox<[u8; MAD_SIZE]>, u64)> = KVec::new();
         let mut timed_out: KVec<u64> = KVec::new();
         {
             let mut guard = self.state.lock();
@@ -360,10 +364,10 @@ impl AgentCore {
             let mut gone: KVec<u64> = KVec::new();
             let pending = &st.pending;
             st.out.on_tick(now, |a| match a {
-                Action::Resend { tid, .. } => {
+                Action::Resend { tid, cookie, .. } => {
                     if let Some(p) = pending.iter().find(|p| p.tid == tid) {
                         if let Ok(b) = KBox::new(*p.mad, GFP_KERNEL) {
-                            let _ = resend.push((p.to, b), GFP_KERNEL);
+                            let _ = resend.push((p.to, b, cookie), GFP_KERNEL);
                         }
                     }
                 }
@@ -374,8 +378,9 @@ impl AgentCore {
             });
             retain(&mut st.pending, |p| !gone.contains(&p.tid));
         }
-        for (to, mad) in resend.iter() {
+        for (to, mad, cookie) in resend.iter() {
             port.count_retry();
+            self.call(|| self.handler.resent(self, *cookie));
             if port.post(to, mad, None).is_err() {
                 // Lost like a dropped datagram: the next deadline retries.
             }

@@ -126,7 +126,15 @@ watch=$!
 cleanup_add kill "$watch"
 ktap_check "ulp_unloads_with_ids" ulp_unloads_with_ids
 ktap_check "arm_faults" arm_faults
+# udaddy's server (librdmacm over the kernel's cxc, UDP port 7185), which
+# the module's SIDR REQ from rxc resolves; it waits for messages that
+# never come, and goes after the module.
+timeout 600 udaddy -b 10.85.0.1 -p 7185 > "$tmpd/udaddy_srv.out" 2>&1 &
+udsrv=$!
+cleanup_add kill "$udsrv"
 ktap_module rdma_rxe_cm_test
+kill "$udsrv" 2>/dev/null
+sed 's/^/# udaddy server: /' "$tmpd/udaddy_srv.out"
 wait "$watch"
 ktap_check "counters" counters
 cmtools_start 10.85.0.1 10.85.0.2

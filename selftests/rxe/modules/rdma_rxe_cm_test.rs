@@ -23,7 +23,11 @@ use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+use rdma::cm::conn::{CmConn, ConnUser};
 use rdma::cm::counters::Group;
+use rdma::cm::port::CmPortShared;
+use rdma::cm::sidr::{CmSidr, SidrEvent, SidrReqParams, SidrRequest, SidrUser};
+use rdma::cm::table::{ListenUser, Listener};
 use rdma::cma::{
     CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
 };
@@ -31,10 +35,10 @@ use rdma::kshim::time;
 use rdma::mad::agent::AgentCore;
 use rdma::mad::{Agent, MadAddr, MadHandler, RecvMad, SendOpts, SendStatus};
 use rdma::spec::attr::Gid;
-use rdma::spec::cm_msg::{tcp_service_id, CmMessage, Req, ReqPath};
+use rdma::spec::cm_msg::{tcp_service_id, CmMessage, Req, ReqPath, SidrReq, SidrStatus};
 use rdma::spec::mad::{
     CM_ATTR_DREP, CM_ATTR_DREQ, CM_ATTR_MRA, CM_ATTR_REJ, CM_ATTR_REP, CM_ATTR_REQ, CM_ATTR_RTU,
-    MAD_SIZE,
+    CM_ATTR_SIDR_REP, CM_ATTR_SIDR_REQ, MAD_SIZE,
 };
 use rdma::spec::opcodes::{Access, WcStatus};
 use rdma::verbs::ah::{AhAttr, GlobalRoute};
@@ -861,6 +865,351 @@ impl kernel::workqueue::WorkItem for ConnectWork {
     }
 }
 
+/// How a SIDR listener of the tests answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SidrMode {
+    /// SUCCESS, QPN 0x1234, Q_Key 0x01234567, private data "welcome".
+    Accept,
+    /// REJECT, private data "no".
+    Reject,
+    /// Takes no SIDR REQ (a connected-mode listener).
+    Refuse,
+    /// Keeps the request unanswered (the peer's REQ is resent).
+    Hold,
+}
+
+/// A listener of the CM itself, for SIDR.
+#[pin_data]
+struct SidrListen {
+    mode: SidrMode,
+    #[pin]
+    seen: Mutex<KVec<Arc<SidrRequest>>>,
+    count: AtomicU32,
+}
+
+impl ListenUser for SidrListen {
+    fn takes(&self, _port: &CmPortShared, _req: &Req) -> bool {
+        false
+    }
+
+    fn on_req(
+        &self,
+        _port: &Arc<CmPortShared>,
+        _conn: &Arc<CmConn>,
+        _req: &Req,
+        _from: &MadAddr,
+    ) -> Result<Arc<dyn ConnUser>> {
+        Err(EINVAL)
+    }
+
+    fn takes_sidr(&self, _port: &CmPortShared, _req: &SidrReq) -> bool {
+        self.mode != SidrMode::Refuse
+    }
+
+    fn on_sidr_req(&self, req: Arc<SidrRequest>) -> Result {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        match self.mode {
+            SidrMode::Accept => {
+                if req.private_data()[..5] != *b"hello" {
+                    pr_err!("sidr: the REQ's private data is not ours\n");
+                    return Err(EINVAL);
+                }
+                req.sidr_reply(SidrStatus::Success, 0x1234, 0x0123_4567, b"welcome")?;
+                // Once only.
+                if req.sidr_reply(SidrStatus::Success, 1, 1, &[]) != Err(EINVAL) {
+                    pr_err!("sidr: a second answer went\n");
+                    return Err(EINVAL);
+                }
+                Ok(())
+            }
+            SidrMode::Reject => req.sidr_reply(SidrStatus::Reject, 0, 0, b"no"),
+            SidrMode::Refuse => Err(EINVAL),
+            SidrMode::Hold => Ok(self.seen.lock().push(req, GFP_KERNEL)?),
+        }
+    }
+}
+
+/// A SIDR REQ's user that records its events.
+#[pin_data]
+struct SidrRec {
+    #[pin]
+    evs: Mutex<KVec<SidrEvent>>,
+}
+
+impl SidrUser for SidrRec {
+    fn sidr_event(&self, ev: SidrEvent) {
+        let _ = self.evs.lock().push(ev, GFP_KERNEL);
+    }
+}
+
+impl SidrRec {
+    fn make() -> Result<Arc<SidrRec>> {
+        Arc::pin_init(
+            pin_init!(SidrRec {
+                evs <- new_mutex!(KVec::new()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The one event, within `secs` seconds.
+    fn take(&self, secs: u32) -> Result<SidrEvent> {
+        for _ in 0..secs * 100 {
+            if let Some(ev) = self.evs.lock().first() {
+                return Ok(*ev);
+            }
+            time::msleep(10);
+        }
+        pr_err!("sidr: no event\n");
+        Err(EAGAIN)
+    }
+
+    fn count(&self) -> usize {
+        self.evs.lock().len()
+    }
+}
+
+fn sidr_listener(service_id: u64, mode: SidrMode) -> Result<(Arc<SidrListen>, Listener)> {
+    let l = Arc::pin_init(
+        pin_init!(SidrListen {
+            mode,
+            seen <- new_mutex!(KVec::new()),
+            count: AtomicU32::new(0),
+        }),
+        GFP_KERNEL,
+    )?;
+    let reg = Listener::new(service_id, l.clone())?;
+    Ok((l, reg))
+}
+
+/// The CM at `dst`, as the SIDR REQs of `a` (at `src`) address it.
+fn cm_at(a: &Ep, src: [u8; 4], dst: [u8; 4]) -> Result<MadAddr> {
+    let (_, index) = a
+        .dev
+        .find_gid_on_port(1, &Gid::from_ipv4(src))
+        .ok_or(EINVAL)?;
+    Ok(MadAddr {
+        ah: AhAttr {
+            port_num: 1,
+            grh: GlobalRoute {
+                dgid: Gid::from_ipv4(dst),
+                sgid_index: index as u8,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            },
+            ..AhAttr::default()
+        },
+        remote_qpn: 1,
+        pkey_index: 0,
+    })
+}
+
+/// A UDP port space service ID.
+fn udp_service_id(port: u16) -> u64 {
+    rdma::spec::cm_msg::RDMA_IB_IP_PS_UDP | u64::from(port)
+}
+
+fn sidr_send(
+    a: &Ep,
+    to: &MadAddr,
+    service_id: u64,
+    timeout_ms: u32,
+    retries: u8,
+) -> Result<(CmSidr, Arc<SidrRec>)> {
+    sidr_send_data(a, to, service_id, timeout_ms, retries, b"hello")
+}
+
+fn sidr_send_data(
+    a: &Ep,
+    to: &MadAddr,
+    service_id: u64,
+    timeout_ms: u32,
+    retries: u8,
+    private_data: &[u8],
+) -> Result<(CmSidr, Arc<SidrRec>)> {
+    let port = rdma::cm::port::shared(&a.dev, 1).ok_or(EINVAL)?;
+    let rec = SidrRec::make()?;
+    let s = CmSidr::send_req(
+        &port,
+        to,
+        &SidrReqParams {
+            service_id,
+            pkey: 0xffff,
+            private_data,
+            timeout_ms,
+            max_retries: retries,
+        },
+        rec.clone(),
+    )?;
+    Ok((s, rec))
+}
+
+/// SIDR between our CMs: rxa resolves a UDP service ID on rxb, whose
+/// listener answers with its QPN, Q_Key and private data; then a
+/// listener that rejects (REJECT, with its private data), one that
+/// refuses SIDR (REJECT), none (UNSUPPORTED). The counters of both
+/// sides say what went.
+fn sidr_ours_to_ours() -> Result {
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+    let to = cm_at(&a, [10, 84, 0, 1], [10, 84, 0, 2])?;
+    let tx0 = cm(&a, Group::TxMsgs, CM_ATTR_SIDR_REQ);
+    let rx0 = cm(&b, Group::RxMsgs, CM_ATTR_SIDR_REQ);
+    let rep0 = cm(&b, Group::TxMsgs, CM_ATTR_SIDR_REP);
+    let arx0 = cm(&a, Group::RxMsgs, CM_ATTR_SIDR_REP);
+
+    let (l, _reg) = sidr_listener(udp_service_id(7001), SidrMode::Accept)?;
+    let (s, rec) = sidr_send(&a, &to, udp_service_id(7001), 1000, 3)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "SIDR REP, not a timeout");
+    };
+    check(
+        r.status == 0 && r.qpn == 0x1234 && r.qkey == 0x0123_4567,
+        "status SUCCESS, the QPN and Q_Key",
+    )?;
+    check(r.private_data[..7] == *b"welcome", "the REP's private data")?;
+    check(
+        l.count.load(Ordering::Relaxed) == 1,
+        "the listener saw it once",
+    )?;
+    drop(s);
+
+    let (_l, _reg) = sidr_listener(udp_service_id(7002), SidrMode::Reject)?;
+    let (_s, rec) = sidr_send(&a, &to, udp_service_id(7002), 1000, 3)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "rejected: SIDR REP");
+    };
+    check(
+        r.status == 2 && r.private_data[..2] == *b"no",
+        "REJECT, data",
+    )?;
+
+    let (_l, _reg) = sidr_listener(udp_service_id(7003), SidrMode::Refuse)?;
+    let (_s, rec) = sidr_send(&a, &to, udp_service_id(7003), 1000, 3)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "refused: SIDR REP");
+    };
+    check(r.status == 2, "a listener that takes no SIDR: REJECT")?;
+
+    let (_s, rec) = sidr_send(&a, &to, udp_service_id(7004), 1000, 3)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "no listener: SIDR REP");
+    };
+    check(r.status == 1, "no listener: UNSUPPORTED")?;
+    check(rec.count() == 1, "one event")?;
+    check(
+        cm(&a, Group::TxMsgs, CM_ATTR_SIDR_REQ) == tx0 + 4
+            && cm(&b, Group::RxMsgs, CM_ATTR_SIDR_REQ) == rx0 + 4
+            && cm(&b, Group::TxMsgs, CM_ATTR_SIDR_REP) == rep0 + 4
+            && cm(&a, Group::RxMsgs, CM_ATTR_SIDR_REP) == arx0 + 4,
+        "four SIDR REQs and four SIDR REPs counted both sides",
+    )
+}
+
+/// A SIDR REQ nobody answers (its neighbour's MAC is nobody's): sent
+/// once and twice again, then a timeout; and one whose listener holds it
+/// unanswered: its resends are duplicates (counted, not given to the
+/// listener again), and when the listener's user drops it, it is answered
+/// REJECT. A SIDR REQ dropped while pending gets no event.
+fn sidr_timeout_duplicates_cancel() -> Result {
+    let (a, b) = (Ep::new(c_str!("rxa"))?, Ep::new(c_str!("rxb"))?);
+    let tx0 = cm(&a, Group::TxMsgs, CM_ATTR_SIDR_REQ);
+    let re0 = cm(&a, Group::TxRetries, CM_ATTR_SIDR_REQ);
+    let nowhere = cm_at(&a, [10, 84, 0, 1], [10, 84, 0, 99])?;
+    let (_s, rec) = sidr_send(&a, &nowhere, udp_service_id(7005), 100, 2)?;
+    check(matches!(rec.take(20)?, SidrEvent::Timeout), "timeout")?;
+    check(
+        cm(&a, Group::TxMsgs, CM_ATTR_SIDR_REQ) == tx0 + 1
+            && cm(&a, Group::TxRetries, CM_ATTR_SIDR_REQ) == re0 + 2,
+        "one SIDR REQ and two retries",
+    )?;
+
+    let to = cm_at(&a, [10, 84, 0, 1], [10, 84, 0, 2])?;
+    let dup0 = cm(&b, Group::RxDuplicates, CM_ATTR_SIDR_REQ);
+    let (l, reg) = sidr_listener(udp_service_id(7006), SidrMode::Hold)?;
+    let (s, rec) = sidr_send(&a, &to, udp_service_id(7006), 100, 20)?;
+    for _ in 0..200 {
+        if cm(&b, Group::RxDuplicates, CM_ATTR_SIDR_REQ) >= dup0 + 2 {
+            break;
+        }
+        time::msleep(10);
+    }
+    check(
+        cm(&b, Group::RxDuplicates, CM_ATTR_SIDR_REQ) >= dup0 + 2,
+        "resends counted as duplicates",
+    )?;
+    check(
+        l.count.load(Ordering::Relaxed) == 1,
+        "the listener saw it once",
+    )?;
+    check(rec.count() == 0, "no answer yet")?;
+    // The user gives it up: answered REJECT.
+    let held = core::mem::take(&mut *l.seen.lock());
+    drop(held);
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "held: SIDR REP");
+    };
+    check(r.status == 2, "dropped unanswered: REJECT")?;
+    drop(s);
+
+    // Destroyed while pending: held again, the REQ cancelled, no event
+    // comes, not even after the listener's answer.
+    let (s, rec) = sidr_send(&a, &to, udp_service_id(7006), 100, 20)?;
+    for _ in 0..200 {
+        if l.count.load(Ordering::Relaxed) == 2 {
+            break;
+        }
+        time::msleep(10);
+    }
+    check(
+        l.count.load(Ordering::Relaxed) == 2,
+        "the second REQ arrived",
+    )?;
+    drop(s);
+    let held = core::mem::take(&mut *l.seen.lock());
+    if let Some(h) = held.iter().next() {
+        h.sidr_reply(SidrStatus::Success, 5, 5, &[])?;
+    }
+    time::msleep(300);
+    check(rec.count() == 0, "no event after the drop")?;
+    drop(reg);
+    Ok(())
+}
+
+/// Our SIDR REQ to the kernel's CM (rxc to cxc): for UDP port 7185,
+/// where cm.sh runs udaddy's server (librdmacm over the kernel's
+/// rdma_cm), the private data an rdma_cm header for 10.85.0.2 to
+/// 10.85.0.1: the kernel's rdma_cm accepts, its SIDR REP gives the QPN
+/// of udaddy's UD QP and the Q_Key of rdma_cm's UDP port space
+/// (`RDMA_UDP_QKEY`); for port 7186, where nobody listens, UNSUPPORTED.
+fn sidr_ours_to_c() -> Result {
+    let c = Ep::new(c_str!("rxc"))?;
+    let to = cm_at(&c, [10, 85, 0, 2], [10, 85, 0, 1])?;
+    let mut pd = [0u8; 40];
+    rdma::spec::cm_msg::CmaHeader::ipv4(0xc123, [10, 85, 0, 2], [10, 85, 0, 1])
+        .write(&mut pd)
+        .map_err(|_| EINVAL)?;
+    pd[36..].copy_from_slice(b"rust");
+    let (_s, rec) = sidr_send_data(&c, &to, udp_service_id(7185), 1000, 5, &pd)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "the kernel's CM answered");
+    };
+    pr_info!(
+        "sidr: kernel's rdma_cm: status {} qpn {:#x} qkey {:#x}\n",
+        r.status,
+        r.qpn,
+        r.qkey
+    );
+    check(
+        r.status == 0 && r.qpn != 0 && r.qkey == 0x0123_4567,
+        "SUCCESS, udaddy's QPN, RDMA_UDP_QKEY",
+    )?;
+    let (_s, rec) = sidr_send_data(&c, &to, udp_service_id(7186), 1000, 5, &pd)?;
+    let SidrEvent::Rep(r) = rec.take(20)? else {
+        return check(false, "the kernel's CM answered");
+    };
+    check(r.status == 1, "nobody listens there: UNSUPPORTED")
+}
+
 const CASES: &[FnCase<()>] = &[
     case!("req_lost_duplicated_dreq_lost", |()| lost_and_duplicated()),
     case!("ours_to_ours", |()| ours_to_ours()),
@@ -877,6 +1226,11 @@ const CASES: &[FnCase<()>] = &[
     case!("listener_destroyed_with_pending", |()| {
         listener_destroyed_with_pending()
     }),
+    case!("sidr_ours_to_ours", |()| sidr_ours_to_ours()),
+    case!("sidr_timeout_duplicates_cancel", |()| {
+        sidr_timeout_duplicates_cancel()
+    }),
+    case!("sidr_ours_to_kernel_rdma_cm", |()| sidr_ours_to_c()),
     case!("ours_to_kernel_rdma_cm", |()| ours_to_c()),
     case!("kernel_rdma_cm_to_ours", |()| c_to_ours()),
     case!("device_removed_under_connection", |()| {
