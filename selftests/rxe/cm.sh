@@ -4,8 +4,9 @@
 # our rxc (10.85.0.2, namespace cmc) facing the kernel's rdma_rxe device
 # cxc (10.85.0.1, initial namespace) on another, for ours to the kernel's
 # rdma_cm both ways (through the C endpoints of rxe_cpeer). The cases are
-# in modules/rdma_rxe_cm_test.rs; afterwards the CM counters in sysfs must
-# show what went on the wire. Then rdma-core's rping, rdma_client,
+# in modules/rdma_rxe_cm_test.rs (SIDR included: between our CMs, and
+# from rxc to udaddy's server on cxc); afterwards the CM counters in sysfs
+# must show what went on the wire. Then rdma-core's rping, rdma_client,
 # rdma_server and ucmatose (librdmacm over the kernel's rxe, from
 # userspace) against modules/rdma_rxe_cmtools_test.rs, which speaks their
 # protocols, each tool both ways: rping's five iterations validated on
@@ -126,10 +127,10 @@ watch=$!
 cleanup_add kill "$watch"
 ktap_check "ulp_unloads_with_ids" ulp_unloads_with_ids
 ktap_check "arm_faults" arm_faults
-# udaddy's server (librdmacm over the kernel's cxc, UDP port 7185), which
-# the module's SIDR REQ from rxc resolves; it waits for messages that
-# never come, and goes after the module.
-timeout 600 udaddy -b 10.85.0.1 -p 7185 > "$tmpd/udaddy_srv.out" 2>&1 &
+# udaddy's server (librdmacm over the kernel's cxc, UDP port 7174, its
+# only one), which the module's SIDR REQ from rxc resolves; it waits for
+# messages that never come, and goes after the module.
+timeout 600 udaddy -b 10.85.0.1 > "$tmpd/udaddy_srv.out" 2>&1 &
 udsrv=$!
 cleanup_add kill "$udsrv"
 ktap_module rdma_rxe_cm_test

@@ -287,8 +287,10 @@ reth_len() {
 #   does, counted with REP, MRA, REJ, RTU and DREP in
 #   cm_rx_drops/unknown_comm_id (a REP gets no REJ: the C CM sends none);
 #   a SIDR REQ (service ID 0, nobody's) answered with a SIDR REP of
-#   status UNSUPPORTED as the C CM answers it (rxa, where it goes, drops
-#   it as unsupported); SIDR REP, LAP and APR in cm_rx_drops/unsupported
+#   status UNSUPPORTED as the C CM answers it (rxa, where it goes,
+#   counts it received and drops it: no SIDR REQ of its own asked); a
+#   SIDR REP (no SIDR REQ of rxb's asked) in cm_rx_drops/unknown_comm_id
+#   too; LAP and APR in cm_rx_drops/unsupported
 #   cm-msg with a bad P_Key / Q_Key      rxe rx_drop_pkey / rx_drop_qkey
 #
 # None of these drops is logged (the counters are the record).
@@ -312,7 +314,7 @@ qp1() {
 	uc0=$(cat "$cb/cm_rx_drops/unknown_comm_id") mf0=$(cat "$cb/cm_rx_drops/malformed")
 	rej0=$(cat "$cb/cm_tx_msgs/rej") dup0=$(cat "$cb/cm_rx_duplicates/dreq")
 	sidr0=$(cat "$cb/cm_tx_msgs/sidr_rep") ca=/sys/class/rdma_rs/rxa/ports/1
-	aus0=$(cat "$ca/cm_rx_drops/unsupported")
+	asr0=$(cat "$ca/cm_rx_msgs/sidr_rep")
 	rounds=100
 	if ! { inject 10.78.3.1 10.78.3.2 mad-short 256 &&
 		inject 10.78.3.1 10.78.3.2 mad-bad-version 50 &&
@@ -350,10 +352,10 @@ qp1() {
 	got "rxe rx_drop_pkey" $(($(rxe_counter rxb rx_drop_pkey) - pk0)) 50
 	got "rxe rx_drop_qkey" $(($(rxe_counter rxb rx_drop_qkey) - qk0)) 50
 	got "cm unknown_attr" $(($(cat "$cb/cm_rx_drops/unknown_attr") - ua0)) 80
-	got "cm unsupported" $(($(cat "$cb/cm_rx_drops/unsupported") - us0)) $((3 * rounds))
-	got "cm unknown_comm_id" $(($(cat "$cb/cm_rx_drops/unknown_comm_id") - uc0)) $((6 * rounds))
+	got "cm unsupported" $(($(cat "$cb/cm_rx_drops/unsupported") - us0)) $((2 * rounds))
+	got "cm unknown_comm_id" $(($(cat "$cb/cm_rx_drops/unknown_comm_id") - uc0)) $((7 * rounds))
 	got "cm tx sidr_rep" $(($(cat "$cb/cm_tx_msgs/sidr_rep") - sidr0)) "$rounds"
-	got "rxa cm unsupported (the SIDR REPs)" $(($(cat "$ca/cm_rx_drops/unsupported") - aus0)) "$rounds"
+	got "rxa cm rx sidr_rep (the answers)" $(($(cat "$ca/cm_rx_msgs/sidr_rep") - asr0)) "$rounds"
 	got "drops logged" "$(dmesg | grep -c 'rdma cm: .*dropped')" 0
 	got "cm malformed" $(($(cat "$cb/cm_rx_drops/malformed") - mf0)) 0
 	got "cm rx_duplicates dreq" $(($(cat "$cb/cm_rx_duplicates/dreq") - dup0)) "$rounds"
@@ -432,16 +434,17 @@ cm_live() {
 
 # A SIDR REQ for a service ID nobody listens on, from rxa's address: rxb
 # answers with a SIDR REP (status UNSUPPORTED), which reaches rxa (whose
-# CM drops it as unsupported); nothing is logged.
+# CM counts it and drops it: it answers no SIDR REQ of rxa's); nothing is
+# logged.
 sidr() {
 	cb=/sys/class/rdma_rs/rxb/ports/1 ca=/sys/class/rdma_rs/rxa/ports/1
 	rq0=$(cat "$cb/cm_rx_msgs/sidr_req") rp0=$(cat "$cb/cm_tx_msgs/sidr_rep")
-	us0=$(cat "$ca/cm_rx_drops/unsupported")
+	as0=$(cat "$ca/cm_rx_msgs/sidr_rep")
 	dmesg -c > /dev/null
 	cm_at sidr-req --local-id 0x1234 --service-id 0x1110000 --count 3 || return 1
 	sleep 1
 	_bad=0
-	for f in "$cb/cm_rx_msgs/sidr_req $rq0" "$cb/cm_tx_msgs/sidr_rep $rp0" "$ca/cm_rx_drops/unsupported $us0"; do
+	for f in "$cb/cm_rx_msgs/sidr_req $rq0" "$cb/cm_tx_msgs/sidr_rep $rp0" "$ca/cm_rx_msgs/sidr_rep $as0"; do
 		# shellcheck disable=SC2086 # "FILE BEFORE"
 		set -- $f
 		[ $(($(cat "$1") - $2)) = 3 ] || { echo "$1: $(cat "$1") (was $2), want 3 more"; _bad=1; }

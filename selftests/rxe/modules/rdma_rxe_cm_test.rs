@@ -13,6 +13,14 @@
 //! With the kernel's rdma_cm (the C endpoints of `rxe_cpeer`): our client
 //! to its listener (it echoes our SEND; our RDMA WRITE lands in its
 //! buffer) and its client to our listener (we echo its SEND).
+//!
+//! Service ID resolution (SIDR) on the CM itself: rxa resolves UDP
+//! service IDs on rxb (accepted with QPN, Q_Key and private data; rejected;
+//! a listener that takes no SIDR; nobody listening), against a silent peer
+//! (timeout after the retries), against a listener that holds the request
+//! (resends counted as duplicates, REJECT when dropped unanswered), and
+//! cancelled while pending (no event); and rxc resolves udaddy's service
+//! on the kernel's rdma_cm (started by `cm.sh`).
 
 #![deny(unsafe_code)]
 
@@ -1175,7 +1183,7 @@ fn sidr_timeout_duplicates_cancel() -> Result {
     Ok(())
 }
 
-/// Our SIDR REQ to the kernel's CM (rxc to cxc): for UDP port 7185,
+/// Our SIDR REQ to the kernel's CM (rxc to cxc): for UDP port 7174,
 /// where cm.sh runs udaddy's server (librdmacm over the kernel's
 /// rdma_cm), the private data an rdma_cm header for 10.85.0.2 to
 /// 10.85.0.1: the kernel's rdma_cm accepts, its SIDR REP gives the QPN
@@ -1189,7 +1197,7 @@ fn sidr_ours_to_c() -> Result {
         .write(&mut pd)
         .map_err(|_| EINVAL)?;
     pd[36..].copy_from_slice(b"rust");
-    let (_s, rec) = sidr_send_data(&c, &to, udp_service_id(7185), 1000, 5, &pd)?;
+    let (_s, rec) = sidr_send_data(&c, &to, udp_service_id(7174), 1000, 5, &pd)?;
     let SidrEvent::Rep(r) = rec.take(20)? else {
         return check(false, "the kernel's CM answered");
     };
