@@ -23,8 +23,10 @@
 //! Ids of the UDP and IPoIB port spaces ([`PortSpace`], [`CmId::new_in`])
 //! are UD ids: they resolve addresses and join multicast groups
 //! ([`CmIdCore::join_multicast`], event `MulticastJoin`); their QPs are
-//! their owners' (user space's, through rdma_ucm). Service ID resolution
-//! (SIDR, `connect` and `listen` of UD ids) is not built: `EOPNOTSUPP`.
+//! their owners' (user space's, through rdma_ucm). Their `connect`,
+//! `listen`, `accept` and `reject` resolve services by SIDR: `connect`
+//! gives `Established` with the service's QPN, Q_Key and address
+//! ([`CmEvent::ud`]), or `Unreachable`.
 //!
 //! The CM moves the QP through INIT, RTR and RTS with the values of the
 //! REQ and REP, as rdma_cm does. Over RoCE without an SA the route is made
@@ -57,6 +59,7 @@
 //! - [`event`]: the events and their delivery to the handler;
 //! - [`mcast`]: the Q_Key of UD ids, and multicast over RoCE
 //!   (`join_multicast`, `leave_multicast`);
+//! - `ud`: UD ids' `connect`, `listen`, `accept` and `reject`, by SIDR;
 //! - `user`: ids whose QP is user space's (rdma_ucm): the attributes
 //!   for its moves (`init_qp_attr`) and the held RTU (`establish`);
 //! - `client`: the internal client (device removal), module init and exit.
@@ -68,6 +71,7 @@ pub mod event;
 pub mod id;
 pub mod listen;
 pub mod mcast;
+mod ud;
 mod user;
 
 pub use addr::{IpAddr, SockAddr};

@@ -27,12 +27,17 @@ impl CmIdCore {
     /// connection go; the id stays, unusable.
     fn release_device(self: &Arc<Self>) {
         self.leave_all_multicast();
-        let (conn, qp) = {
+        let (conn, qp, sidr) = {
             let mut st = self.st.lock();
             Self::qp_to_err(&st);
             st.bound = None;
-            (st.conn.take(), st.qp.take())
+            (
+                st.conn.take(),
+                st.qp.take(),
+                (st.sidr.take(), st.sidr_req.take()),
+            )
         };
+        drop(sidr);
         if let Some(c) = conn {
             c.set_user(None);
             c.destroy();

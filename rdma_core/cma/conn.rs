@@ -13,7 +13,7 @@ use super::addr::{gid_of, Bound, IpAddr};
 use super::event::{CmEvent, EventKind};
 use super::id::{CmIdCore, Phase, PortSpace, State};
 use crate::cm::conn::{CmConn, ConnEvent, ConnUser, RepAnswer};
-use crate::kshim::errno::{enotconn, eopnotsupp, etimedout};
+use crate::kshim::errno::{enotconn, etimedout};
 use crate::mad::MadAddr;
 use crate::spec::attr::{Gid, Mtu};
 use crate::spec::cm_msg::{
@@ -133,8 +133,7 @@ impl CmIdCore {
     /// Connects (`rdma_connect`): after `resolve_route` and `create_qp`.
     pub fn connect(self: &Arc<Self>, param: &ConnParam) -> Result {
         if self.ps != PortSpace::Tcp {
-            // UD ids resolve services by SIDR, which this CM lacks.
-            return Err(eopnotsupp());
+            return self.ud_connect(param);
         }
         let (conn, req) = {
             let mut st = self.st.lock();
@@ -217,7 +216,7 @@ impl CmIdCore {
     /// The QPN a connection names: the id's own QP's, or user space's
     /// (`param.qp_num`) for an id without one; `EINVAL` for both or
     /// neither.
-    fn conn_qpn(st: &State, param: &ConnParam) -> Result<u32> {
+    pub(super) fn conn_qpn(st: &State, param: &ConnParam) -> Result<u32> {
         match (st.qp.as_ref(), param.qp_num) {
             (Some(q), None) => Ok(q.qpn()),
             (None, Some(n)) => Ok(n & 0xff_ffff),
@@ -297,6 +296,9 @@ impl CmIdCore {
     /// with the REQ's values (user space moves its QP itself, before), then
     /// the REP goes.
     pub fn accept(self: &Arc<Self>, param: &ConnParam) -> Result {
+        if self.ps != PortSpace::Tcp {
+            return self.ud_accept(param);
+        }
         let (conn, rep) = {
             let mut st = self.st.lock();
             if st.phase != Phase::ReqRcvd {
@@ -332,6 +334,9 @@ impl CmIdCore {
     /// Rejects a connection request with private data (`rdma_reject`;
     /// the REJ's reason is CONSUMER_DEFINED, 28).
     pub fn reject(self: &Arc<Self>, private_data: &[u8]) -> Result {
+        if self.ps != PortSpace::Tcp {
+            return self.ud_reject(private_data);
+        }
         let conn = {
             let mut st = self.st.lock();
             if st.phase != Phase::ReqRcvd {

@@ -41,6 +41,15 @@ pub enum PortSpace {
 }
 
 impl PortSpace {
+    /// Its number (`RDMA_PS_*`), the upper half of its service IDs.
+    pub fn number(self) -> u16 {
+        match self {
+            PortSpace::Tcp => 0x0106,
+            PortSpace::Udp => 0x0111,
+            PortSpace::Ipoib => 0x0002,
+        }
+    }
+
     /// The type of the QPs of its ids.
     pub fn qp_type(self) -> QpType {
         match self {
@@ -100,6 +109,10 @@ pub(super) struct State {
     pub(super) bind_dev: Option<(Arc<Device>, u32)>,
     /// The multicast groups the id joined (UD ids).
     pub(super) mcs: KVec<super::mcast::Membership>,
+    /// Active, UD: the SIDR REQ under way.
+    pub(super) sidr: Option<crate::cm::sidr::CmSidr>,
+    /// Passive, UD: the SIDR REQ that made the id, until answered.
+    pub(super) sidr_req: Option<Arc<crate::cm::sidr::SidrRequest>>,
 }
 
 /// An id, as its handler and the CM see it.
@@ -217,6 +230,8 @@ impl CmIdCore {
                         resp_res: 0,
                         bind_dev: None,
                         mcs: KVec::new(),
+                        sidr: None,
+                        sidr_req: None,
                     },
                     "CmIdCore::st"
                 ),
@@ -344,7 +359,7 @@ impl CmIdCore {
         if self.destroyed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (conn, qp, listener, parent) = {
+        let (conn, qp, listener, parent, sidr) = {
             let mut st = self.st.lock();
             st.phase = Phase::Destroyed;
             (
@@ -352,8 +367,13 @@ impl CmIdCore {
                 st.qp.take(),
                 st.listener.take(),
                 st.parent.take(),
+                (st.sidr.take(), st.sidr_req.take()),
             )
         };
+        // A SIDR REQ of ours is cancelled (waiting for its event being
+        // delivered elsewhere: no lock held); one of the peer's not
+        // answered is rejected.
+        drop(sidr);
         drop(parent);
         drop(listener);
         self.leave_all_multicast();

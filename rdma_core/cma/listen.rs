@@ -8,17 +8,18 @@ use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use super::addr::{gid_of, hdr_addrs, Bound, IpAddr, SockAddr};
+use super::addr::{gid_of, hdr_addrs, Bound, SockAddr};
 use super::conn::CMA_HDR_LEN;
 use super::event::{CmEvent, EventKind};
 use super::id::{CmId, CmIdCore, Phase, PortSpace, IDS};
 use crate::cm::conn::{CmConn, ConnUser};
 use crate::cm::port::CmPortShared;
+use crate::cm::sidr::SidrRequest;
 use crate::cm::table::{ListenUser, Listener};
-use crate::kshim::errno::{eaddrnotavail, eopnotsupp};
+use crate::kshim::errno::eaddrnotavail;
 use crate::mad::MadAddr;
 use crate::spec::attr::Mtu;
-use crate::spec::cm_msg::{service_id_port, tcp_service_id, Req};
+use crate::spec::cm_msg::{service_id_port, Req, SidrReq};
 
 /// The service timeout of the MRA rdma_cm sends for a request its consumer
 /// has not accepted yet (`CMA_CM_MRA_SETTING`: about 65 s).
@@ -27,10 +28,6 @@ const MRA_SERVICE_TIMEOUT: u8 = 24;
 impl CmIdCore {
     /// Listens on the bound address and port (`rdma_listen`).
     pub fn listen(self: &Arc<Self>) -> Result {
-        if self.ps != PortSpace::Tcp {
-            // UD ids resolve services by SIDR, which this CM lacks.
-            return Err(eopnotsupp());
-        }
         let port = {
             let st = self.st.lock();
             if st.phase != Phase::AddrBound {
@@ -39,7 +36,7 @@ impl CmIdCore {
             st.src.ok_or(EINVAL)?.port
         };
         let user: Arc<dyn ListenUser> = self.clone();
-        let l = Listener::new(tcp_service_id(port), user)?;
+        let l = Listener::new(self.service_id(port), user)?;
         let mut st = self.st.lock();
         st.listener = Some(l);
         st.phase = Phase::Listening;
@@ -65,26 +62,17 @@ impl CmIdCore {
 
 impl ListenUser for CmIdCore {
     fn takes(&self, port: &CmPortShared, req: &Req) -> bool {
-        let st = self.st.lock();
-        if st.phase != Phase::Listening {
-            return false;
-        }
-        let Some(bound) = st.src else { return false };
-        let Some(nd) = port.device().netdev(port.port_num()) else {
-            return false;
-        };
-        if nd.net_id() != self.ns.id() {
-            return false;
-        }
-        let Ok(hdr) = req.cma_header() else {
-            return false;
-        };
-        let (_, dst) = hdr_addrs(&hdr);
-        match bound.ip {
-            IpAddr::V4(a) if a == [0; 4] => matches!(dst, IpAddr::V4(_)),
-            IpAddr::V6(a) if a == [0; 16] => true,
-            ip => IpAddr::from16(ip.to16()) == dst,
-        }
+        // A UD listener's service is resolved by SIDR: a REQ for it is
+        // refused.
+        self.ps == PortSpace::Tcp && self.takes_header(port, req.cma_header().ok())
+    }
+
+    fn takes_sidr(&self, port: &CmPortShared, req: &SidrReq) -> bool {
+        self.ps != PortSpace::Tcp && self.takes_header(port, req.cma_header().ok())
+    }
+
+    fn on_sidr_req(&self, req: Arc<SidrRequest>) -> Result {
+        self.sidr_request(req)
     }
 
     fn on_req(

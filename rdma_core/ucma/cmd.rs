@@ -11,9 +11,9 @@
 //! their QPs are user space's (librdmacm makes them through libibverbs),
 //! so `CONNECT` and `ACCEPT` carry the QP's number and `INIT_QP_ATTR`
 //! gives the attributes for its moves. UD ids (UDP and IPoIB port
-//! spaces) resolve addresses and join multicast groups (`JOIN_IP_MCAST`,
-//! `JOIN_MCAST`, `LEAVE_MCAST`); their `CONNECT` and `LISTEN` (SIDR) are
-//! `EOPNOTSUPP`. Not implemented (`ENOSYS`, as the C ucma answers a
+//! spaces) resolve addresses, connect and listen by SIDR, and join
+//! multicast groups (`JOIN_IP_MCAST`, `JOIN_MCAST`, `LEAVE_MCAST`). Not
+//! implemented (`ENOSYS`, as the C ucma answers a
 //! command it lacks): AF_IB (`BIND`, `RESOLVE_ADDR`, `QUERY`).
 
 use kernel::error::code::{EBADF, EINVAL, ENOENT, ENOSPC};

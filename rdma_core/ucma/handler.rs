@@ -44,16 +44,15 @@ fn number(kind: EventKind) -> u32 {
     }
 }
 
-/// The event's UD parameters, as user space's `ib_uverbs_ah_attr`.
+/// The event's UD parameters, as user space's `ib_uverbs_ah_attr`, and
+/// its private data (a SIDR REQ's or REP's).
 fn ud_param(ev: &CmEvent) -> UdParam {
-    let Some(ud) = ev.ud.as_ref() else {
-        return UdParam::default();
-    };
-    let g = &ud.ah.grh;
-    let mut p = UdParam {
-        qp_num: ud.qp_num,
-        qkey: ud.qkey,
-        ah_attr: AhAttr {
+    let mut p = UdParam::default();
+    if let Some(ud) = ev.ud.as_ref() {
+        let g = &ud.ah.grh;
+        p.qp_num = ud.qp_num;
+        p.qkey = ud.qkey;
+        p.ah_attr = AhAttr {
             grh: GlobalRoute {
                 dgid: g.dgid.0,
                 flow_label: g.flow_label,
@@ -67,9 +66,8 @@ fn ud_param(ev: &CmEvent) -> UdParam {
             is_global: 1,
             port_num: ud.ah.port_num as u8,
             ..AhAttr::default()
-        },
-        ..UdParam::default()
-    };
+        };
+    }
     let n = ev.private_data.len().min(p.private_data.0.len());
     p.private_data.0[..n].copy_from_slice(&ev.private_data[..n]);
     p.private_data_len = n as u8;
@@ -175,13 +173,23 @@ fn request(child: &Arc<CmIdCore>, ev: &mut CmEvent) {
         listener.pending.fetch_sub(1, Ordering::Relaxed);
         return;
     };
-    let resp = EventResp::with_conn(
-        listener.uid(),
-        ctx.handle,
-        event::CONNECT_REQUEST,
-        0,
-        &conn_param(ev),
-    );
+    let resp = if child.port_space() == PortSpace::Tcp {
+        EventResp::with_conn(
+            listener.uid(),
+            ctx.handle,
+            event::CONNECT_REQUEST,
+            0,
+            &conn_param(ev),
+        )
+    } else {
+        EventResp::with_ud(
+            listener.uid(),
+            ctx.handle,
+            event::CONNECT_REQUEST,
+            0,
+            &ud_param(ev),
+        )
+    };
     let queued = listener.push_event(UEvent {
         resp,
         ctx: listener.clone(),

@@ -3,9 +3,10 @@
 # our rxe with rdma_rs_uverbs and rdma_rs_ucm (the C ib_core, ib_uverbs and
 # rdma_ucm kept from loading), guest 1 the kernel's rdma_rxe with ib_uverbs
 # and rdma_ucm; both have unchanged rdma-core 44 and perftest. rping (every
-# ping verified), ucmatose (several connections) and perftest over rdma_cm
-# (-R) run between them in both directions: first the kernel's side serves
-# and ours connects, then ours serves and the kernel's connects.
+# ping verified), ucmatose (several connections), udaddy (UD ids, SIDR)
+# and perftest over rdma_cm (-R) run between them in both directions:
+# first the kernel's side serves and ours connects, then ours serves and
+# the kernel's connects.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/rxe.sh
@@ -15,6 +16,7 @@ if [ -z "$RDMA_RS_GUEST" ] || ! ip link show eth0 > /dev/null 2>&1; then
 	ktap_skip "setup" "not a joined test guest"
 	ktap_skip "rping" "not a joined test guest"
 	ktap_skip "ucmatose" "not a joined test guest"
+	ktap_skip "udaddy" "not a joined test guest"
 	ktap_skip "ib_send_lat_cm" "not a joined test guest"
 	ktap_skip "ib_write_bw_cm" "not a joined test guest"
 	ktap_skip "teardown" "not a joined test guest"
@@ -103,6 +105,9 @@ rping_ok() { # file role
 # ucmatose: every connection made, messages both ways on each, then
 # disconnected; both sides end with "test complete".
 ucmatose_ok() { grep -q "test complete" "$1"; }
+# udaddy: UD ids by SIDR, every datagram both ways waited for by both
+# sides.
+udaddy_ok() { grep -q "data transfers complete" "$1"; }
 # perftest: all N iterations done, on each side. The serving side of a
 # write test prints the figures its client measured.
 perftest_ok() { # file role
@@ -130,6 +135,7 @@ teardown() {
 ktap_check "setup" setup
 ktap_check "rping" both_ways rping_ok "-s -a $addr" "-c -a $peer -V" rping -p 7181 -S 4096 -C "$rping_n" -v
 ktap_check "ucmatose" both_ways ucmatose_ok "-b $addr" "-s $peer" ucmatose -p 7183 -c 3 -C 5
+ktap_check "udaddy" both_ways udaddy_ok "-b $addr" "-s $peer -b $addr" udaddy -c 2 -C 5
 ktap_check "ib_send_lat_cm" perftest_cm 100 18531 ib_send_lat
 ktap_check "ib_write_bw_cm" perftest_cm 100 18533 ib_write_bw -s 16384
 # Stay up a little so the other guest's last exchange ends too.

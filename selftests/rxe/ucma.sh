@@ -4,7 +4,7 @@
 # in two network namespaces, with the kernel's C stack absent and kept
 # from autoloading: rping (data verified), ucmatose (several connections)
 # rdma_server/rdma_client (MIGRATE_ID), perftest over rdma_cm (-R) and
-# mckey (multicast of UD ids);
+# udaddy and mckey (UD ids: SIDR, multicast);
 # and our kernel ULPs against those tools on our stack; then a hostile
 # program's raw write() commands (ucma_user): malformed framing, foreign,
 # stale and made-up handles, events, MIGRATE_ID, and ids and files ended
@@ -177,6 +177,20 @@ perftest_cm() { # N program
 ktap_check "ib_send_lat_cm" perftest_cm 200 ib_send_lat
 ktap_check "ib_write_bw_cm" perftest_cm 100 "ib_write_bw -s 16384"
 
+# udaddy: UD ids resolve the server's service by SIDR (two connections),
+# ten datagrams each way on each, every one waited for by both sides.
+udaddy_pair() {
+	pair "udaddy -b 10.79.5.2 -c 2 -C 10" "udaddy -s 10.79.5.2 -b 10.79.5.1 -c 2 -C 10" \
+		bound || return 1
+	if ! grep -q "data transfers complete" "$tmpd/cli" ||
+		! grep -q "data transfers complete" "$tmpd/srv"; then
+		sed 's/^/    # client: /' "$tmpd/cli"
+		sed 's/^/    # server: /' "$tmpd/srv"
+		return 1
+	fi
+}
+ktap_check "udaddy" udaddy_pair
+
 # mckey: UD ids join an IPv4 multicast group (JOIN_IP_MCAST), librdmacm
 # attaches their QPs, the sender sends COUNT datagrams to the group; each
 # receiver's QP must complete all of them (mckey waits for every one) and
@@ -265,13 +279,19 @@ ktap_check "abi_mcast" ip netns exec ucx ucma_user mcast "$node"
 # Where the C ucma answers another errno (an id that does not exist:
 # ENOENT there).
 ktap_check "abi_c_errnos" ucma_user c_errnos "$node"
+# SIDR between UD ids (the passive side in ucy): accepted (the service's
+# QPN, Q_Key, address and private data), rejected, unread with its
+# listener destroyed, to an RC listener's port and to nobody (both
+# UNSUPPORTED: the port spaces' service IDs differ); an RC REQ to a UD
+# listener.
+for _d in /var/run/netns /run/netns; do
+	[ -e "$_d/ucy" ] && break
+done
+ktap_check "abi_sidr" ip netns exec ucx timeout 90 ucma_user sidr "$node" "$_d/ucy"
 # Ids destroyed and files closed at each step of a connection, the passive
 # side in ucy (a child of the program), the active in ucx: the peer sees
 # its connection end (REJECTED or DISCONNECTED, bounded), and no rdma_cm
 # id is left on either device.
-for _d in /var/run/netns /run/netns; do
-	[ -e "$_d/ucy" ] && break
-done
 # What each step saw (events, times) is printed even when it passes (fd 3:
 # the script's output, which the check function does not capture).
 exec 3>&1

@@ -47,7 +47,9 @@ enum {
 	RDMA_CM_EVENT_ROUTE_RESOLVED = 2,
 	RDMA_CM_EVENT_CONNECT_REQUEST = 4,
 	RDMA_CM_EVENT_CONNECT_RESPONSE = 5,
+	RDMA_CM_EVENT_UNREACHABLE = 7,
 	RDMA_CM_EVENT_REJECTED = 8,
+	RDMA_CM_EVENT_ESTABLISHED = 9,
 	RDMA_CM_EVENT_DISCONNECTED = 10,
 	RDMA_CM_EVENT_MULTICAST_JOIN = 12,
 };
@@ -894,6 +896,135 @@ static void lc_connect_passive(int up, int down)
 	(void)down;
 }
 
+/*
+ * SIDR (UD ids' CONNECT, LISTEN, ACCEPT, REJECT), the passive side in ucy:
+ * listeners on ADDR_Y, UD on 7611 (first request accepted, second
+ * rejected, third never read and its listener destroyed) and 7613, RC on
+ * 7612; nobody on 7614.
+ */
+static void sidr_passive(int up, int down)
+{
+	int fd = open_node(0);
+	struct rdma_ucm_event_resp ev;
+	struct rdma_ucm_ud_param *ud = (struct rdma_ucm_ud_param *)&ev.param;
+	struct rdma_ucm_accept ac = { .uid = 0x611 };
+	struct rdma_ucm_reject rj = { .reason = 28 };
+	uint32_t l1 = create_ud_id(fd, 0x11), l2, l3 = create_ud_id(fd, 0x13), c;
+
+	CHECK(bind_ip(fd, l1, ADDR_Y, 7611) == 0 && listen_id(fd, l1, 0) == 0, "UD listener");
+	l2 = listener(fd, 0x12, ADDR_Y, 7612, 0);
+	CHECK(bind_ip(fd, l3, ADDR_Y, 7613) == 0 && listen_id(fd, l3, 0) == 0, "UD listener 2");
+	send_byte(up, 'L');
+	/* The first request: its private data after the rdma_cm header. */
+	CHECK(get_event(fd, &ev, 10000) == 0, "no CONNECT_REQUEST");
+	CHECK(ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && ev.uid == 0x11 && ev.id != l1,
+	      "event %u uid %llx", ev.event, (unsigned long long)ev.uid);
+	CHECK(ud->private_data_len == 180 && !memcmp(ud->private_data, "sidr-req", 9),
+	      "request's private data: %u bytes", ud->private_data_len);
+	c = ev.id;
+	ac.id = c;
+	conn_param(&ac.conn_param, 0x611);
+	/* More private data than a SIDR REP has room for. */
+	ac.conn_param.private_data_len = 137;
+	CHECK(ERRNO(CMD(fd, RDMA_USER_CM_CMD_ACCEPT, &ac, 0)) == EINVAL, "137 bytes accepted");
+	ac.conn_param.private_data_len = 9;
+	memcpy(ac.conn_param.private_data, "sidr-rep", 9);
+	CHECK(OK(fd, RDMA_USER_CM_CMD_ACCEPT, &ac, 0), "ACCEPT (UD)");
+	CHECK(ERRNO(CMD(fd, RDMA_USER_CM_CMD_ACCEPT, &ac, 0)) == EINVAL, "ACCEPT twice");
+	/* The second: rejected, with private data. */
+	CHECK(get_event(fd, &ev, 10000) == 0 && ev.event == RDMA_CM_EVENT_CONNECT_REQUEST,
+	      "no second CONNECT_REQUEST");
+	rj.id = ev.id;
+	rj.private_data_len = 3;
+	memcpy(rj.private_data, "no", 3);
+	CHECK(OK(fd, RDMA_USER_CM_CMD_REJECT, &rj, 0), "REJECT (UD)");
+	/* The third: never read; its listener destroyed once it is queued. */
+	wait_byte(down, '3', 20000, "third request sent");
+	CHECK(readable(fd, 10000), "no third request");
+	CHECK(destroy_id(fd, l1) == 2, "events_reported of the UD listener");
+	send_byte(up, 'D');
+	wait_byte(down, 'E', 30000, "the end");
+	CHECK(destroy_id(fd, l2) == 0 && destroy_id(fd, l3) == 0, "other listeners");
+	close(fd);
+}
+
+/* A UD id of ucx routed to ADDR_Y:port, CONNECTed with private data. */
+static uint32_t sidr_connect(int fd, uint64_t uid, uint16_t port)
+{
+	struct rdma_ucm_event_resp ev;
+	struct rdma_ucm_connect co = { 0 };
+	uint32_t h = create_ud_id(fd, uid);
+
+	CHECK(resolve_ip(fd, h, ADDR_Y, port) == 0, "RESOLVE_IP");
+	expect_event(fd, h, RDMA_CM_EVENT_ADDR_RESOLVED, &ev, "resolve_ip (UD)");
+	CHECK(resolve_route(fd, h) == 0, "RESOLVE_ROUTE");
+	expect_event(fd, h, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, "resolve_route (UD)");
+	co.id = h;
+	conn_param(&co.conn_param, 0x7ff);
+	co.conn_param.private_data_len = 9;
+	memcpy(co.conn_param.private_data, "sidr-req", 9);
+	CHECK(OK(fd, RDMA_USER_CM_CMD_CONNECT, &co, 0), "CONNECT (UD) to %u", port);
+	return h;
+}
+
+static void case_sidr(void)
+{
+	struct peer p;
+	struct rdma_ucm_event_resp ev;
+	struct rdma_ucm_ud_param *ud = (struct rdma_ucm_ud_param *)&ev.param;
+	uint8_t want_gid[16] = { [10] = 0xff, [11] = 0xff, 10, 79, 5, 2 };
+	int fd;
+	uint32_t h;
+
+	peer_start(&p, sidr_passive);
+	fd = open_node(0);
+	wait_byte(p.from_child, 'L', 10000, "listen");
+	/* Accepted: the service's QPN and Q_Key, its address, the REP's data. */
+	h = sidr_connect(fd, 1, 7611);
+	expect_event(fd, h, RDMA_CM_EVENT_ESTABLISHED, &ev, "SIDR accepted");
+	CHECK(ev.status == 0 && ud->qp_num == 0x611 && ud->qkey == 0x01234567 &&
+	      ud->ah_attr.is_global == 1 && !memcmp(ud->ah_attr.grh.dgid, want_gid, 16) &&
+	      ud->private_data_len == 136 && !memcmp(ud->private_data, "sidr-rep", 9),
+	      "ESTABLISHED: qpn %x qkey %x data %u", ud->qp_num, ud->qkey, ud->private_data_len);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (UD)");
+	/* Rejected: UNREACHABLE, status REJECT (2), the REP's data. */
+	h = sidr_connect(fd, 2, 7611);
+	expect_event(fd, h, RDMA_CM_EVENT_UNREACHABLE, &ev, "SIDR rejected");
+	CHECK(ev.status == 2 && !memcmp(ud->private_data, "no", 3), "rejected: status %d",
+	      (int32_t)ev.status);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (rejected)");
+	/* Unread, its listener destroyed: REJECT. */
+	h = sidr_connect(fd, 3, 7611);
+	send_byte(p.to_child, '3');
+	wait_byte(p.from_child, 'D', 20000, "listener destroyed");
+	expect_event(fd, h, RDMA_CM_EVENT_UNREACHABLE, &ev, "SIDR unread");
+	CHECK(ev.status == 2, "unread: status %d", (int32_t)ev.status);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (unread)");
+	/*
+	 * An RC listener's port: its service ID is the TCP port space's, not
+	 * the UDP one the SIDR REQ asks for, so nobody provides that service:
+	 * UNSUPPORTED (1), as from the C rdma_cm.
+	 */
+	h = sidr_connect(fd, 4, 7612);
+	expect_event(fd, h, RDMA_CM_EVENT_UNREACHABLE, &ev, "SIDR to an RC listener");
+	CHECK(ev.status == 1, "RC listener: status %d", (int32_t)ev.status);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (RC listener)");
+	/* Nobody listens: UNSUPPORTED (1). */
+	h = sidr_connect(fd, 5, 7614);
+	expect_event(fd, h, RDMA_CM_EVENT_UNREACHABLE, &ev, "SIDR to nobody");
+	CHECK(ev.status == 1, "nobody: status %d", (int32_t)ev.status);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (nobody)");
+	/* An RC id's REQ to a UD listener: rejected. */
+	h = routed_id(fd, 6, ADDR_Y, 7613);
+	CHECK(connect_id(fd, h, 0x613) == 0, "CONNECT (RC) to a UD listener");
+	expect_event(fd, h, RDMA_CM_EVENT_REJECTED, &ev, "REQ to a UD listener");
+	printf("REQ to a UD listener: REJECTED status %d\n", (int32_t)ev.status);
+	CHECK(destroy_id(fd, h) == 3, "DESTROY_ID (RC)");
+	send_byte(p.to_child, 'E');
+	close(fd);
+	peer_end(&p);
+}
+
 /* Destroyed right after CONNECT: the peer's new id is rejected. */
 static void lc_connect(void)
 {
@@ -1143,7 +1274,10 @@ int main(int argc, char **argv)
 		case_events();
 	else if (!strcmp(argv[1], "mcast"))
 		case_mcast();
-	else if (!strcmp(argv[1], "lifecycle") && argc == 5) {
+	else if (!strcmp(argv[1], "sidr") && argc == 4) {
+		ns_y = argv[3];
+		case_sidr();
+	} else if (!strcmp(argv[1], "lifecycle") && argc == 5) {
 		ns_y = argv[3];
 		case_lifecycle(argv[4]);
 	} else
