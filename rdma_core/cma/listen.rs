@@ -11,7 +11,7 @@ use kernel::sync::Arc;
 use super::addr::{gid_of, hdr_addrs, Bound, SockAddr};
 use super::conn::CMA_HDR_LEN;
 use super::event::{CmEvent, EventKind};
-use super::id::{CmId, CmIdCore, Phase, PortSpace, IDS};
+use super::id::{CmId, CmIdCore, Phase, PortSpace, State, IDS};
 use crate::cm::conn::{CmConn, ConnUser};
 use crate::cm::port::CmPortShared;
 use crate::cm::sidr::SidrRequest;
@@ -19,7 +19,7 @@ use crate::cm::table::{ListenUser, Listener};
 use crate::kshim::errno::eaddrnotavail;
 use crate::mad::MadAddr;
 use crate::spec::attr::Mtu;
-use crate::spec::cm_msg::{service_id_port, Req, SidrReq};
+use crate::spec::cm_msg::{service_id_port, CmaHeader, Req, SidrReq};
 
 /// The service timeout of the MRA rdma_cm sends for a request its consumer
 /// has not accepted yet (`CMA_CM_MRA_SETTING`: about 65 s).
@@ -60,6 +60,55 @@ impl CmIdCore {
     }
 }
 
+impl CmIdCore {
+    /// A listener's new id for a request (a REQ or a SIDR REQ) whose
+    /// rdma_cm header is `hdr`, for `service_id`, on `port`: in phase
+    /// `ReqRcvd`, its addresses the header's (reversed), bound to `port`
+    /// and the destination's GID, with what `fill` adds; among the live
+    /// ids. `ENODEV` if the listener is no longer live.
+    pub(super) fn request_child(
+        &self,
+        port: &Arc<CmPortShared>,
+        hdr: &CmaHeader,
+        service_id: u64,
+        mtu: Mtu,
+        fill: impl FnOnce(&mut State),
+    ) -> Result<Arc<CmIdCore>> {
+        let (src_ip, dst_ip) = hdr_addrs(hdr);
+        let dev = port.device();
+        let (_, index) = dev
+            .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
+            .ok_or_else(eaddrnotavail)?;
+        // Before the child's lock: the live ids come first. A listener no
+        // longer among them was destroyed (completely, after `takes`):
+        // the request is refused, never handed to its handler.
+        let parent = self.me().ok_or(ENODEV)?;
+        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone(), self.ps)?;
+        {
+            let mut st = child.st.lock();
+            st.phase = Phase::ReqRcvd;
+            st.src = Some(SockAddr {
+                ip: dst_ip,
+                port: service_id_port(service_id),
+            });
+            st.dst = Some(SockAddr {
+                ip: src_ip,
+                port: hdr.port,
+            });
+            st.bound = Some(Bound {
+                dev: dev.clone(),
+                port: port.port_num(),
+                sgid_index: index as u8,
+                mtu,
+            });
+            st.parent = Some(parent);
+            fill(&mut st);
+        }
+        IDS.get().ok_or(ENODEV)?.add(&child)?;
+        Ok(child)
+    }
+}
+
 impl ListenUser for CmIdCore {
     fn takes(&self, port: &CmPortShared, req: &Req) -> bool {
         // A UD listener's service is resolved by SIDR: a REQ for it is
@@ -83,38 +132,11 @@ impl ListenUser for CmIdCore {
         _from: &MadAddr,
     ) -> Result<Arc<dyn ConnUser>> {
         let hdr = req.cma_header().map_err(|_| EINVAL)?;
-        let (src_ip, dst_ip) = hdr_addrs(&hdr);
-        let dev = port.device();
-        let (_, index) = dev
-            .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
-            .ok_or_else(eaddrnotavail)?;
-        // Before the child's lock: the live ids come first. A listener no
-        // longer among them was destroyed (completely, after `takes`):
-        // the request is refused, never handed to its handler.
-        let parent = self.me().ok_or(ENODEV)?;
-        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone(), self.ps)?;
-        {
-            let mut st = child.st.lock();
-            st.phase = Phase::ReqRcvd;
-            st.src = Some(SockAddr {
-                ip: dst_ip,
-                port: service_id_port(req.service_id),
-            });
-            st.dst = Some(SockAddr {
-                ip: src_ip,
-                port: hdr.port,
-            });
-            st.bound = Some(Bound {
-                dev: dev.clone(),
-                port: port.port_num(),
-                sgid_index: index as u8,
-                mtu: Mtu::from_raw(u32::from(req.path_mtu)).unwrap_or(Mtu::Mtu1024),
-            });
+        let mtu = Mtu::from_raw(u32::from(req.path_mtu)).unwrap_or(Mtu::Mtu1024);
+        let child = self.request_child(port, &hdr, req.service_id, mtu, |st| {
             st.req = Some(*req);
             st.conn = Some(conn.clone());
-            st.parent = Some(parent);
-        }
-        IDS.get().ok_or(ENODEV)?.add(&child)?;
+        })?;
         let mut ev = CmEvent::new(EventKind::ConnectRequest, 0);
         ev.private_data
             .extend_from_slice(&req.private_data.as_ref()[CMA_HDR_LEN..], GFP_KERNEL)?;

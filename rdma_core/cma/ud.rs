@@ -25,15 +25,15 @@ use kernel::sync::Arc;
 use super::addr::{gid_of, hdr_addrs, Bound, IpAddr, SockAddr};
 use super::conn::{ConnParam, CMA_HDR_LEN};
 use super::event::{CmEvent, EventKind};
-use super::id::{CmId, CmIdCore, Phase, IDS};
+use super::id::{CmId, CmIdCore, Phase};
 use super::mcast::UdParam;
 use crate::cm::port::CmPortShared;
 use crate::cm::sidr::{CmSidr, SidrEvent, SidrReqParams, SidrRequest, SidrUser};
-use crate::kshim::errno::{eaddrnotavail, etimedout};
+use crate::kshim::errno::etimedout;
 use crate::mad::MadAddr;
 use crate::spec::attr::Mtu;
 use crate::spec::cm_msg::{
-    service_id_port, CmaHeader, SidrStatus, SIDR_REP_PRIVATE_DATA_LEN, SIDR_REQ_PRIVATE_DATA_LEN,
+    CmaHeader, SidrStatus, SIDR_REP_PRIVATE_DATA_LEN, SIDR_REQ_PRIVATE_DATA_LEN,
 };
 use crate::verbs::ah::{AhAttr, GlobalRoute};
 
@@ -181,39 +181,14 @@ impl CmIdCore {
     /// `ConnectRequest` event.
     pub(super) fn sidr_request(&self, req: Arc<SidrRequest>) -> Result {
         let hdr = req.req().cma_header().map_err(|_| EINVAL)?;
-        let (src_ip, dst_ip) = hdr_addrs(&hdr);
         let port = req.port().clone();
-        let dev = port.device();
-        let (_, index) = dev
-            .find_gid_on_port(port.port_num(), &gid_of(dst_ip))
-            .ok_or_else(eaddrnotavail)?;
-        let mtu = dev
+        let mtu = port
+            .device()
             .query_port(port.port_num())
             .map_or(Mtu::Mtu1024, |a| a.active_mtu);
-        // As for a REQ: a listener no longer live refuses it.
-        let parent = self.me().ok_or(ENODEV)?;
-        let child = CmIdCore::new(self.ns.try_clone()?, self.handler.clone(), self.ps)?;
-        {
-            let mut st = child.st.lock();
-            st.phase = Phase::ReqRcvd;
-            st.src = Some(SockAddr {
-                ip: dst_ip,
-                port: service_id_port(req.service_id()),
-            });
-            st.dst = Some(SockAddr {
-                ip: src_ip,
-                port: hdr.port,
-            });
-            st.bound = Some(Bound {
-                dev: dev.clone(),
-                port: port.port_num(),
-                sgid_index: index as u8,
-                mtu,
-            });
+        let child = self.request_child(&port, &hdr, req.service_id(), mtu, |st| {
             st.sidr_req = Some(req.clone());
-            st.parent = Some(parent);
-        }
-        IDS.get().ok_or(ENODEV)?.add(&child)?;
+        })?;
         let mut ev = CmEvent::new(EventKind::ConnectRequest, 0);
         ev.private_data
             .extend_from_slice(&req.private_data()[CMA_HDR_LEN..], GFP_KERNEL)?;

@@ -25,7 +25,6 @@ use rdma::cma::{CmId, ConnParam as KConnParam, IpAddr, PortSpace, SockAddr as KS
 use rdma::kshim::errno::{eafnosupport, enosys, eopnotsupp};
 use rdma::kshim::route::NetNs;
 use rdma::spec::qp_state::QpState;
-use rdma::spec::uverbs::srq_ah::{AhAttr, GlobalRoute};
 use rdma::spec::uverbs::ucma::{self, *};
 use rdma::spec::uverbs::Wire;
 
@@ -326,7 +325,6 @@ fn init_qp_attr(file: &Arc<UcmaFile>, c: &InitQpAttr, out_len: usize) -> Result 
         _ => return Err(EINVAL),
     };
     let (a, mask) = ctx.id.init_qp_attr(state)?;
-    let g = &a.ah_attr.grh;
     let resp = QpAttr {
         qp_attr_mask: mask.0,
         qp_state: a.qp_state as u32,
@@ -337,21 +335,7 @@ fn init_qp_attr(file: &Arc<UcmaFile>, c: &InitQpAttr, out_len: usize) -> Result 
         sq_psn: a.sq_psn,
         dest_qp_num: a.dest_qp_num,
         qp_access_flags: a.qp_access_flags.0,
-        ah_attr: AhAttr {
-            grh: GlobalRoute {
-                dgid: g.dgid.0,
-                flow_label: g.flow_label,
-                sgid_index: g.sgid_index,
-                hop_limit: g.hop_limit,
-                traffic_class: g.traffic_class,
-                reserved: 0,
-            },
-            sl: a.ah_attr.sl,
-            static_rate: a.ah_attr.static_rate,
-            is_global: 1,
-            port_num: a.ah_attr.port_num as u8,
-            ..AhAttr::default()
-        },
+        ah_attr: crate::handler::user_ah(&a.ah_attr),
         pkey_index: a.pkey_index,
         max_rd_atomic: a.max_rd_atomic,
         max_dest_rd_atomic: a.max_dest_rd_atomic,

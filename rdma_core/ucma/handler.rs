@@ -44,29 +44,33 @@ fn number(kind: EventKind) -> u32 {
     }
 }
 
+/// An address of the rdma_cm's, as user space's `ib_uverbs_ah_attr`
+/// (always global: RoCE).
+pub(crate) fn user_ah(a: &rdma::verbs::ah::AhAttr) -> AhAttr {
+    let g = &a.grh;
+    AhAttr {
+        grh: GlobalRoute {
+            dgid: g.dgid.0,
+            flow_label: g.flow_label,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            reserved: 0,
+        },
+        sl: a.sl,
+        static_rate: a.static_rate,
+        is_global: 1,
+        port_num: a.port_num as u8,
+        ..AhAttr::default()
+    }
+}
+
 /// The event's UD parameters, as user space's `ib_uverbs_ah_attr`, and
 /// its private data (a SIDR REQ's or REP's).
 fn ud_param(ev: &CmEvent) -> UdParam {
     let mut p = UdParam::default();
     if let Some(ud) = ev.ud.as_ref() {
-        let g = &ud.ah.grh;
-        p.qp_num = ud.qp_num;
-        p.qkey = ud.qkey;
-        p.ah_attr = AhAttr {
-            grh: GlobalRoute {
-                dgid: g.dgid.0,
-                flow_label: g.flow_label,
-                sgid_index: g.sgid_index,
-                hop_limit: g.hop_limit,
-                traffic_class: g.traffic_class,
-                reserved: 0,
-            },
-            sl: ud.ah.sl,
-            static_rate: ud.ah.static_rate,
-            is_global: 1,
-            port_num: ud.ah.port_num as u8,
-            ..AhAttr::default()
-        };
+        p.ah_attr = user_ah(&ud.ah);
     }
     let n = ev.private_data.len().min(p.private_data.0.len());
     p.private_data.0[..n].copy_from_slice(&ev.private_data[..n]);

@@ -844,21 +844,16 @@ impl SockAddr {
 impl EventResp {
     /// An event with UD parameters `p` in the union.
     pub fn with_ud(uid: u64, id: u32, event: u32, status: i32, p: &UdParam) -> EventResp {
-        let mut param = Area([0u8; EVENT_PARAM_LEN]);
-        p.write_to(&mut param.0);
-        EventResp {
-            uid,
-            id,
-            event,
-            status: status as u32,
-            param,
-            reserved: 0,
-            ece: Ece::default(),
-        }
+        EventResp::with_param(uid, id, event, status, p)
     }
 
     /// An event with connection parameters `p` in the union.
     pub fn with_conn(uid: u64, id: u32, event: u32, status: i32, p: &ConnParam) -> EventResp {
+        EventResp::with_param(uid, id, event, status, p)
+    }
+
+    /// An event with `p` (a member of the union) in the union.
+    fn with_param<T: Wire>(uid: u64, id: u32, event: u32, status: i32, p: &T) -> EventResp {
         let mut param = Area([0u8; EVENT_PARAM_LEN]);
         p.write_to(&mut param.0);
         EventResp {
