@@ -14,7 +14,9 @@
 //! [`register_ib_view`] is held, every registered device (now and later)
 //! has a second tree there, made by the same code in a class of the bottom
 //! layer's (`kshim::class`), with the same files as its `rdma_rs` tree less
-//! `resources` and the port groups. The name belongs to the C stack's
+//! `resources` and the port groups. Both trees link to the parent device
+//! of the device's netdev when it has one (`device`; see [`shape`]). The
+//! name belongs to the C stack's
 //! ib_core: while that is loaded the registration fails (`EEXIST`), and
 //! while the view is held ib_core cannot load.
 //! The kobject plumbing is the bottom layer's (`kshim/sysfs.rs`,
@@ -42,7 +44,10 @@
 //!   a group's or the view's removal and the device's cannot interleave;
 //! - `PortGroups::list` (mutex): the registered groups, and `View::class`
 //!   (mutex): the view's class while an [`IbView`] is held; nothing is
-//!   taken inside either, and neither inside the other.
+//!   taken inside either, and neither inside the other;
+//! - RTNL, taken by the glue while a tree is made, for a moment (to read
+//!   the netdev's parent for the `device` link): no lock of ours is taken
+//!   under it (network events reach us in atomic context).
 //!
 //! Removing a directory waits for the `show` calls in progress on its
 //! files, so a [`PortGroupShow::show`] must take none of these locks
@@ -124,13 +129,21 @@ impl Sysfs {
     }
 }
 
-/// The shape of `dev`'s trees.
+/// The shape of `dev`'s trees. They link (`device`) to the parent of the
+/// netdev of the first port that has one, if that netdev has a parent (a
+/// PCI function or virtio device; a veth has none), as the C stack's trees
+/// of hardware devices link to their PCI function: user space finds the
+/// netdev in `device/net/` (rdma-core's tests look there for the device's
+/// IP address). The link is made with the tree: a provider's netdevs do
+/// not change while the device is registered (rxe: `EBUSY` for a new
+/// netdev on an enabled item; its device goes when the netdev does).
 fn shape(dev: &Device) -> Result<Shape> {
     Ok(Shape {
         ports: dev.port_count(),
         gids: dev.gid_tbl_len(),
         pkeys: dev.pkey_tbl_len(),
         counters: dev.ops()?.hw_counter_names(),
+        link: (1..=dev.port_count()).find_map(|p| dev.netdev(p)),
     })
 }
 

@@ -23,10 +23,12 @@ use kernel::error::{code::EINVAL, from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
+use kernel::types::ARef;
 
 use crate::kshim::bindings;
 use crate::kshim::class::SysClass;
 use crate::kshim::kobj::KobjDir;
+use crate::kshim::net::NetDevice;
 
 pub(crate) use crate::kshim::bindings::rdma_rs_attr_id as attr_id;
 
@@ -54,7 +56,8 @@ pub(crate) trait SysfsShow: Send + Sync {
     fn show(&self, attr: u32, port: u32, index: u32, out: &mut Page) -> Result;
 }
 
-/// The numbers of ports and table entries a tree has files for.
+/// The numbers of ports and table entries a tree has files for, and the
+/// netdev of its `device` link.
 pub(crate) struct Shape {
     pub(crate) ports: u32,
     pub(crate) gids: u32,
@@ -62,6 +65,11 @@ pub(crate) struct Shape {
     /// The names of every port's `hw_counters` files (at most 31 bytes
     /// each; copied).
     pub(crate) counters: &'static [&'static CStr],
+    /// A netdev of the device: the tree links to the parent of its device
+    /// (`device`, as the C stack's tree of a hardware device does), if it
+    /// has one. The link is made once, when the tree is; the device's
+    /// netdevs must not change while the tree lives.
+    pub(crate) link: Option<ARef<NetDevice>>,
 }
 
 /// One device's tree of files; removed when dropped.
@@ -106,12 +114,19 @@ impl Tree {
             names.push(n.as_char_ptr(), GFP_KERNEL)?;
         }
         let cls = class.map_or(core::ptr::null_mut(), |c| c.as_raw());
+        let link = shape
+            .link
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |nd| nd.as_raw());
         // SAFETY: `cls` is null or a registered class (type invariant of
         // `SysClass`), which the tree keeps until it is removed; the name
         // and the counter names (`names.len()` pointers to NUL-terminated
         // strings, alive during the call) are copied; `cookie` is only
         // handed back to `rdma_rs_sysfs_show`, which runs until the tree is
-        // removed in `drop`, before `source` is freed.
+        // removed in `drop`, before `source` is freed; `link` is null or a
+        // net_device on which `shape.link` holds a reference during the
+        // call (the glue keeps no pointer to it, only the link to its
+        // parent's sysfs directory, which holds that directory's node).
         let raw = unsafe {
             bindings::rdma_rs_sysfs_add(
                 cls,
@@ -122,6 +137,7 @@ impl Tree {
                 shape.pkeys,
                 names.as_ptr(),
                 names.len() as u32,
+                link,
             )
         };
         let raw = from_err_ptr(raw)?;

@@ -22,10 +22,20 @@
  * The same tree can be made in another class, a class of class_glue.c (the
  * "infiniband" view of device/sysfs.rs): without "resources", which the C
  * stack does not have, and without the other layers' groups.
+ *
+ * A tree given a netdev whose device has a parent (the PCI function or
+ * virtio device whose net/ lists it; a veth has none) links to that parent:
+ *
+ *   /sys/class/rdma_rs/<dev>/device -> the parent's directory
+ *
+ * as the C stack's tree of a hardware device links to its parent, so that
+ * <dev>/device/net/<netdev> exists. See link_parent() for its lifetime.
  */
 #include <linux/device.h>
 #include <linux/kdev_t.h>
 #include <linux/kobject.h>
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
@@ -63,6 +73,7 @@ struct rdma_rs_sysfs {
 	struct rdma_rs_dev_attr dev_attrs[6];
 	struct rdma_rs_port *ports;
 	u32 nports;
+	bool linked; /* has the "device" link */
 };
 
 static const char *const dev_files[] = {
@@ -214,9 +225,44 @@ static int add_port(struct rdma_rs_sysfs *s, struct rdma_rs_port *p, u32 port, u
 	return 0;
 }
 
+/*
+ * The "device" link to the parent of nd's device, if it has one; nd is held
+ * by the caller. The parent is read, and held, under RTNL while nd is
+ * registered: netdev_unregister_kobject() (which drops nd's reference on
+ * its parent) runs under RTNL after reg_state has left NETREG_REGISTERED,
+ * so the parent cannot be freed between the check and get_device(). The
+ * link itself holds the parent's sysfs node, not the device: if the parent
+ * goes first (it cannot without nd going, and the provider unregisters its
+ * device when nd does), the link dangles in sysfs until the tree goes, but
+ * points at nothing freed. sysfs_create_link() copes with a parent whose
+ * directory is being removed (-ENOENT: no link, as for a netdev being
+ * unregistered). The link goes with the tree (rdma_rs_sysfs_del()). A
+ * device's netdevs do not change while it is registered.
+ */
+static int link_parent(struct rdma_rs_sysfs *s, struct net_device *nd)
+{
+	struct device *parent = NULL;
+	int ret;
+
+	rtnl_lock();
+	if (nd->reg_state == NETREG_REGISTERED)
+		parent = get_device(nd->dev.parent);
+	rtnl_unlock();
+	if (!parent)
+		return 0;
+	ret = sysfs_create_link(&s->device->kobj, &parent->kobj, "device");
+	put_device(parent);
+	if (ret == -ENOENT)
+		return 0;
+	if (!ret)
+		s->linked = true;
+	return ret;
+}
+
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(struct rdma_rs_sysclass *cls, const char *name,
 					const void *dev, u32 nports, u32 gid_len, u32 pkey_len,
-					const char *const *counter_names, u32 ncounters)
+					const char *const *counter_names, u32 ncounters,
+					struct net_device *link_nd)
 {
 	struct rdma_rs_sysfs *s;
 	u32 i;
@@ -261,6 +307,11 @@ struct rdma_rs_sysfs *rdma_rs_sysfs_add(struct rdma_rs_sysclass *cls, const char
 		if (ret)
 			goto err;
 	}
+	if (link_nd) {
+		ret = link_parent(s, link_nd);
+		if (ret)
+			goto err;
+	}
 	return s;
 err:
 	rdma_rs_sysfs_del(s);
@@ -284,6 +335,8 @@ void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s)
 		kfree(s->ports);
 	}
 	kobject_put(s->ports_dir);
+	if (s->linked)
+		sysfs_remove_link(&s->device->kobj, "device");
 	/* Removes the device's files; waits for running show() calls. */
 	device_unregister(s->device);
 	kfree(s);

@@ -30,15 +30,21 @@ enum rdma_rs_attr_id {
 };
 
 struct kobject;
+struct net_device;
 struct rdma_rs_sysfs;
 struct rdma_rs_sysclass;
 
 int rdma_rs_sysfs_init(void);
 void rdma_rs_sysfs_exit(void);
-/* In cls (a class of class_glue.c) if not NULL, else in rdma_rs. */
+/*
+ * In cls (a class of class_glue.c) if not NULL, else in rdma_rs; with a
+ * "device" link to the parent of link_nd's device if link_nd (held by the
+ * caller during the call) is not NULL and has one.
+ */
 struct rdma_rs_sysfs *rdma_rs_sysfs_add(struct rdma_rs_sysclass *cls, const char *name,
 					const void *dev, u32 nports, u32 gid_len, u32 pkey_len,
-					const char *const *counter_names, u32 ncounters);
+					const char *const *counter_names, u32 ncounters,
+					struct net_device *link_nd);
 /* Port port's directory (from 1), with a reference for the caller. */
 struct kobject *rdma_rs_sysfs_port_dir(struct rdma_rs_sysfs *s, u32 port);
 void rdma_rs_sysfs_del(struct rdma_rs_sysfs *s);
