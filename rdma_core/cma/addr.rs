@@ -124,7 +124,10 @@ impl CmIdCore {
             IpAddr::V6(d) => self.ns.route_v6(d, from),
         };
         let found = route.and_then(|r| {
-            let mut b = self.find_port(r.ifindex, r.src)?;
+            // To an address of this host: the device is the source
+            // address's, on whichever netdev has it (as the C stack's).
+            let ifindex = if r.is_loopback() { 0 } else { r.ifindex };
+            let mut b = self.find_port(ifindex, r.src)?;
             if let Some(m) = Mtu::largest_within(r.mtu) {
                 if m.bytes() < b.mtu.bytes() {
                     b.mtu = m;

@@ -255,7 +255,7 @@ impl CmIdCore {
         let rts = QpAttr {
             qp_state: QpState::Rts,
             sq_psn: req.starting_psn,
-            timeout: path.local_ack_timeout,
+            timeout: st.ack_timeout.unwrap_or(path.local_ack_timeout),
             retry_cnt: req.retry_count,
             rnr_retry: req.rnr_retry_count,
             max_rd_atomic: init_depth,
@@ -282,13 +282,22 @@ impl CmIdCore {
         let rts = QpAttr {
             qp_state: QpState::Rts,
             sq_psn: rep.starting_psn,
-            timeout: ack_timeout(rep.target_ack_delay, PACKET_LIFE_TIME),
+            timeout: st
+                .ack_timeout
+                .unwrap_or(ack_timeout(rep.target_ack_delay, PACKET_LIFE_TIME)),
             retry_cnt: st.param_retry,
             rnr_retry: rep.rnr_retry_count,
             max_rd_atomic: rep.responder_resources,
             ..QpAttr::default()
         };
         Ok((rtr, rts))
+    }
+
+    /// Sets the local ACK timeout (IBA time: 4.096 us * 2^`timeout`) of the
+    /// id's QP (`rdma_set_ack_timeout`): its RTS attributes carry it in
+    /// place of the one the connection gives, from then on.
+    pub fn set_ack_timeout(&self, timeout: u8) {
+        self.st.lock().ack_timeout = Some(timeout);
     }
 
     /// Accepts a connection request (`rdma_accept`) on the id the

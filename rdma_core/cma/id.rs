@@ -113,6 +113,9 @@ pub(super) struct State {
     pub(super) sidr: Option<crate::cm::sidr::CmSidr>,
     /// Passive, UD: the SIDR REQ that made the id, until answered.
     pub(super) sidr_req: Option<Arc<crate::cm::sidr::SidrRequest>>,
+    /// The local ACK timeout (IBA time) `set_ack_timeout` asked for, in
+    /// place of the connection's for the QP's RTS.
+    pub(super) ack_timeout: Option<u8>,
 }
 
 /// An id, as its handler and the CM see it.
@@ -232,6 +235,7 @@ impl CmIdCore {
                         mcs: KVec::new(),
                         sidr: None,
                         sidr_req: None,
+                        ack_timeout: None,
                     },
                     "CmIdCore::st"
                 ),

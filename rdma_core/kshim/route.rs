@@ -41,6 +41,19 @@ pub struct Route {
     pub mtu: u32,
 }
 
+/// The index of the loopback device, the same in every namespace
+/// (`LOOPBACK_IFINDEX`).
+const LOOPBACK_IFINDEX: i32 = 1;
+
+impl Route {
+    /// Whether the route goes through the loopback device: the destination
+    /// is an address of this host (in the namespace of the lookup), the
+    /// source address is one too.
+    pub fn is_loopback(&self) -> bool {
+        self.ifindex == LOOPBACK_IFINDEX
+    }
+}
+
 impl NetNs {
     /// Wraps what a `get_net` returned (never NULL in practice).
     fn from_counted(raw: *mut bindings::net) -> Result<NetNs> {

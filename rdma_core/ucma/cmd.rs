@@ -377,12 +377,23 @@ fn migrate_id(to: &Arc<UcmaFile>, c: &MigrateId, out_len: usize) -> Result {
 
 /// `SET_OPTION`: of the id level, `REUSEADDR` and `AFONLY` are taken (an
 /// `int` each; this rdma_cm neither reserves ports nor binds both
-/// families, so neither changes anything); the type of service, the ACK
-/// timeout and IB paths are not implemented (`ENOSYS`, as the C ucma
-/// answers an option it lacks).
+/// families, so neither changes anything), and `ACK_TIMEOUT` (a `u8`, the
+/// QP's local ACK timeout); the type of service and IB paths are not
+/// implemented (`ENOSYS`, as the C ucma answers an option it lacks).
 fn set_option(file: &Arc<UcmaFile>, c: &SetOption) -> Result {
-    let _ctx = file.get(c.id)?;
+    let ctx = file.get(c.id)?;
     match (c.level, c.optname) {
+        (OPTION_ID, OPTION_ID_ACK_TIMEOUT) => {
+            if c.optlen != 1 {
+                return Err(EINVAL);
+            }
+            let mut v = [0u8; 1];
+            UserSlice::new(c.optval as usize, 1)
+                .reader()
+                .read_slice(&mut v)?;
+            ctx.id.set_ack_timeout(v[0]);
+            Ok(())
+        }
         (OPTION_ID, OPTION_ID_REUSEADDR) | (OPTION_ID, OPTION_ID_AFONLY) => {
             if c.optlen != 4 {
                 return Err(EINVAL);
