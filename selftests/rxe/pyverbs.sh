@@ -142,8 +142,11 @@ c_rdmacm_run() {
 	run_suite c_cm pvcl 0a52:0001 9 tests.test_rdmacm
 	_rc=$?
 	rdma link delete pvcl
-	modprobe -r rdma_ucm rdma_cm iw_cm ib_cm && modprobe -r rdma_rxe && modprobe -r ib_uverbs ib_core ||
-		{ lsmod; return 1; }
+	if ! modprobe -r rdma_ucm rdma_cm iw_cm ib_cm || ! modprobe -r rdma_rxe ||
+		! modprobe -r ib_uverbs ib_core; then
+		lsmod
+		return 1
+	fi
 	[ "$_rc" = 0 ] || return 1
 	show_results c_cm
 }
