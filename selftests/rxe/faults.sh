@@ -100,7 +100,10 @@ mixed="fault_tx_dup fault_tx_reorder fault_tx_corrupt fault_rx_drop fault_rx_dup
 mixed="$mixed fault_rx_reorder fault_rx_corrupt rx_drop_malformed completer_retry_err"
 soak_1() { soak loss_1 "tx_drop=1" "$loss"; }
 soak_5() { soak loss_5 "tx_drop=5" "$loss"; }
-soak_20() { soak loss_20 "tx_drop=20" "$loss"; }
+# At 20 % loss an RNR NAK of the soak's few is as likely to be lost as any
+# packet, and its retransmission may find the receive posted by then:
+# rcvd_rnr_err need not grow (a run where all were lost failed here).
+soak_20() { soak loss_20 "tx_drop=20" "$(echo "$loss" | sed 's/ rcvd_rnr_err//')"; }
 soak_mixed() {
 	soak mixed "tx_dup=2 tx_reorder=2 tx_corrupt=1 rx_drop=1 rx_dup=1 rx_reorder=2 rx_corrupt=1" \
 		"$mixed"
