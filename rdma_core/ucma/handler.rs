@@ -70,6 +70,8 @@ pub(crate) fn user_ah(a: &rdma::verbs::ah::AhAttr) -> AhAttr {
 fn ud_param(ev: &CmEvent) -> UdParam {
     let mut p = UdParam::default();
     if let Some(ud) = ev.ud.as_ref() {
+        p.qp_num = ud.qp_num;
+        p.qkey = ud.qkey;
         p.ah_attr = user_ah(&ud.ah);
     }
     let n = ev.private_data.len().min(p.private_data.0.len());
