@@ -415,23 +415,29 @@ pub(crate) fn find_remote_qp(qpn: u32, guid: u64) -> Option<Arc<CmConn>> {
     inner.conns.find_remote_qp(qpn, guid).cloned()
 }
 
-/// The listener of `req`'s service ID that takes it.
-pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
-    let t = TABLES.get()?;
-    let users: KVec<Arc<dyn ListenUser>> = {
-        let mut inner = t.inner.lock();
+/// The listeners of `service_id`, taken out of the table's lock (their
+/// `takes` may lock their owners).
+impl Tables {
+    fn listeners_of(&self, service_id: u64) -> KVec<Arc<dyn ListenUser>> {
+        let mut inner = self.inner.lock();
         let mut v = KVec::new();
-        let mut cur = inner.listeners.cursor_lower_bound(&(req.service_id, 0));
+        let mut cur = inner.listeners.cursor_lower_bound(&(service_id, 0));
         while let Some(c) = cur {
             let (k, u) = c.current();
-            if k.0 != req.service_id {
+            if k.0 != service_id {
                 break;
             }
             let _ = v.push(u.clone(), GFP_KERNEL);
             cur = c.move_next();
         }
         v
-    };
+    }
+}
+
+/// The listener of `req`'s service ID that takes it.
+pub(crate) fn find_listener(port: &CmPortShared, req: &Req) -> Option<Arc<dyn ListenUser>> {
+    let t = TABLES.get()?;
+    let users = t.listeners_of(req.service_id);
     users.iter().find(|u| u.takes(port, req)).cloned()
 }
 
@@ -507,20 +513,7 @@ pub(crate) fn find_sidr_listener(
     let Some(t) = TABLES.get() else {
         return (false, None);
     };
-    let users: KVec<Arc<dyn ListenUser>> = {
-        let mut inner = t.inner.lock();
-        let mut v = KVec::new();
-        let mut cur = inner.listeners.cursor_lower_bound(&(req.service_id, 0));
-        while let Some(c) = cur {
-            let (k, u) = c.current();
-            if k.0 != req.service_id {
-                break;
-            }
-            let _ = v.push(u.clone(), GFP_KERNEL);
-            cur = c.move_next();
-        }
-        v
-    };
+    let users = t.listeners_of(req.service_id);
     let taker = users.iter().find(|u| u.takes_sidr(port, req)).cloned();
     (!users.is_empty(), taker)
 }
