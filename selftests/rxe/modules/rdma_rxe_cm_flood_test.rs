@@ -14,9 +14,12 @@
 //! connections one source may hold (`rdma::cm::table::LIMITS`). Meanwhile
 //! a client on rxb's 10.86.0.2 connects to the same listener and
 //! disconnects in a loop (a work item): every connect must succeed, and
-//! no REQ of the client's may need a resend (the rdma_cm's REQ timeout,
-//! some 4 s, is what "starved" means here; the slowest connect is logged,
-//! not held to a wall-clock bound, which a loaded TCG host can break).
+//! no REQ of the client's may need a resend. The client's REQs ask for a
+//! CM response timeout of [`LEGIT_RESPONSE_TIMEOUT`] (some 17 s, against
+//! the rdma_cm's 4 s), which is what "starved" means here: far beyond a
+//! wait behind the flood's window of REQs on a loaded TCG host (the
+//! slowest connect, logged, was 5.3 s on a busy CI host), far short of a
+//! wait behind the whole flood (about 50 s).
 //! Then the flood's REPs time out: the half-open count of rxa goes back to
 //! zero, the server's ids go, and the CM's connections and the rdma_cm's
 //! ids are back where they were before (kmemleak checks the rest at the
@@ -33,7 +36,9 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::cm::counters::Group;
 use rdma::cm::table::LIMITS;
-use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, Disposition, EventKind, IpAddr, SockAddr};
+use rdma::cma::{
+    CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, EventKind, IpAddr, SockAddr,
+};
 use rdma::device::Device;
 use rdma::kshim::time;
 use rdma::spec::attr::Gid;
@@ -79,6 +84,9 @@ const WINDOW: u32 = 32;
 /// long, longer than the flood takes (some 20 s under TCG with KASAN: 8 to
 /// 12 ms a REQ; the case fails if the flood outlasts it).
 const REP_TIMEOUT: u8 = 24;
+/// The CM response timeout of the client's REQs (IBA time: 2^(22 - 8) ms,
+/// about 17 s): a REQ resent after it is a starved client.
+const LEGIT_RESPONSE_TIMEOUT: u8 = 22;
 /// Legitimate connects at least (more while the flood lasts).
 const MIN_CONNECTS: u32 = 5;
 /// The listener's port.
@@ -188,7 +196,10 @@ fn legit_once(ep: &Ep, ns: &rdma::kshim::route::NetNs, stats: &Legit) -> Result 
         },
     )?;
     let t0 = time::now_ms();
-    id.connect(&param())?;
+    id.connect(&ConnParam {
+        cm_response_timeout: Some(LEGIT_RESPONSE_TIMEOUT),
+        ..param()
+    })?;
     rec.take(EventKind::Established, 20)?;
     let ms = time::now_ms() - t0;
     stats.slowest_ms.fetch_max(ms, Ordering::Relaxed);
