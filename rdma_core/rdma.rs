@@ -114,6 +114,8 @@ pub mod spec {
     pub mod peer_region;
     #[path = "src/qp_state.rs"]
     pub mod qp_state;
+    #[path = "src/tm/mod.rs"]
+    pub mod tm;
     #[path = "src/uverbs/mod.rs"]
     pub mod uverbs;
 }

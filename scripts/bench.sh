@@ -10,14 +10,25 @@
 set -euo pipefail
 export KERNEL_FLAVOR=bench
 # BENCH=rxe, BENCH=rtrs or BENCH=perftest runs that part alone
-# (selftests/bench.sh).
+# (selftests/bench.sh); BENCH=tm the host part alone (no kernel, no guest).
 part=${BENCH:-all}
-case "$part" in all | rxe | rtrs | perftest) ;; *) echo "bench: BENCH=rxe, rtrs, perftest or nothing, not '$part'" >&2; exit 2 ;; esac
+case "$part" in all | rxe | rtrs | perftest | tm) ;; *) echo "bench: BENCH=rxe, rtrs, perftest, tm or nothing, not '$part'" >&2; exit 2 ;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=env.sh
 . "$top/scripts/env.sh"
 
 "$top/scripts/deps.sh"
+
+# The host part: the tag-matching list against a plain linked-list
+# matcher (tools/tmbench), one core of the host.
+tm_bench() {
+	(cd "$top" && cargo build -q --release -p tmbench) && "$top/target/release/tmbench"
+}
+if [ "$part" = tm ]; then
+	mkdir -p "$top/.build/bench"
+	tm_bench | tee "$top/.build/bench/tm.txt"
+	exit "${PIPESTATUS[0]}"
+fi
 "$top/scripts/kernel.sh"
 
 src=$RDMA_RS_CACHE/bench-src
@@ -55,9 +66,13 @@ fi
 {
 	echo "rdma-rs benchmark, $(date -u +%Y-%m-%d), kernel $(cat "$KDIR/include/config/kernel.release") (bench config)"
 	echo "host: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-	echo "guest: QEMU TCG (no KVM), 2 vCPUs, 2 GiB; absolute figures mean little, ratios do"
+	echo "guest: QEMU TCG (no KVM), 1 vCPU, 2 GiB; absolute figures mean little, ratios do"
 	echo
 	sed -n 's/^# bench: //p' "$results" | awk -f "$top/scripts/bench-table.awk"
+	if [ "$part" = all ]; then
+		echo
+		tm_bench
+	fi
 } > "$out/table.txt"
 cat "$out/table.txt"
 # The profile of the second run (perf in the guest), for where the time goes.

@@ -36,6 +36,9 @@
 //!   discovery for libibverbs, `rdma dev`/`rdma link`): message and
 //!   attribute parsing and building, request decoding, replies. A
 //!   directory module, like `uverbs`.
+//! - [`tm`]: tag matching in software: the TMH/RVH headers of tagged
+//!   messages and a tag-matching SRQ's list (matching, phases), sans-IO. A
+//!   directory module.
 //! - [`uverbs`]: the legacy `write()` ABI of the uverbs character device
 //!   (framing, command table, request and response structures, the rxe
 //!   driver data, event records), as libibverbs uses it. A directory
@@ -54,4 +57,5 @@ pub mod netlink;
 pub mod opcodes;
 pub mod peer_region;
 pub mod qp_state;
+pub mod tm;
 pub mod uverbs;
