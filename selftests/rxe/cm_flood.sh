@@ -2,7 +2,7 @@
 # A flood of REQs that never complete at our CM, while a ULP connects and
 # disconnects: rxa (10.86.0.1, namespace cfa) and rxb (10.86.0.2 and
 # 10.86.0.3, namespace cfb) on one veth pair. From 10.86.0.3 a UD QP on
-# rxb sends 2560 REQs with fresh communication IDs to rxa's listener;
+# rxb sends 1536 REQs with fresh communication IDs to rxa's listener;
 # from 10.86.0.2 a client connects and disconnects meanwhile. The cases
 # are in modules/rdma_rxe_cm_flood_test.rs: the REQs beyond the bound of
 # half-open connections from one source are refused (REJ NO_RESOURCES),

@@ -51,11 +51,13 @@ idle_malformed() {
 # the soak's PSNs start at 0xffff00, far from 0x400000. The soak runs 8 s:
 # the attacks on its QPs come first, those that count on a live QP (bad
 # P_Key, a UD header at an RC QP) before the rest.
-under_traffic() {
+# Loads rdma_rxe_soak_test in the background ($soak) and waits until its
+# RC pairs exist: it names the responders' first and last QPN ($first,
+# $last).
+start_soak() {
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_soak_test > "$tmpd/soak.err" 2>&1 &
 	soak=$!
-	# Until its RC pairs exist: it names the responders' first and last QPN.
 	qpns=
 	for _ in $(seq 300); do
 		qpns=$(dmesg | sed -n 's/.*soak: responder QPNs //p' | tail -1)
@@ -65,16 +67,40 @@ under_traffic() {
 	[ -n "$qpns" ] || { wait "$soak"; cat "$tmpd/soak.err"; return 1; }
 	echo "# responder QPNs: $qpns"
 	first=${qpns% *} last=${qpns#* }
+}
+
+under_traffic() {
+	# What needs the soak's QPs alive goes first: the bad Q_Keys, both
+	# batches at once as soon as the QPs exist (the RC soak runs 8 s, and
+	# under its load each injection takes seconds under TCG). A packet
+	# whose QP lived is a QP drop (rx_drop_qp); one whose QP was already
+	# gone, a no-QP drop: every one must be counted as one or the other.
+	# If the RC soak ended before they were in (it says "requests
+	# checked") and not all met their QP, the soak runs again, three times
+	# at most. Then the bad P_Keys (dropped before any QP is looked up);
+	# malformed packets need no QP and come last.
 	p0=$(rxe_counter rxb rx_drop_pkey) q0=$(rxe_counter rxb rx_drop_no_qp)
-	m0=$(rxe_counter rxb rx_drop_malformed) r0=$(rxe_counter rxb rx_drop_qp)
-	# What needs the soak's QPs alive goes first (each injection takes a
-	# while under TCG, and the soak runs 8 s): the bad Q_Keys, counted only
-	# while their QPs exist, then the bad P_Keys (dropped before any QP is
-	# looked up); malformed packets need no QP and come last.
-	for qpn in "$first" "$last"; do
-		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$qpn" --qkey 0x600d || return 1
+	m0=$(rxe_counter rxb rx_drop_malformed)
+	for attempt in 1 2 3; do
+		r0=$(rxe_counter rxb rx_drop_qp) n0=$(rxe_counter rxb rx_drop_no_qp)
+		start_soak || return 1
+		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$first" --qkey 0x600d &
+		i1=$!
+		inject 10.78.3.1 10.78.3.2 bad-qkey 20 --qpn "$last" --qkey 0x600d &
+		i2=$!
+		wait "$i1" && wait "$i2" || return 1
+		sleep 0.2
+		r=$(($(rxe_counter rxb rx_drop_qp) - r0))
+		n=$(($(rxe_counter rxb rx_drop_no_qp) - n0))
+		[ "$r" -ge 40 ] && break
+		dmesg | grep -q 'rdma_rxe_soak_test: soak: .* requests checked' || break
+		echo "# the RC soak ended before its bad Q_Keys were in (attempt $attempt: $r met their QP)"
+		[ "$attempt" = 3 ] && break
+		wait "$soak" || { cat "$tmpd/soak.err"; return 1; }
+		rmmod rdma_rxe_soak_test
 	done
-	r=$(($(rxe_counter rxb rx_drop_qp) - r0))
+	echo "# bad Q_Keys: $r dropped at their QP, $n more without one"
+	[ $((r + n)) -ge 40 ] || { echo "# bad Q_Keys not counted: $r + $n of 40"; return 1; }
 	inject 10.78.3.1 10.78.3.2 bad-pkey 200 --qpn "$first" --psn 0x400000 || return 1
 	p=$(($(rxe_counter rxb rx_drop_pkey) - p0))
 	for qpn in "$first" "$last"; do
@@ -99,9 +125,8 @@ under_traffic() {
 	dmesg | sed -n 's/^.*: ktap: /# /p; s/^.*rdma_rxe_soak_test: \(soak\|ud\): /# \1: /p'
 	echo "# pkey $p no_qp $q malformed $m qp $r"
 	# The P_Key drops are exact (nothing else has a wrong P_Key); the rest
-	# at least what was aimed at them.
-	if ! { [ "$p" = 200 ] && [ "$q" -ge 200 ] && [ "$m" -ge $((2 * 6 * 20)) ] &&
-		[ "$r" -ge $((2 * 20)) ]; }; then
+	# at least what was aimed at them (the Q_Keys: above).
+	if ! { [ "$p" = 200 ] && [ "$q" -ge 200 ] && [ "$m" -ge $((2 * 6 * 20)) ]; }; then
 		tr '\n' ' ' < "$rxe_cfs/rxb/counters"
 		return 1
 	fi
