@@ -355,27 +355,18 @@ where
             best_seq = self.info(g).seq;
         }
         // The masked entries that may match, up to the first that waits
-        // for a sync; with an exact candidate, only those posted before it.
+        // for a sync; with an exact candidate, only those posted before it
+        // (without one, the walk reads nothing but the hot half).
+        let exact = best != NIL;
         let slots = self.slots.as_ref();
         let mut m = self.masked_head;
-        if best == NIL {
-            while m != self.masked_waiting {
-                let s = &slots[m as usize];
-                if tag & s.mask == s.tag {
-                    best = m;
-                    break;
-                }
-                m = s.next;
+        while m != self.masked_waiting && (!exact || self.info(m).seq < best_seq) {
+            let s = &slots[m as usize];
+            if tag & s.mask == s.tag {
+                best = m;
+                break;
             }
-        } else {
-            while m != self.masked_waiting && self.info(m).seq < best_seq {
-                let s = &slots[m as usize];
-                if tag & s.mask == s.tag {
-                    best = m;
-                    break;
-                }
-                m = s.next;
-            }
+            m = s.next;
         }
         if best == NIL {
             self.hw_unexpected = self.hw_unexpected.wrapping_add(1);
