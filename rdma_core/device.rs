@@ -163,6 +163,8 @@ pub struct DeviceAttr {
     pub max_mcast_grp: u32,
     /// Largest number of QP attachments to multicast groups in all.
     pub max_total_mcast_qp_attach: u32,
+    /// Tag matching (all zero: none).
+    pub tm_caps: crate::verbs::srq::tm::TmCaps,
 }
 
 /// What a provider says about a device when it registers it.

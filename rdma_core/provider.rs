@@ -45,12 +45,15 @@ pub use crate::device::port::{GidEntry, PortAttr};
 pub use crate::device::{
     Device, DeviceAttr, DeviceCaps, DeviceDesc, DeviceOps, ProviderDevice, NAME_MAX,
 };
+/// The tag-matching headers a TM SRQ's messages start with.
+pub use crate::spec::tm::header as tm_header;
 pub use crate::verbs::ah::AhAttr;
 pub use crate::verbs::cq::{CqCore, ProviderCq};
 pub use crate::verbs::mr::{check_sges, AccessError};
 pub use crate::verbs::qp::{ProviderQp, QpAttr, QpCore, QpInfo, QpOps, RqTake};
+pub use crate::verbs::srq::tm::{Delivery as TmDelivery, TaggedRecv, TmCaps, TM_CAP_RC};
 pub use crate::verbs::wc::Wc;
-pub use crate::verbs::wr::{RecvWqe, SendWqe, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
+pub use crate::verbs::wr::{RecvWqe, SendWqe, TmJob, UdWqe, WqeOp, MAX_INLINE, MAX_SGE};
 
 pub use crate::spec::attr::{
     Gid, GidType, LinkLayer, Mtu, NodeType, PhysState, PortRate, PortState,

@@ -90,6 +90,16 @@ counters! {
     /// the receive kept; through an SRQ the receive completes with
     /// REM_INV_REQ_ERR). A dropped one also counts in `rx_dropped`.
     LengthErr => "length_err",
+    /// Tag matching: messages that matched a tagged buffer of a TM SRQ.
+    TmMatched => "tm_matched",
+    /// Tag matching: tagged messages that matched nothing (unexpected),
+    /// delivered to an ordinary receive.
+    TmUnexpected => "tm_unexpected",
+    /// Tag matching: matched rendezvous requests whose READ was queued.
+    TmRndv => "tm_rndv",
+    /// Tag matching: SENDs to a TM SRQ refused for their header (no TMH,
+    /// an unknown operation, headers past the payload).
+    TmBadHeader => "tm_bad_header",
     /// Fault injection: sent packets dropped.
     FaultTxDrop => "fault_tx_drop",
     /// Fault injection: sent packets duplicated.

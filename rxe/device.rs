@@ -272,6 +272,16 @@ impl DeviceOps for RxeOps {
             max_mcast_grp: crate::mcast::MAX_GROUPS as u32,
             max_mcast_qp_attach: crate::mcast::MAX_QPS_PER_GROUP as u32,
             max_total_mcast_qp_attach: crate::mcast::MAX_ATTACHED as u32,
+            // Tag matching in software (transport/resp/tm.rs): a rendezvous
+            // request is one packet of the smallest MTU; lists of up to
+            // 256 Ki tagged buffers, of eight SGEs each.
+            tm_caps: rdma::provider::TmCaps {
+                max_rndv_hdr_size: 128,
+                max_num_tags: 1 << 18,
+                flags: rdma::provider::TM_CAP_RC,
+                max_ops: 4096,
+                max_sge: 8,
+            },
             ..DeviceAttr::default()
         })
     }

@@ -4,6 +4,9 @@
 #   STACK perftest TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh:
 #   perftest's write, read, send bandwidth and send_lat, ours through
 #   rdma_rs_uverbs, the kernel's through ib_uverbs)
+#   tagged|plain PATH TEST SIZE ITERATIONS NANOSECONDS (rdma_rxe_tm_bench:
+#   tagged messages over our rxe, and plain SENDs of the same sizes; their
+#   rows compare the two, "tagged/plain" as "ours/C" is read)
 # A workload that ran several times counts by its median. MB is 10^6
 # bytes. "ours/C" is how many times faster ours is: bandwidth and rate
 # divided, latency inverted, so above 1 means ours is ahead.
@@ -21,6 +24,13 @@
 # contains 1 means the runs do not tell the stacks apart.
 function mbs(size, n, ns) { return size * n * 1000 / ns }
 $1 == "guest" && $3 == "memcpy" { memcpy = mbs($4, $5, $6); next }
+$1 == "tagged" || $1 == "plain" {
+	key = $2 " " $3 " " $4
+	if (!(key in tseen)) { tseen[key] = 1; torder[++tn] = key }
+	rk = $1 " " key
+	runs[rk] = runs[rk] " " $6; it[rk] = $5
+	next
+}
 $1 == "ours" || $1 == "theirs" {
 	key = $2 " " $3 " " $4
 	if (!(key in seen)) { seen[key] = 1; order[++n] = key }
@@ -32,10 +42,12 @@ $1 == "ours" || $1 == "theirs" {
 # Lowest and highest ours/C over the pairs of runs (see above), into
 # lo and hi. For bandwidth, rate and latency alike a pair's ratio is
 # (ours' iterations * C's time) / (C's iterations * ours' time).
-function spread(key,    o, t, no, nt, n, n2, i, r) {
-	n = split(runs["ours " key], o, " "); n2 = split(runs["theirs " key], t, " ")
+# Sides A and B (ours and theirs when not given).
+function spread(key, a, b,    o, t, no, nt, n, n2, i, r) {
+	if (a == "") { a = "ours"; b = "theirs" }
+	n = split(runs[a " " key], o, " "); n2 = split(runs[b " " key], t, " ")
 	if (n2 < n) n = n2
-	no = it["ours " key]; nt = it["theirs " key]
+	no = it[a " " key]; nt = it[b " " key]
 	lo = hi = ""
 	for (i = 1; i <= n; i++) {
 		r = no * t[i] / (nt * o[i])
@@ -95,5 +107,22 @@ END {
 		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 		if (k[3] == 4096)
 			printf "%-9s %-9s %8s %7.0f IOPS %7.0f IOPS %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], no * 1e9 / o, nt * 1e9 / t, bo / bt, lo, hi
+	}
+	# Tag matching: tagged messages beside plain SENDs, on our rxe only.
+	hdr = 0
+	for (i = 1; i <= tn; i++) {
+		split(torder[i], k, " ")
+		o = median(runs["tagged " torder[i]]); t = median(runs["plain " torder[i]])
+		no = it["tagged " torder[i]]; nt = it["plain " torder[i]]
+		if (o == "" || t == "") continue
+		if (!hdr) {
+			print ""
+			print "Tag matching on our rxe: tagged messages beside plain SENDs of the same size and depth:"
+			printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "tagged", "plain", "tag/plain", "min", "max"
+			hdr = 1
+		}
+		spread(torder[i], "tagged", "plain")
+		bo = mbs(k[3], no, o); bt = mbs(k[3], nt, t)
+		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 	}
 }

@@ -51,6 +51,7 @@ RDMA_RS_APPEND="tsc=reliable rdma_rs.bench=$part " RDMA_RS_INITRD=$out/initramfs
 results=$top/.build/vm/bench/ktap0.log
 if [ "$part" = all ] || [ "$part" = rxe ]; then
 	grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the rxe benchmark did not run to the end" >&2; exit 1; }
+	grep -q "^ok .* rdma_rxe_tm_bench" "$results" || { echo "bench: the tag-matching benchmark did not run to the end" >&2; exit 1; }
 fi
 if [ "$part" != rtrs ]; then
 	if ! grep -q "^ok .* perftest_ours" "$results" || ! grep -q "^ok .* perftest_theirs" "$results"; then

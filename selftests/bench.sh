@@ -160,6 +160,7 @@ ktap_check "theirs_on_veth" theirs
 if [ "$part" = rtrs ] || [ "$part" = perftest ]; then
 	ktap_skip "rdma_rxe_bench" "rdma_rs.bench=$part"
 	ktap_skip "profile" "rdma_rs.bench=$part"
+	ktap_skip "rdma_rxe_tm_bench" "rdma_rs.bench=$part"
 else
 	ktap_module rdma_rxe_bench
 	dmesg | sed -n 's/^.*rdma_rxe_bench: bench: /# bench: /p'
@@ -170,6 +171,10 @@ else
 	else
 		ktap_skip "profile" "no perf in the guest"
 	fi
+	# Tagged messages beside plain SENDs, on ours alone.
+	ktap_module rdma_rxe_tm_bench
+	dmesg | sed -n 's/^.*rdma_rxe_tm_bench: bench: /# bench: /p'
+	rmmod rdma_rxe_tm_bench 2>/dev/null
 fi
 if [ "$part" = rtrs ]; then
 	ktap_skip "perftest_theirs" "rdma_rs.bench=rtrs"

@@ -49,10 +49,16 @@ use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::restrack::{Resources, Table};
 use crate::verbs::srq::SrqCore;
-use crate::verbs::wr::{RecvWqe, Ring, SendWqe, MAX_INLINE, MAX_SGE};
+use crate::verbs::wr::{RecvWqe, Ring, SendWqe, TmJob, MAX_INLINE, MAX_SGE};
 
 /// The most multicast groups one QP can join.
 pub const MAX_MCAST: usize = 16;
+
+/// Send queue entries a QP of a TM SRQ keeps for the core's rendezvous
+/// steps, beyond its `max_send_wr`: a READ and a FIN each, so 16
+/// rendezvous in progress at once (one more waits: its message is
+/// answered RNR).
+pub const TM_JOBS: usize = 32;
 
 /// Queue sizes of a QP (`struct ib_qp_cap`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -178,6 +184,10 @@ struct SendQueue {
     started: usize,
     /// Flushed: the provider gets nothing more until RESET.
     err: bool,
+    /// Entries the core queued for a TM SRQ's rendezvous ([`TmJob`]): the
+    /// ring has room for [`TM_JOBS`] of them beyond the ULP's
+    /// `max_send_wr`.
+    internal: usize,
     /// A user QP's send ring (`qp/user.rs`).
     user: Option<user::UserSq>,
 }
@@ -187,6 +197,9 @@ impl SendQueue {
     /// free.
     fn pop(&mut self) -> Option<SendWqe> {
         let w = self.ring.pop()?;
+        if w.tm != TmJob::None {
+            self.internal -= 1;
+        }
         if let Some(u) = self.user.as_mut() {
             u.retire();
         }
@@ -307,6 +320,11 @@ impl QpCore {
         &self.recv_cq
     }
 
+    /// Whether the QP's SRQ is a tag-matching SRQ.
+    pub fn has_tm_srq(&self) -> bool {
+        self.srq.as_ref().is_some_and(|s| s.is_tm())
+    }
+
     /// The SRQ, if any.
     pub fn srq(&self) -> Option<&Arc<SrqCore>> {
         self.srq.as_ref()
@@ -397,6 +415,11 @@ impl Handle<QpCore> {
             || !same_dev(init.send_cq.device())
             || !same_dev(init.recv_cq.device())
             || init.srq.is_some_and(|s| !Arc::ptr_eq(s.pd(), pd))
+            // A TM SRQ serves kernel RC QPs (it queues their rendezvous
+            // READs on their send queues).
+            || init
+                .srq
+                .is_some_and(|s| s.is_tm() && (init.qp_type != QpType::Rc || user.is_some()))
         {
             return Err(EINVAL);
         }
@@ -407,7 +430,8 @@ impl Handle<QpCore> {
             Some((s, r)) => (Some(s), r),
             None => (None, None),
         };
-        let sq = Ring::new(c.max_send_wr as usize)?;
+        let tm_cq = init.srq.and_then(|s| s.tm_cq());
+        let sq = Ring::new(c.max_send_wr as usize + if tm_cq.is_some() { TM_JOBS } else { 0 })?;
         let rq = Ring::new(if init.srq.is_some() {
             0
         } else {
@@ -429,7 +453,12 @@ impl Handle<QpCore> {
         let info = QpInfo {
             qpn,
             qp_type: init.qp_type,
-            cap: *c,
+            // The provider sizes its own state for the whole send ring,
+            // the TM SRQ's room included.
+            cap: QpCap {
+                max_send_wr: sq.limit() as u32,
+                ..*c
+            },
             port_num: init.port_num,
         };
         let ops = dev.ops().and_then(|o| o.create_qp(&info))?;
@@ -448,7 +477,8 @@ impl Handle<QpCore> {
                 qpn,
                 qp_type: init.qp_type,
                 send_cq: init.send_cq.clone(),
-                recv_cq: init.recv_cq.clone(),
+                // A TM SRQ's QPs complete their receives on its CQ.
+                recv_cq: tm_cq.unwrap_or(init.recv_cq).clone(),
                 srq: init.srq.cloned(),
                 sq_sig_all: init.sq_sig_all,
                 cap: *c,
@@ -457,7 +487,7 @@ impl Handle<QpCore> {
                 attr <- crate::new_spinlock_irq!(attr, "QpCore::attr"),
                 modify_lock <- new_mutex!((), "QpCore::modify_lock"),
                 sq <- crate::new_spinlock_irq!(
-                    SendQueue { ring: sq, started: 0, err: false, user: user_sq },
+                    SendQueue { ring: sq, started: 0, err: false, internal: 0, user: user_sq },
                     "QpCore::sq"
                 ),
                 rq <- crate::new_spinlock_irq!(

@@ -13,6 +13,12 @@
 //! QP's receive ring is (`qp/user.rs`); a bad entry is taken off the ring
 //! and ends the QP that met it. Its resize maps a new ring
 //! ([`SrqCore::new_user_ring`], [`SrqCore::resize_user`]).
+//!
+//! A tag-matching SRQ ([`Srq::create_tm`], [`tm`]) adds a list of tagged
+//! buffers that list operations ([`SrqCore::post_ops`]) change, and its
+//! own CQ for their completions and its messages'.
+
+pub mod tm;
 
 use kernel::error::code::{EINVAL, ENODEV};
 use kernel::prelude::*;
@@ -23,6 +29,7 @@ use crate::device::{Device, DeviceCaps};
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::uverbs::rxe_ring::RECV_WQE_DATA;
+use crate::verbs::cq::CqCore;
 use crate::verbs::object::{Handle, Life, Object, Use};
 use crate::verbs::pd::PdCore;
 use crate::verbs::qp::{Pumped, UserRq};
@@ -47,14 +54,26 @@ struct SrqState {
     limit: u32,
     /// A user SRQ's ring.
     user: Option<UserRq>,
+    /// A TM SRQ's list of tagged buffers.
+    tm: Option<tm::TmList>,
+}
+
+/// What an SRQ uses, given back in this order at its release.
+pub struct SrqUses {
+    _cq: Option<Use<CqCore>>,
+    _pd: Use<PdCore>,
 }
 
 /// The core's shared receive queue.
 #[pin_data]
 pub struct SrqCore {
     pd: Arc<PdCore>,
-    /// The SRQ's number; the PD's use, given back at release.
-    life: Life<Use<PdCore>>,
+    /// A TM SRQ's CQ: its list operations' and its QPs' receive
+    /// completions go there.
+    tm_cq: Option<Arc<CqCore>>,
+    /// The SRQ's number; the uses of the CQ and the PD, given back at
+    /// release.
+    life: Life<SrqUses>,
     #[pin]
     state: SpinLockIrq<SrqState>,
     /// QPs using the SRQ.
@@ -91,6 +110,80 @@ impl SrqCore {
             st.ring.commit();
         }
         Ok(())
+    }
+
+    /// Whether this is a tag-matching SRQ.
+    pub fn is_tm(&self) -> bool {
+        self.tm_cq.is_some()
+    }
+
+    /// A TM SRQ's CQ.
+    pub fn tm_cq(&self) -> Option<&Arc<CqCore>> {
+        self.tm_cq.as_ref()
+    }
+
+    /// A message's first packet arrived for a QP of this TM SRQ
+    /// (`tag`: an EAGER or RNDV message's tag; `None`: a message that
+    /// goes to an ordinary receive whatever the list holds). See
+    /// [`tm::Delivery`].
+    pub(crate) fn tm_deliver(self: &Arc<Self>, tag: Option<u64>) -> tm::Delivery {
+        let (d, fire) = {
+            let mut guard = self.state.lock();
+            let st: &mut SrqState = &mut guard;
+            let Some(t) = st.tm.as_mut() else {
+                return tm::Delivery::Empty;
+            };
+            let ring = &mut st.ring;
+            let d = t.deliver(tag, || ring.pop());
+            let fire = matches!(d, tm::Found::Plain(_))
+                && st.limit != 0
+                && (st.ring.len() as u32) < st.limit;
+            if fire {
+                st.limit = 0;
+            }
+            (d, fire)
+        };
+        if fire {
+            self.pd.device().dispatch_event(Event {
+                kind: EventKind::SrqLimitReached,
+                element: Element::Srq(self.life.num()),
+            });
+        }
+        match d {
+            tm::Found::Tagged(wqe, handle) => {
+                tm::Delivery::Tagged(tm::TaggedRecv::new(wqe, handle, self.clone()))
+            }
+            tm::Found::Plain(w) => tm::Delivery::Plain(w),
+            tm::Found::Empty => tm::Delivery::Empty,
+        }
+    }
+
+    /// The message that consumed the entry of `handle` is done with its
+    /// buffer: the slot may be listed again.
+    pub(crate) fn tm_release(&self, handle: u32) {
+        if let Some(t) = self.state.lock().tm.as_mut() {
+            t.release(handle);
+        }
+    }
+
+    /// Carries out tag-matching list operations (`ibv_post_srq_ops`), in
+    /// order: `Add` fills in the entry's handle. On an error, the index
+    /// of the first operation not carried out: `EINVAL` for an SRQ that
+    /// is not a TM SRQ, too many SGEs or a handle of no entry; `ENOMEM`
+    /// when the list is full or the chain is longer than `max_ops`. Any
+    /// context; never sleeps.
+    pub fn post_ops(&self, ops: &mut [tm::OpsWr<'_>]) -> core::result::Result<(), (usize, Error)> {
+        let _verb = crate::kshim::verb::Verb::enter();
+        if self.life.is_released() {
+            return Err((0, ENODEV));
+        }
+        let mut guard = self.state.lock();
+        let st: &mut SrqState = &mut guard;
+        let max_sge = st.max_sge;
+        match st.tm.as_mut() {
+            Some(t) => t.post(ops, max_sge),
+            None => Err((0, EINVAL)),
+        }
     }
 
     /// Takes the oldest WQE (for providers, when a message arrives for a QP
@@ -282,7 +375,7 @@ impl UserSrqResize {
 }
 
 impl Object for SrqCore {
-    type Deps = Use<PdCore>;
+    type Deps = SrqUses;
 
     fn device(&self) -> &Arc<Device> {
         self.pd.device()
@@ -292,7 +385,7 @@ impl Object for SrqCore {
         &res.srq
     }
 
-    fn life(&self) -> &Life<Use<PdCore>> {
+    fn life(&self) -> &Life<SrqUses> {
         &self.life
     }
 
@@ -308,17 +401,54 @@ impl Handle<SrqCore> {
     /// Creates an SRQ on `pd` (`ib_create_srq`): `EINVAL` for sizes beyond
     /// the device's limits, `EOPNOTSUPP` if it has no SRQs. May sleep.
     pub fn create(pd: &Arc<PdCore>, attr: &SrqAttr) -> Result<Srq> {
-        Srq::create_inner(pd, attr, false)
+        Srq::create_inner(pd, attr, false, None)
     }
 
     /// Creates an SRQ whose WQEs come from a ring user space maps
     /// ([`SrqCore::user_ring`]) in the layout of the rxe user ABI; its
     /// `max_wr` is what the ring holds. May sleep.
     pub fn create_user(pd: &Arc<PdCore>, attr: &SrqAttr) -> Result<Srq> {
-        Srq::create_inner(pd, attr, true)
+        Srq::create_inner(pd, attr, true, None)
     }
 
-    fn create_inner(pd: &Arc<PdCore>, attr: &SrqAttr, user: bool) -> Result<Srq> {
+    /// Creates a tag-matching SRQ (`ibv_create_srq_ex` with
+    /// `IBV_SRQT_TM`): its ordinary receives take the unexpected and
+    /// untagged messages, its list `cap.max_num_tags` tagged buffers; its
+    /// list operations and its messages complete on `cq`. `EOPNOTSUPP`
+    /// if the device has no tag matching; `EINVAL` beyond its
+    /// [`tm::TmCaps`], or for a CQ of another device. May sleep.
+    pub fn create_tm(
+        pd: &Arc<PdCore>,
+        attr: &SrqAttr,
+        cap: &tm::TmCap,
+        cq: &Arc<CqCore>,
+    ) -> Result<Srq> {
+        crate::kshim::verb::might_sleep();
+        let caps = pd.device().attr().tm_caps;
+        if caps.max_num_tags == 0 || caps.flags & tm::TM_CAP_RC == 0 {
+            return Err(eopnotsupp());
+        }
+        if cap.max_num_tags == 0
+            || cap.max_num_tags > caps.max_num_tags
+            || cap.max_ops == 0
+            || cap.max_ops > caps.max_ops
+            || attr.max_sge > caps.max_sge
+            || !Arc::ptr_eq(cq.device(), pd.device())
+        {
+            return Err(EINVAL);
+        }
+        let seed =
+            u64::from(crate::kshim::random::u32()) << 32 | u64::from(crate::kshim::random::u32());
+        let list = tm::TmList::new(cap, cq.clone(), seed)?;
+        Srq::create_inner(pd, attr, false, Some((list, cq)))
+    }
+
+    fn create_inner(
+        pd: &Arc<PdCore>,
+        attr: &SrqAttr,
+        user: bool,
+        tm: Option<(tm::TmList, &Arc<CqCore>)>,
+    ) -> Result<Srq> {
         crate::kshim::verb::might_sleep();
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
@@ -341,7 +471,14 @@ impl Handle<SrqCore> {
         } else {
             (Ring::new(attr.max_wr as usize)?, None)
         };
-        let pd_use = Use::take(pd)?;
+        let (tm, tm_cq) = match tm {
+            Some((list, cq)) => (Some(list), Some(cq)),
+            None => (None, None),
+        };
+        let uses = SrqUses {
+            _cq: tm_cq.map(Use::take).transpose()?,
+            _pd: Use::take(pd)?,
+        };
         let num = dev.res.srq.reserve()?;
         let number = num.num();
         let st = SrqState {
@@ -349,11 +486,13 @@ impl Handle<SrqCore> {
             max_sge: attr.max_sge,
             limit: attr.srq_limit,
             user,
+            tm,
         };
         let core = Arc::pin_init(
             pin_init!(SrqCore {
                 pd: pd.clone(),
-                life: Life::new(number, pd_use),
+                tm_cq: tm_cq.cloned(),
+                life: Life::new(number, uses),
                 state <- crate::new_spinlock_irq!(st, "SrqCore::state"),
                 uses: UseCount::new(),
             }),

@@ -64,6 +64,11 @@ pub struct Wc {
     pub smac: [u8; 6],
     /// `RDMA_NETWORK_*` of the received packet: 2 for IPv4, 3 for IPv6.
     pub network_hdr_type: u8,
+    /// A TM SRQ's message: the tag of its TMH (`ibv_wc_tm_info.tag`).
+    pub tm_tag: u64,
+    /// A TM SRQ's message: the `app_ctx` of its TMH
+    /// (`ibv_wc_tm_info.priv`).
+    pub tm_app_ctx: u32,
 }
 
 impl Wc {

@@ -411,6 +411,27 @@ pub struct SendWqe {
     pub inline: bool,
     /// Inline data (first `length` bytes).
     pub inline_data: [u8; MAX_INLINE],
+    /// Not a ULP's request: a step of a TM SRQ's rendezvous, queued by
+    /// the core ([`TmJob`]).
+    pub tm: TmJob,
+}
+
+/// A send queue entry the core queues for a rendezvous message that
+/// matched a tagged buffer of a TM SRQ: it completes to the SRQ's CQ as
+/// the tagged buffer's, never to the send CQ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TmJob {
+    /// A ULP's request.
+    #[default]
+    None,
+    /// The RDMA READ of the sender's data into the tagged buffer of this
+    /// handle (the entry's `wr_id`, `cqe` and SGEs are the buffer's).
+    RndvRead {
+        /// The tagged buffer's entry in the list.
+        handle: u32,
+    },
+    /// The FIN that tells the sender its data was read.
+    Fin,
 }
 
 impl Default for SendWqe {
@@ -427,6 +448,7 @@ impl Default for SendWqe {
             sge: [Sge::default(); MAX_SGE],
             inline: false,
             inline_data: [0; MAX_INLINE],
+            tm: TmJob::None,
         }
     }
 }

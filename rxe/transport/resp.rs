@@ -25,7 +25,9 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use rdma::provider::ratelimit::log_allowed;
-use rdma::provider::{Access, EventKind, ProviderQp, RecvWqe, Wc, WcFlags, WcOpcode, WcStatus};
+use rdma::provider::{
+    Access, EventKind, ProviderQp, RecvWqe, TaggedRecv, Wc, WcFlags, WcOpcode, WcStatus,
+};
 
 use crate::counters::Counter;
 use crate::net::xmit::SMALL_ROOM;
@@ -35,6 +37,8 @@ use crate::wire::opcode::{Opcode, Operation, Position};
 use crate::wire::packet::Packet;
 use crate::wire::psn::{psn_add, psn_diff, psn_sub};
 use crate::wire::segment;
+
+mod tm;
 
 /// READ and FLUSH requests queued at most: the largest
 /// `max_dest_rd_atomic` the device advertises (`max_qp_rd_atom`). A QP
@@ -63,6 +67,15 @@ enum Cur {
     None,
     Send {
         wqe: RecvWqe,
+        off: u32,
+        /// A TM SRQ's message in an ordinary receive: how it completes.
+        tm: Option<tm::TmInfo>,
+    },
+    /// A TM SRQ's eager message in the tagged buffer it matched (its
+    /// `TM_MATCH` completion went out with the first packet).
+    Tagged {
+        t: TaggedRecv,
+        /// Data bytes placed (the TMH is not placed).
         off: u32,
     },
     Write {
@@ -139,12 +152,10 @@ impl RespState {
         })
     }
 
-    /// Back to nothing received; returns the receive WQEs it held.
-    fn clear(&mut self) -> (Option<RecvWqe>, Option<RecvWqe>) {
-        let cur = match core::mem::replace(&mut self.cur, Cur::None) {
-            Cur::Send { wqe, .. } => Some(wqe),
-            _ => None,
-        };
+    /// Back to nothing received; returns the message in progress and the
+    /// receive WQE kept.
+    fn clear(&mut self) -> (Cur, Option<RecvWqe>) {
+        let cur = core::mem::replace(&mut self.cur, Cur::None);
         let spare = self.spare.take();
         self.drop_msg = false;
         self.nak_sent = false;
@@ -437,14 +448,22 @@ impl RcQp {
 
     /// The QP is in error: the receive WQEs held are flushed.
     pub(crate) fn resp_flush(&self, qp: &ProviderQp) {
-        let (a, b) = self.resp.lock().clear();
-        for wqe in [a, b].into_iter().flatten() {
-            let wc = Wc {
-                status: WcStatus::WrFlushErr,
-                opcode: WcOpcode::Recv,
-                ..Wc::default()
-            };
-            qp.complete_recv(wqe, wc, false);
+        let (cur, spare) = self.resp.lock().clear();
+        let flushed = |opcode| Wc {
+            status: WcStatus::WrFlushErr,
+            opcode,
+            ..Wc::default()
+        };
+        let cur = match cur {
+            Cur::Send { wqe, .. } => Some(wqe),
+            Cur::Tagged { t, .. } => {
+                qp.tm_finish(t, flushed(WcOpcode::TmRecv), false);
+                None
+            }
+            _ => None,
+        };
+        for wqe in [cur, spare].into_iter().flatten() {
+            qp.complete_recv(wqe, flushed(WcOpcode::Recv), false);
         }
     }
 
@@ -606,9 +625,8 @@ impl RcQp {
         }
         let in_sequence = match (&st.cur, info.operation) {
             (Cur::None, _) => info.position.is_first(),
-            (Cur::Send { .. }, Operation::Send) | (Cur::Write { .. }, Operation::RdmaWrite) => {
-                !info.position.is_first()
-            }
+            (Cur::Send { .. } | Cur::Tagged { .. }, Operation::Send)
+            | (Cur::Write { .. }, Operation::RdmaWrite) => !info.position.is_first(),
             _ => false,
         };
         if !in_sequence {
@@ -670,8 +688,17 @@ impl RcQp {
             st.epsn = psn_add(psn, 1);
             return Outcome::DROP;
         }
-        if let Cur::Send { wqe, .. } = core::mem::replace(&mut st.cur, Cur::None) {
-            st.fail_wqe(qp, false, wqe, nak_status(code));
+        match core::mem::replace(&mut st.cur, Cur::None) {
+            Cur::Send { wqe, .. } => st.fail_wqe(qp, false, wqe, nak_status(code)),
+            Cur::Tagged { t, .. } => {
+                let wc = Wc {
+                    status: nak_status(code),
+                    opcode: WcOpcode::TmRecv,
+                    ..Wc::default()
+                };
+                qp.tm_finish(t, wc, false);
+            }
+            _ => {}
         }
         Outcome {
             reply: Reply::Ack {
@@ -730,15 +757,29 @@ impl RcQp {
         // the length is checked (a bad one completes the WQE as `fatal`
         // says), then the data placed.
         if info.position.is_first() {
-            let Some(wqe) = st.take_wqe(qp) else {
-                return self.rnr(st, conn, psn);
-            };
-            st.cur = Cur::Send { wqe, off: 0 };
+            if !self.uc && qp.tm_srq() {
+                // A TM SRQ's message: matched or placed here, or gone to
+                // an ordinary receive (`st.cur`) to be placed below.
+                if let Some(out) = self.tm_first(st, qp, conn, pkt) {
+                    return out;
+                }
+            } else {
+                let Some(wqe) = st.take_wqe(qp) else {
+                    return self.rnr(st, conn, psn);
+                };
+                st.cur = Cur::Send {
+                    wqe,
+                    off: 0,
+                    tm: None,
+                };
+            }
+        } else if matches!(st.cur, Cur::Tagged { .. }) {
+            return self.tm_next(st, qp, conn, pkt);
         }
         if !payload_fits(info.position, data.len(), conn.mtu) {
             return self.fatal(st, qp, NakCode::InvalidRequest, psn);
         }
-        let Cur::Send { wqe, off } = &mut st.cur else {
+        let Cur::Send { wqe, off, .. } = &mut st.cur else {
             return Outcome::DROP;
         };
         let end = u64::from(*off) + data.len() as u64;
@@ -784,7 +825,7 @@ impl RcQp {
         if !info.position.is_last() {
             return Outcome::taken(self.ack(st, pkt));
         }
-        let Cur::Send { wqe, off } = core::mem::replace(&mut st.cur, Cur::None) else {
+        let Cur::Send { wqe, off, tm } = core::mem::replace(&mut st.cur, Cur::None) else {
             return Outcome::DROP;
         };
         let mut wc = Wc {
@@ -793,6 +834,11 @@ impl RcQp {
             byte_len: off,
             ..Wc::default()
         };
+        if let Some(i) = tm {
+            wc.opcode = i.opcode;
+            wc.tm_tag = i.tag;
+            wc.tm_app_ctx = i.app_ctx;
+        }
         if let Some(imm) = pkt.headers.ext.immdt {
             wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
             wc.imm_data = imm.imm;

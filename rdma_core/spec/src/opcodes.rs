@@ -229,6 +229,17 @@ pub enum WcOpcode {
     Recv = 128,
     /// A receive WQE was consumed by an RDMA WRITE with immediate data.
     RecvRdmaWithImm = 129,
+    /// A tag-matching SRQ's `TAG_ADD` completed (rdma-core's
+    /// `IBV_WC_TM_ADD`; the kernel's verbs have no tag matching).
+    TmAdd = 130,
+    /// A `TAG_DEL` completed.
+    TmDel = 131,
+    /// A `TAG_SYNC` completed.
+    TmSync = 132,
+    /// A tagged message: matched (with the TM flags), or unexpected.
+    TmRecv = 133,
+    /// A NO_TAG message, in an ordinary receive of a TM SRQ.
+    TmNoTag = 134,
 }
 
 impl WcOpcode {
@@ -271,6 +282,12 @@ pub enum WcStatus {
     FatalErr = 19,
     RespTimeoutErr = 20,
     GeneralErr = 21,
+    /// A tag-matching list operation failed (a `TAG_DEL` of an entry a
+    /// message consumed); rdma-core's `IBV_WC_TM_ERR`.
+    TmErr = 22,
+    /// A rendezvous whose tagged buffer is too small: its headers were
+    /// scattered into it, software takes over.
+    TmRndvIncomplete = 23,
 }
 
 impl WcStatus {
@@ -304,6 +321,8 @@ impl WcStatus {
             WcStatus::FatalErr => "fatal error",
             WcStatus::RespTimeoutErr => "response timeout error",
             WcStatus::GeneralErr => "general error",
+            WcStatus::TmErr => "tag matching error",
+            WcStatus::TmRndvIncomplete => "tag matching rendezvous incomplete",
         }
     }
 }
@@ -377,6 +396,15 @@ flag_set! {
         WITH_INVALIDATE = 1 << 2,
         /// `network_hdr_type` is valid.
         WITH_NETWORK_HDR_TYPE = 1 << 6,
+        /// A tag-matching SRQ wants a `TAG_SYNC` (rdma-core's
+        /// `IBV_WC_TM_SYNC_REQ`, 1 << 4, which the kernel's flags use for
+        /// `IB_WC_WITH_SMAC`: uverbs translates).
+        TM_SYNC_REQ = 1 << 8,
+        /// A tagged message matched an entry (`IBV_WC_TM_MATCH`).
+        TM_MATCH = 1 << 9,
+        /// All of a matched message's data is in place
+        /// (`IBV_WC_TM_DATA_VALID`).
+        TM_DATA_VALID = 1 << 10,
     }
 }
 

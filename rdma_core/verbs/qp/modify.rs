@@ -26,15 +26,20 @@ impl QpCore {
     /// Empties the queues without completions (to RESET).
     pub(super) fn reset_queues(&self) {
         loop {
-            let mut sq = self.sq.lock();
-            sq.started = 0;
-            sq.err = false;
-            if sq.ring.pop().is_none() {
-                if let Some(u) = sq.user.as_mut() {
-                    u.discard_taken();
-                }
-                break;
-            }
+            let w = {
+                let mut sq = self.sq.lock();
+                sq.started = 0;
+                sq.err = false;
+                let Some(w) = sq.ring.pop() else {
+                    sq.internal = 0;
+                    if let Some(u) = sq.user.as_mut() {
+                        u.discard_taken();
+                    }
+                    break;
+                };
+                w
+            };
+            self.drop_tm_job(&w);
         }
         loop {
             let mut rq = self.rq.lock();
@@ -253,7 +258,12 @@ impl QpCore {
     }
 
     pub(super) fn reset_queues_keep_err(&self) {
-        while self.sq.lock().ring.pop().is_some() {}
+        loop {
+            let w = self.sq.lock().ring.pop();
+            let Some(w) = w else { break };
+            self.drop_tm_job(&w);
+        }
+        self.sq.lock().internal = 0;
         while self.rq.lock().ring.pop().is_some() {}
     }
 }

@@ -5,7 +5,7 @@
 //! keys and lengths, then copied into the ring as a queue entry, and the
 //! provider is told.
 
-use kernel::error::code::EINVAL;
+use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -14,8 +14,8 @@ use crate::kshim::errno::eopnotsupp;
 use crate::spec::opcodes::{SendFlags, WrOpcode};
 use crate::spec::qp_state::{QpState, QpType};
 use crate::verbs::mr::MrKind;
-use crate::verbs::qp::{ProviderQp, QpCore};
-use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, UdWqe, MAX_INLINE, MAX_SGE};
+use crate::verbs::qp::{ProviderQp, QpCore, TM_JOBS};
+use crate::verbs::wr::{RecvWr, SendOp, SendWqe, SendWr, TmJob, UdWqe, MAX_INLINE, MAX_SGE};
 
 impl QpCore {
     /// Posts send work requests (`ib_post_send`); on error, the index of
@@ -34,10 +34,17 @@ impl QpCore {
         let mut result = Ok(());
         {
             let mut sq = self.sq.lock();
+            // The ring's room for the core's rendezvous steps is not the
+            // ULP's.
+            let ulp_room = sq.ring.limit() - if self.has_tm_srq() { TM_JOBS } else { 0 };
             for (i, wr) in wrs.iter().enumerate() {
-                let r = match sq.ring.next_slot() {
-                    Ok(slot) => self.fill_send(slot, wr, attr_port),
-                    Err(e) => Err(e),
+                let r = if sq.ring.len() - sq.internal >= ulp_room {
+                    Err(ENOMEM)
+                } else {
+                    match sq.ring.next_slot() {
+                        Ok(slot) => self.fill_send(slot, wr, attr_port),
+                        Err(e) => Err(e),
+                    }
                 };
                 if let Err(e) = r {
                     result = Err((i, e));
@@ -149,6 +156,7 @@ impl QpCore {
         w.op = wr.op.to_wqe_op();
         w.flags = wr.flags;
         w.signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
+        w.tm = TmJob::None;
         w.length = length;
         w.inline = inline;
         if inline {

@@ -31,6 +31,7 @@ use core::any::Any;
 use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
+use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::workqueue;
@@ -40,12 +41,13 @@ use crate::device::ProviderDevice;
 use crate::kshim::mem::Sge;
 use crate::kshim::timer::Timer;
 use crate::spec::attr::Gid;
-use crate::spec::opcodes::{Access, WcOpcode, WcStatus};
+use crate::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use crate::spec::qp_state::{AttrMask, QpState};
 use crate::verbs::mr::{self, AccessError};
 use crate::verbs::qp::{QpAttr, QpCore};
+use crate::verbs::srq::tm::{Delivery, TaggedRecv};
 use crate::verbs::wc::Wc;
-use crate::verbs::wr::{RecvWqe, SendWqe, WqeOp};
+use crate::verbs::wr::{RecvWqe, SendWqe, TmJob, WqeOp, MAX_INLINE};
 
 /// What [`ProviderQp::rq_take_for`] found.
 pub enum RqTake {
@@ -180,6 +182,110 @@ impl ProviderQp {
     /// state unless the CQ overflows.
     pub fn complete_recv_nonfatal(&self, wqe: RecvWqe, wc: Wc) {
         self.0.complete_recv_nonfatal(wqe, wc)
+    }
+
+    /// Whether the QP's SRQ is a tag-matching SRQ: its SENDs carry a TMH
+    /// (Documentation/tag_matching.rst).
+    pub fn tm_srq(&self) -> bool {
+        self.0.has_tm_srq()
+    }
+
+    /// A message's first packet arrived at a QP of a TM SRQ: the tagged
+    /// buffer its `tag` matched (an EAGER or RNDV message), or an ordinary
+    /// receive of the SRQ (`tag` `None`, or nothing matched: unexpected,
+    /// counted). With no ordinary receive for it, nothing changed
+    /// ([`Delivery::Empty`]), as for a QP in error.
+    pub fn tm_deliver(&self, tag: Option<u64>) -> Delivery {
+        match &self.0.srq {
+            Some(srq) if !matches!(self.0.state(), QpState::Err | QpState::Reset) => {
+                srq.tm_deliver(tag)
+            }
+            _ => Delivery::Empty,
+        }
+    }
+
+    /// A completion of a tagged buffer that does not end its use
+    /// (`TM_MATCH` of a message whose data is still coming), on the TM
+    /// SRQ's CQ: `wc` gets the buffer's identity and this QP's number.
+    pub fn tm_complete(&self, t: &TaggedRecv, wc: Wc, solicited: bool) {
+        self.0.tm_push(&t.wqe, wc, solicited);
+    }
+
+    /// The last completion of a tagged buffer, as
+    /// [`ProviderQp::tm_complete`]; its entry in the list is released.
+    pub fn tm_finish(&self, t: TaggedRecv, wc: Wc, solicited: bool) {
+        self.0.tm_push(&t.wqe, wc, solicited);
+        drop(t);
+    }
+
+    /// Whether the send queue has room for a rendezvous now (its READ and
+    /// its FIN).
+    pub fn tm_rndv_room(&self) -> bool {
+        self.0.sq.lock().internal + 2 <= super::TM_JOBS
+    }
+
+    /// Queues a matched rendezvous on the send queue: the RDMA READ of
+    /// `len` bytes at `va` under `rkey` into `t`'s buffer, then the FIN
+    /// `fin` (at most [`MAX_INLINE`](crate::verbs::wr::MAX_INLINE)
+    /// bytes, fenced behind the READ), and schedules the QP. When the READ
+    /// completes, so does the buffer (`TM_DATA_VALID`, or the READ's
+    /// error), and its entry is released. With no room or the queue
+    /// flushed, the buffer completes with `WR_FLUSH_ERR` at once and
+    /// `ENOMEM` is returned.
+    pub fn tm_rndv(&self, t: TaggedRecv, va: u64, rkey: u32, len: u32, fin: &[u8]) -> Result {
+        let flushed = Wc {
+            status: WcStatus::WrFlushErr,
+            opcode: WcOpcode::TmRecv,
+            ..Wc::default()
+        };
+        if fin.len() > MAX_INLINE {
+            self.tm_finish(t, flushed, false);
+            return Err(EINVAL);
+        }
+        let read = SendWqe {
+            wr_id: t.wqe.wr_id,
+            cqe: t.wqe.cqe.clone(),
+            op: WqeOp::Read {
+                remote_addr: va,
+                rkey,
+            },
+            length: len,
+            num_sge: t.wqe.num_sge,
+            sge: t.wqe.sge,
+            tm: TmJob::RndvRead { handle: 0 },
+            ..SendWqe::default()
+        };
+        let mut fin_wqe = SendWqe {
+            op: WqeOp::Send,
+            flags: SendFlags::FENCE,
+            length: fin.len() as u32,
+            inline: true,
+            tm: TmJob::Fin,
+            ..SendWqe::default()
+        };
+        fin_wqe.inline_data[..fin.len()].copy_from_slice(fin);
+        {
+            let mut sq = self.0.sq.lock();
+            // The ring holds TM_JOBS entries beyond the ULP's.
+            if sq.err || sq.internal + 2 > super::TM_JOBS || sq.ring.len() + 2 > sq.ring.limit() {
+                drop(sq);
+                self.tm_finish(t, flushed, false);
+                return Err(ENOMEM);
+            }
+            let mut read = read;
+            read.tm = TmJob::RndvRead {
+                handle: t.hand_on(),
+            };
+            for w in [read, fin_wqe] {
+                if let Ok(slot) = sq.ring.next_slot() {
+                    *slot = w;
+                    sq.ring.commit();
+                    sq.internal += 1;
+                }
+            }
+        }
+        self.0.schedule();
+        Ok(())
     }
 
     /// Moves the QP to the error state (a transport failure).
@@ -467,7 +573,9 @@ impl QpCore {
             (wqe, sq.ring.len() == 0)
         };
         let Some(wqe) = wqe else { return false };
-        if status != WcStatus::Success || wqe.signaled {
+        if wqe.tm != TmJob::None {
+            self.tm_job_done(wqe, status, byte_len, false);
+        } else if status != WcStatus::Success || wqe.signaled {
             let opcode = wqe.opcode().wc_opcode();
             let wc = Wc {
                 wr_id: wqe.wr_id,
@@ -622,6 +730,58 @@ impl QpCore {
         }
     }
 
+    /// Pushes a completion of the tagged buffer `wqe` to the TM SRQ's CQ
+    /// (the QP's receive CQ); an overflow moves the QP to the error state.
+    fn tm_push(self: &Arc<Self>, wqe: &RecvWqe, mut wc: Wc, solicited: bool) {
+        wc.wr_id = wqe.wr_id;
+        wc.cqe = wqe.cqe.clone();
+        wc.qp_num = self.qpn;
+        if self.recv_cq.push(wc, solicited).is_err() {
+            self.set_error();
+        }
+    }
+
+    /// A rendezvous step the core queued ([`TmJob`]) is done with
+    /// `status`: the READ's tagged buffer completes on the TM SRQ's CQ
+    /// (`TM_DATA_VALID`, or the READ's error) and its entry is released;
+    /// a FIN completes nothing. No lock held.
+    fn tm_job_done(self: &Arc<Self>, w: SendWqe, status: WcStatus, byte_len: u32, flushing: bool) {
+        let TmJob::RndvRead { handle } = w.tm else {
+            return;
+        };
+        let ok = status == WcStatus::Success;
+        let wc = Wc {
+            wr_id: w.wr_id,
+            cqe: w.cqe,
+            status,
+            opcode: WcOpcode::TmRecv,
+            wc_flags: if ok {
+                WcFlags::TM_DATA_VALID
+            } else {
+                WcFlags::NONE
+            },
+            byte_len,
+            qp_num: self.qpn,
+            ..Wc::default()
+        };
+        if flushing {
+            let _ = self.recv_cq.push_from_core(wc);
+        } else if self.recv_cq.push(wc, false).is_err() {
+            self.set_error();
+        }
+        if let Some(srq) = &self.srq {
+            srq.tm_release(handle);
+        }
+    }
+
+    /// A rendezvous step taken off the send queue without completing
+    /// (to RESET): its tagged buffer's entry is released.
+    pub(super) fn drop_tm_job(&self, w: &SendWqe) {
+        if let (TmJob::RndvRead { handle }, Some(srq)) = (w.tm, &self.srq) {
+            srq.tm_release(handle);
+        }
+    }
+
     /// Completes every outstanding request with `WR_FLUSH_ERR`. Taken one
     /// at a time so no queue lock is held while completing.
     pub(super) fn flush(self: &Arc<Self>) {
@@ -633,6 +793,10 @@ impl QpCore {
                 sq.pop()
             };
             let Some(w) = wqe else { break };
+            if w.tm != TmJob::None {
+                self.tm_job_done(w, WcStatus::WrFlushErr, 0, true);
+                continue;
+            }
             let opcode = w.opcode().wc_opcode();
             let wc = Wc::flushed(w.wr_id, w.cqe, opcode, self.qpn);
             let _ = self.send_cq.push_from_core(wc);

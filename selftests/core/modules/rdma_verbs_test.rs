@@ -16,7 +16,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::c_str;
-use kernel::error::code::{EAGAIN, EBUSY, EINVAL, ENODEV};
+use kernel::error::code::{EAGAIN, EBUSY, EINVAL, ENODEV, ENOMEM};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -38,6 +38,7 @@ use rdma::verbs::mr::{BufSlice, Mr, MrCore};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::{Pd, PdFlags};
 use rdma::verbs::qp::{ProviderQp, Qp, QpAttr, QpCap, QpInfo, QpInitAttr, QpOps};
+use rdma::verbs::srq::tm::{OpsKind, OpsWr, TmCap, TmCaps, TM_CAP_RC};
 use rdma::verbs::srq::{Srq, SrqAttr};
 use rdma::verbs::wc::{CqeDone, Wc};
 use rdma::verbs::wr::{FlushType, RecvWr, SendOp, SendWr, UdDest};
@@ -2570,6 +2571,233 @@ fn optional_verbs_report_eopnotsupp() -> Result {
     Ok(())
 }
 
+/// The device of `tm_srq_list_operations`: PDs, CQs and SRQs, and tag
+/// matching for at most 8 tags, 4 operations a chain, 4 SGEs a buffer.
+struct TmDev;
+
+impl DeviceOps for TmDev {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(DeviceAttr {
+            max_cq: 4,
+            max_cqe: 64,
+            max_mr: 4,
+            max_pd: 4,
+            max_srq: 4,
+            max_srq_wr: 16,
+            max_srq_sge: 4,
+            tm_caps: TmCaps {
+                max_rndv_hdr_size: 64,
+                max_num_tags: 8,
+                flags: TM_CAP_RC,
+                max_ops: 4,
+                max_sge: 4,
+            },
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(&self, _port: u32) -> Result<PortAttr> {
+        Ok(PortAttr::down(Mtu::Mtu1024))
+    }
+}
+
+fn tm_op<'a>(wr_id: u64, kind: OpsKind<'a>, signaled: bool) -> OpsWr<'a> {
+    OpsWr {
+        wr_id,
+        kind,
+        signaled,
+        unexpected_cnt: None,
+        handle: 0,
+    }
+}
+
+fn tm_add<'a>(wr_id: u64, sg: &'a [Sge], tag: u64, signaled: bool) -> OpsWr<'a> {
+    tm_op(
+        wr_id,
+        OpsKind::Add {
+            buf: RecvWr {
+                wr_id: 1000 + wr_id,
+                cqe: None,
+                sg,
+            },
+            tag,
+            mask: u64::MAX,
+        },
+        signaled,
+    )
+}
+
+/// A TM SRQ's list operations, without traffic: limits at creation, a
+/// chain's handles and completions (signaled ones only), a full list
+/// and a chain beyond `max_ops` (`ENOMEM` at the first one not carried
+/// out), deletes of live, gone and unknown handles, too many SGEs, and
+/// list operations on an ordinary SRQ.
+fn tm_srq_list_operations() -> Result {
+    let driver = Driver::new(c_str!("tmdev"))?;
+    let desc = small_desc(c_str!("tmdev%d"), 3);
+    let dev = driver.register_device(&desc, Arc::new(TmDev, GFP_KERNEL)?)?;
+    let run = || -> Result {
+        let pd = Pd::alloc(&dev)?;
+        let cq = Cq::create(&dev, 32, None)?;
+        let attr = SrqAttr {
+            max_wr: 4,
+            max_sge: 2,
+            srq_limit: 0,
+        };
+        let cap = TmCap {
+            max_num_tags: 4,
+            max_ops: 3,
+        };
+        let refused = |a: &SrqAttr, c: &TmCap| Srq::create_tm(pd.core(), a, c, cq.core()).err();
+        check(
+            refused(
+                &attr,
+                &TmCap {
+                    max_num_tags: 9,
+                    ..cap
+                },
+            ) == Some(EINVAL)
+                && refused(&attr, &TmCap { max_ops: 5, ..cap }) == Some(EINVAL)
+                && refused(
+                    &attr,
+                    &TmCap {
+                        max_num_tags: 0,
+                        ..cap
+                    },
+                ) == Some(EINVAL)
+                && refused(&SrqAttr { max_sge: 5, ..attr }, &cap) == Some(EINVAL),
+            "a TM SRQ beyond the device's limits: EINVAL",
+        )?;
+        let other = dev_cq_elsewhere()?;
+        check(
+            Srq::create_tm(pd.core(), &attr, &cap, other.core()).err() == Some(EINVAL),
+            "a CQ of another device: EINVAL",
+        )?;
+        let srq = Srq::create_tm(pd.core(), &attr, &cap, cq.core())?;
+        check(srq.core().is_tm(), "a TM SRQ")?;
+        let buf = Buffer::new(4096)?;
+        let mr = Mr::reg_buffer(pd.core(), &buf, 0, 4096, ALL_ACCESS)?;
+        let sg = [buf.sge(0, 64, mr.lkey())?, buf.sge(64, 64, mr.lkey())?];
+        let mut ops = [
+            tm_add(1, &sg, 0x11, true),
+            tm_add(2, &sg[..1], 0x22, false),
+            tm_op(3, OpsKind::Sync, true),
+        ];
+        check(srq.core().post_ops(&mut ops).is_ok(), "a chain of three")?;
+        let (h1, h2) = (ops[0].handle, ops[1].handle);
+        check(h1 != h2, "two handles")?;
+        let wcs = poll_n(cq.core(), 2)?;
+        expect_wc(&wcs[0], 1, WcStatus::Success, WcOpcode::TmAdd, None)?;
+        expect_wc(&wcs[1], 3, WcStatus::Success, WcOpcode::TmSync, None)?;
+        check(
+            wcs.iter()
+                .all(|w| !w.wc_flags.contains(WcFlags::TM_SYNC_REQ)),
+            "no sync wanted",
+        )?;
+        check(
+            cq.core().peek(1) == 0,
+            "the unsignaled ADD left no completion",
+        )?;
+        // Two more fit; the third is refused, the ones before it stay.
+        let mut ops = [
+            tm_add(4, &sg, 0x44, false),
+            tm_add(5, &sg, 0x55, false),
+            tm_add(6, &sg, 0x66, true),
+        ];
+        check(
+            srq.core().post_ops(&mut ops).err() == Some((2, ENOMEM)),
+            "a full list: ENOMEM at the third",
+        )?;
+        let h4 = ops[0].handle;
+        // Delete: a listed entry; then the same handle again; one never
+        // issued.
+        let mut del = [OpsWr {
+            handle: h4,
+            ..tm_op(7, OpsKind::Del, true)
+        }];
+        check(srq.core().post_ops(&mut del).is_ok(), "TAG_DEL")?;
+        expect_wc(
+            &poll_n(cq.core(), 1)?[0],
+            7,
+            WcStatus::Success,
+            WcOpcode::TmDel,
+            None,
+        )?;
+        check(
+            srq.core().post_ops(&mut del).err() == Some((0, EINVAL)),
+            "TAG_DEL of a deleted entry: EINVAL",
+        )?;
+        let mut bogus = [OpsWr {
+            handle: 0x7_ffff,
+            ..tm_op(8, OpsKind::Del, true)
+        }];
+        check(
+            srq.core().post_ops(&mut bogus).err() == Some((0, EINVAL)),
+            "TAG_DEL of no entry: EINVAL",
+        )?;
+        // A chain beyond max_ops: the first three are carried out.
+        let mut syncs = [
+            tm_op(9, OpsKind::Sync, true),
+            tm_op(10, OpsKind::Sync, true),
+            tm_op(11, OpsKind::Sync, true),
+            tm_op(12, OpsKind::Sync, true),
+        ];
+        check(
+            srq.core().post_ops(&mut syncs).err() == Some((3, ENOMEM)),
+            "a chain beyond max_ops: ENOMEM at the fourth",
+        )?;
+        let wcs = poll_n(cq.core(), 3)?;
+        for (w, id) in wcs.iter().zip([9u64, 10, 11]) {
+            expect_wc(w, id, WcStatus::Success, WcOpcode::TmSync, None)?;
+        }
+        // Too many SGEs for the SRQ (max_sge 2).
+        let sg3 = [sg[0], sg[1], sg[1]];
+        let mut wide = [tm_add(13, &sg3, 0x77, true)];
+        check(
+            srq.core().post_ops(&mut wide).err() == Some((0, EINVAL)),
+            "three SGEs: EINVAL",
+        )?;
+        // An ordinary SRQ takes no list operations.
+        let plain = Srq::create(pd.core(), &attr)?;
+        let mut one = [tm_op(14, OpsKind::Sync, true)];
+        check(
+            plain.core().post_ops(&mut one).err() == Some((0, EINVAL)),
+            "list operations on an ordinary SRQ: EINVAL",
+        )?;
+        check(cq.core().peek(1) == 0, "no completion left")?;
+        Ok(())
+    };
+    let r = run();
+    driver.unregister_device(&dev);
+    r
+}
+
+/// A CQ of swdev0 (no tag matching there).
+fn dev_cq_elsewhere() -> Result<Cq> {
+    let d = dev(c_str!("swdev0"))?;
+    let pd = Pd::alloc(d.arc())?;
+    let cq = Cq::create(d.arc(), 4, None)?;
+    let refused = Srq::create_tm(
+        pd.core(),
+        &SrqAttr {
+            max_wr: 1,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+        &TmCap {
+            max_num_tags: 1,
+            max_ops: 1,
+        },
+        cq.core(),
+    )
+    .err();
+    check(
+        refused == Some(rdma::kshim::errno::eopnotsupp()),
+        "no tag matching on swdev0: EOPNOTSUPP",
+    )?;
+    Ok(cq)
+}
+
 /// A PD's global key (a DMA MR) lets the device reach any buffer.
 fn dma_mr() -> Result {
     let d = dev(c_str!("swdev0"))?;
@@ -2703,6 +2931,7 @@ const CASES: &[FnCase<()>] = &[
     case!(inline_completion_is_caught),
     case!(leaked_objects_are_torn_down),
     case!(optional_verbs_report_eopnotsupp),
+    case!(tm_srq_list_operations),
     case!(dma_mr),
     case!(nothing_left_behind),
 ];

@@ -11,6 +11,15 @@
 //! without immediate, in both directions: data byte for byte (and the
 //! bytes past it untouched), completions on both sides (status, opcode,
 //! length, immediate, source QP).
+//!
+//! Tag matching (`tm_from_c_rxe`): the kernel's rxe sends tagged messages
+//! (two eager ones, of one packet and of three, and a rendezvous of 64
+//! KiB) to our RC QP of a TM SRQ (`tm.rs`): they match, land without
+//! their headers, and our rendezvous READ reads the C side's buffer and
+//! our FIN reaches its receive. Its mirror (`tm_mirror`) puts the same
+//! packets on the wire the other way with plain verbs (SENDs of the
+//! messages' sizes from ours, a 64 KiB READ and a 32-byte SEND from
+//! theirs), so that the capture has both stacks' shapes of them.
 
 #![deny(unsafe_code)]
 
@@ -35,6 +44,7 @@ mod verify;
 mod peer;
 // The C test peer's binding: the one module with `unsafe`.
 mod cpeer_sys;
+mod tm;
 use peer::{wait, wc_op, Completion, Endpoint, Info, Op, Ours, Theirs, Wr, WC_IMM, WC_INV};
 
 module! {
@@ -651,6 +661,10 @@ enum What {
     Gsi,
     /// The C stack's rdma_cm connects to a port nobody listens on here.
     CmNoListener,
+    /// The C stack sends tagged messages to our TM SRQ.
+    TagMatching,
+    /// Its packets the other way, with plain verbs.
+    TagMatchingMirror,
 }
 
 /// One case of the table: what, and which way (`DIRECTIONS[dir]`).
@@ -685,6 +699,7 @@ impl Case<Pairs> for Step {
             What::Multicast => return ud_multicast(d == 1),
             What::Gsi => return gsi_cm_rej(),
             What::CmNoListener => return cm_no_listener(),
+            What::TagMatching => return tm_from_c_rxe(),
             _ => {}
         }
         let p = pairs.get(matches!(self.what, What::Ud(_)), pair)?;
@@ -702,7 +717,12 @@ impl Case<Pairs> for Step {
             What::Atomics => rc_atomics(req, resp),
             What::AtomicWrite => rc_atomic_write(req, resp),
             What::Flush => rc_flush(req, resp),
-            What::Invalidate(_) | What::Multicast | What::Gsi | What::CmNoListener => Ok(()),
+            What::TagMatchingMirror => tm_mirror(&p.ours, &p.theirs),
+            What::Invalidate(_)
+            | What::Multicast
+            | What::Gsi
+            | What::CmNoListener
+            | What::TagMatching => Ok(()),
             What::Ud(i) => {
                 let (_, imm, len) = UD_CASES[i];
                 let seed = if d == 0 { 40 + i } else { 50 + i };
@@ -746,6 +766,14 @@ fn cases() -> Result<KVec<Step>> {
         Step::new("cm_no_listener_rej", What::CmNoListener, 0)?,
         GFP_KERNEL,
     )?;
+    v.push(
+        Step::new("tm_from_c_rxe", What::TagMatching, 0)?,
+        GFP_KERNEL,
+    )?;
+    v.push(
+        Step::new("tm_mirror", What::TagMatchingMirror, 1)?,
+        GFP_KERNEL,
+    )?;
     for dir in 0..DIRECTIONS.len() {
         for (i, (name, _, _)) in UD_CASES.iter().enumerate() {
             v.push(Step::new(name, What::Ud(i), dir)?, GFP_KERNEL)?;
@@ -753,6 +781,165 @@ fn cases() -> Result<KVec<Step>> {
         v.push(Step::new("ud_multicast", What::Multicast, dir)?, GFP_KERNEL)?;
     }
     Ok(v)
+}
+
+/// `tm_mirror`: see the module's doc.
+fn tm_mirror(ours: &dyn Endpoint, theirs: &dyn Endpoint) -> Result {
+    const SIZES: [u32; 3] = [80, 3016, 32];
+    for (i, &len) in SIZES.iter().enumerate() {
+        theirs.post_recv(i as u64, (i * 4096) as u32, len)?;
+        ours.post_send(&Wr::new(i as u64, Op::Send, (i * 4096) as u32, len))?;
+    }
+    for (i, &len) in SIZES.iter().enumerate() {
+        let c = wait(ours, false, MS)?;
+        check(c.wr_id == i as u64 && c.status == 0, "our SENDs")?;
+        let c = wait(theirs, true, MS)?;
+        check(
+            c.wr_id == i as u64 && c.status == 0 && c.byte_len == len,
+            "the C side's receives",
+        )?;
+    }
+    ours.post_recv(7, 0, 32)?;
+    theirs.post_send(&Wr::new(5, Op::Read, 65536, 65536).to(&ours.info(), 65536))?;
+    theirs.post_send(&Wr::new(6, Op::Send, 0, 32))?;
+    for id in [5, 6] {
+        let c = wait(theirs, false, MS)?;
+        check(c.wr_id == id && c.status == 0, "the C side's READ and SEND")?;
+    }
+    let c = wait(ours, true, MS)?;
+    check(
+        c.wr_id == 7 && c.status == 0 && c.byte_len == 32,
+        "our receive",
+    )
+}
+
+/// `tm_from_c_rxe`: see the module's doc.
+fn tm_from_c_rxe() -> Result {
+    use rdma::spec::opcodes::WcFlags;
+    use rdma::spec::tm::header::{TmhOp, RNDV_HDRS_LEN, TMH_LEN};
+    use rdma::verbs::srq::tm::TmCap;
+    use tm::{ctx_of, rvh, tmh};
+
+    const RNDV: usize = 64 * 1024;
+    const DATA: usize = 64 * 1024;
+    const FIN: usize = 200 * 1024;
+    let o = rc::Opts {
+        psn: PSN_OURS,
+        timeout: peer::ACK_TIMEOUT,
+        ..rc::RC
+    };
+    let rx = tm::Rx::new(
+        rc::Port {
+            name: c_str!("rxi"),
+            gid: ours_gid(),
+        },
+        &o,
+        TmCap {
+            max_num_tags: 16,
+            max_ops: 8,
+        },
+        16,
+    )?;
+    let mut theirs = Theirs::new(c_str!("cxi"), their_gid(), false, LEN, 16)?;
+    let ti = theirs.info();
+    let oi = Info {
+        addr: rx.buf.addr(0),
+        rkey: rx.mr.rkey(),
+        qpn: rx.qp.qpn(),
+        gid: ours_gid(),
+    };
+    theirs.connect(&oi, PSN_THEIRS, PSN_OURS, Mtu::Mtu1024)?;
+    rx.connect(
+        &o,
+        &rc::Remote {
+            qpn: ti.qpn,
+            psn: PSN_THEIRS,
+            av: rx.av(ti.gid)?,
+        },
+    )?;
+    rx.add(1, 1, u64::MAX, &[(0, 64)])?;
+    rx.add(2, 2, u64::MAX, &[(4096, 1000), (8192, 2000)])?;
+    rx.add(3, 3, u64::MAX, &[(65536, RNDV / 2), (131072, RNDV / 2)])?;
+    // The C side's messages at 0, 4096 and 8192; its rendezvous data at
+    // DATA; its FIN receive at FIN.
+    let mut pattern = [0u8; 3000];
+    verify::Rng(0x7e).fill(&mut pattern);
+    for (tag, at, len) in [(1u64, 0usize, 64usize), (2, 4096, 3000)] {
+        theirs.write(at, &tmh(TmhOp::Eager, ctx_of(tag), tag))?;
+        theirs.write(at + TMH_LEN, &pattern[..len])?;
+    }
+    let mut chunk = [0u8; 4096];
+    for k in 0..RNDV / chunk.len() {
+        verify::Rng(0x100 + k as u32).fill(&mut chunk);
+        theirs.write(DATA + k * chunk.len(), &chunk)?;
+    }
+    theirs.write(8192, &tmh(TmhOp::Rndv, ctx_of(3), 3))?;
+    theirs.write(
+        8192 + TMH_LEN,
+        &rvh(ti.addr + DATA as u64, ti.rkey, RNDV as u32),
+    )?;
+    theirs.post_recv(9, FIN as u32, 64)?;
+    for (id, at, len) in [
+        (1u64, 0u32, TMH_LEN + 64),
+        (2, 4096, TMH_LEN + 3000),
+        (3, 8192, RNDV_HDRS_LEN),
+    ] {
+        theirs.post_send(&Wr::new(id, Op::Send, at, len as u32))?;
+    }
+    let md = WcFlags(WcFlags::TM_MATCH.0 | WcFlags::TM_DATA_VALID.0);
+    rx.expect_tm(&rx.wc()?, 1, md, Some(1), 64)?;
+    rx.expect_tm(&rx.wc()?, 2, WcFlags::TM_MATCH, Some(2), 0)?;
+    rx.expect_tm(&rx.wc()?, 2, WcFlags::TM_DATA_VALID, None, 3000)?;
+    rx.expect_tm(&rx.wc()?, 3, WcFlags::TM_MATCH, Some(3), RNDV as u32)?;
+    rx.expect_tm(&rx.wc()?, 3, WcFlags::TM_DATA_VALID, None, RNDV as u32)?;
+    // The bytes: eager ones without their TMH, the rendezvous as read.
+    let mut got = [0u8; 3000];
+    rx.buf.read(0, &mut got[..64])?;
+    check(got[..64] == pattern[..64], "the one-packet eager message")?;
+    rx.buf.read(4096, &mut got[..1000])?;
+    rx.buf.read(8192, &mut got[1000..])?;
+    check(
+        got == pattern,
+        "the three-packet eager message, across two SGEs",
+    )?;
+    let mut want = [0u8; 4096];
+    for k in 0..RNDV / chunk.len() {
+        verify::Rng(0x100 + k as u32).fill(&mut want);
+        let at = if k < RNDV / 2 / chunk.len() {
+            65536 + k * chunk.len()
+        } else {
+            131072 + (k - RNDV / 2 / chunk.len()) * chunk.len()
+        };
+        rx.buf.read(at, &mut chunk)?;
+        check(chunk == want, "the rendezvous data, read from the C side")?;
+    }
+    for id in 1..=3 {
+        let c = wait(&theirs, false, MS)?;
+        check(
+            c.wr_id == id && c.status == 0 && c.opcode == wc_op::SEND,
+            "the C side's SENDs",
+        )?;
+    }
+    let c = wait(&theirs, true, MS)?;
+    check(
+        c.wr_id == 9
+            && c.status == 0
+            && c.opcode == wc_op::RECV
+            && c.byte_len as usize == RNDV_HDRS_LEN,
+        "our FIN at the C side",
+    )?;
+    let mut fin = [0u8; RNDV_HDRS_LEN];
+    theirs.read(FIN, &mut fin)?;
+    check(
+        fin[..TMH_LEN] == tmh(TmhOp::Fin, ctx_of(3), 3)
+            && fin[TMH_LEN..] == rvh(ti.addr + DATA as u64, ti.rkey, RNDV as u32),
+        "the FIN: the request's headers, operation FIN",
+    )?;
+    check(
+        rx.qp.query()?.qp_state == rdma::spec::qp_state::QpState::Rts,
+        "our QP in RTS",
+    )?;
+    Ok(())
 }
 
 struct RxeInteropTest;

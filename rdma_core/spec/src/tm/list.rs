@@ -51,6 +51,8 @@
 //! taken again) is refused; the free slots are reused oldest first, so the
 //! 12-bit generation of a slot wraps only after 4096 reuses of each.
 
+use core::ops::DerefMut;
+
 /// The most entries a list holds: a handle's index has 20 bits.
 pub const MAX_TAGS: usize = 1 << INDEX_BITS;
 
@@ -123,6 +125,8 @@ pub struct SlotInfo {
     tail: u32,
     state: State,
     exact: bool,
+    /// Free since a message consumed it (not deleted), not listed again.
+    spent: bool,
 }
 
 impl Default for SlotInfo {
@@ -135,6 +139,7 @@ impl Default for SlotInfo {
             tail: NIL,
             state: State::Free,
             exact: false,
+            spent: false,
         }
     }
 }
@@ -193,9 +198,9 @@ pub struct TagList<SL, IL, BK> {
 
 impl<SL, IL, BK> TagList<SL, IL, BK>
 where
-    SL: AsRef<[Slot]> + AsMut<[Slot]>,
-    IL: AsRef<[SlotInfo]> + AsMut<[SlotInfo]>,
-    BK: AsRef<[u32]> + AsMut<[u32]>,
+    SL: DerefMut<Target = [Slot]>,
+    IL: DerefMut<Target = [SlotInfo]>,
+    BK: DerefMut<Target = [u32]>,
 {
     /// A list in `slots`, `infos` and `buckets` (their contents are
     /// overwritten), hashing with `seed`.
@@ -205,19 +210,19 @@ where
         mut buckets: BK,
         seed: u64,
     ) -> Result<Self, TmListError> {
-        let n = slots.as_ref().len();
-        let b = buckets.as_ref().len();
-        if n == 0 || n > MAX_TAGS || infos.as_ref().len() != n || !b.is_power_of_two() {
+        let n = (*slots).len();
+        let b = (*buckets).len();
+        if n == 0 || n > MAX_TAGS || (*infos).len() != n || !b.is_power_of_two() {
             return Err(TmListError::BadStorage);
         }
-        for (i, s) in slots.as_mut().iter_mut().enumerate() {
+        for (i, s) in (*slots).iter_mut().enumerate() {
             *s = Slot {
                 next: if i + 1 < n { i as u32 + 1 } else { NIL },
                 ..Slot::default()
             };
         }
-        infos.as_mut().fill(SlotInfo::default());
-        buckets.as_mut().fill(NIL);
+        (*infos).fill(SlotInfo::default());
+        (*buckets).fill(NIL);
         Ok(TagList {
             slots,
             infos,
@@ -240,7 +245,7 @@ where
 
     /// How many entries it can hold.
     pub fn capacity(&self) -> usize {
-        self.slots.as_ref().len()
+        (*self.slots).len()
     }
 
     /// Entries listed (they can match).
@@ -308,14 +313,14 @@ where
             let g = self.group(tag);
             if g == NIL {
                 let b = self.bucket(tag);
-                let first = self.buckets.as_ref()[b];
+                let first = (*self.buckets)[b];
                 if first != NIL {
                     self.info_mut(first).chain_prev = i;
                 }
                 let n = self.info_mut(i);
                 n.chain_next = first;
                 n.tail = i;
-                self.buckets.as_mut()[b] = i;
+                (*self.buckets)[b] = i;
             } else {
                 let t = self.info(g).tail;
                 self.s_mut(t).next = i;
@@ -343,6 +348,33 @@ where
     /// A message with tag `tag` arrives: the earliest matching entry that
     /// may match takes it, or it is unexpected.
     pub fn arrive(&mut self, tag: u64) -> Arrival {
+        match self.arrive_or(tag, || true) {
+            Some(a) => a,
+            None => Arrival::Unexpected,
+        }
+    }
+
+    /// [`TagList::arrive`] for a message that may not be deliverable if
+    /// it matches nothing: `deliverable` is asked then, and when it says
+    /// no (software has no buffer for an unexpected message, so the
+    /// message will come again), nothing changes and `None` is returned.
+    pub fn arrive_or(&mut self, tag: u64, deliverable: impl FnOnce() -> bool) -> Option<Arrival> {
+        let best = self.find(tag);
+        if best == NIL {
+            if !deliverable() {
+                return None;
+            }
+            self.hw_unexpected = self.hw_unexpected.wrapping_add(1);
+            return Some(Arrival::Unexpected);
+        }
+        self.unlink(best);
+        let n = self.info_mut(best);
+        n.state = State::Consumed;
+        Some(Arrival::Matched(Handle(n.gen << INDEX_BITS | best)))
+    }
+
+    /// The slot of the entry a message with tag `tag` takes, or `NIL`.
+    fn find(&self, tag: u64) -> u32 {
         let mut best = NIL;
         let mut best_seq = u64::MAX;
         let g = if self.exact_listed == 0 {
@@ -358,29 +390,31 @@ where
         // for a sync; with an exact candidate, only those posted before it
         // (without one, the walk reads nothing but the hot half).
         let exact = best != NIL;
-        let slots = self.slots.as_ref();
+        let slots = &*self.slots;
         let mut m = self.masked_head;
         while m != self.masked_waiting && (!exact || self.info(m).seq < best_seq) {
             let s = &slots[m as usize];
             if tag & s.mask == s.tag {
-                best = m;
-                break;
+                return m;
             }
             m = s.next;
         }
-        if best == NIL {
-            self.hw_unexpected = self.hw_unexpected.wrapping_add(1);
-            return Arrival::Unexpected;
-        }
-        self.unlink(best);
-        let n = self.info_mut(best);
-        n.state = State::Consumed;
-        Arrival::Matched(Handle(n.gen << INDEX_BITS | best))
+        best
     }
 
     /// Deletes a listed entry (`IBV_WR_TAG_DEL`).
     pub fn delete(&mut self, h: Handle) -> Result<(), TmListError> {
-        let i = self.resolve(h)?;
+        let i = match self.resolve(h) {
+            Ok(i) => i,
+            Err(e) => {
+                // Consumed and released, the slot not listed again since:
+                // still the delete that lost to a message.
+                let spent = (*self.infos).get(h.index()).is_some_and(|n| {
+                    n.spent && n.state == State::Free && n.gen == (h.gen() + 1) & GEN_MASK
+                });
+                return Err(if spent { TmListError::Consumed } else { e });
+            }
+        };
         match self.info(i).state {
             State::Free => Err(TmListError::Unknown),
             State::Consumed => Err(TmListError::Consumed),
@@ -401,6 +435,7 @@ where
             State::Listed => Err(TmListError::Listed),
             State::Consumed => {
                 self.free(i);
+                self.info_mut(i).spent = true;
                 Ok(())
             }
         }
@@ -415,7 +450,7 @@ where
 
     /// Calls `f` with the handle of every listed entry, in slot order.
     pub fn for_each_listed(&self, mut f: impl FnMut(Handle)) {
-        for (i, n) in self.infos.as_ref().iter().enumerate() {
+        for (i, n) in (*self.infos).iter().enumerate() {
             if n.state == State::Listed {
                 f(Handle(n.gen << INDEX_BITS | i as u32));
             }
@@ -423,24 +458,24 @@ where
     }
 
     fn s(&self, i: u32) -> &Slot {
-        &self.slots.as_ref()[i as usize]
+        &(*self.slots)[i as usize]
     }
 
     fn s_mut(&mut self, i: u32) -> &mut Slot {
-        &mut self.slots.as_mut()[i as usize]
+        &mut (*self.slots)[i as usize]
     }
 
     fn info(&self, i: u32) -> &SlotInfo {
-        &self.infos.as_ref()[i as usize]
+        &(*self.infos)[i as usize]
     }
 
     fn info_mut(&mut self, i: u32) -> &mut SlotInfo {
-        &mut self.infos.as_mut()[i as usize]
+        &mut (*self.infos)[i as usize]
     }
 
     fn resolve(&self, h: Handle) -> Result<u32, TmListError> {
         let i = h.index();
-        match self.infos.as_ref().get(i) {
+        match (*self.infos).get(i) {
             Some(n) if n.gen == h.gen() => Ok(i as u32),
             _ => Err(TmListError::Unknown),
         }
@@ -454,12 +489,12 @@ where
         x ^= x >> 33;
         x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
         x ^= x >> 33;
-        (x as usize) & (self.buckets.as_ref().len() - 1)
+        (x as usize) & ((*self.buckets).len() - 1)
     }
 
     /// The first entry of exact tag `tag`'s FIFO, or NIL.
     fn group(&self, tag: u64) -> u32 {
-        let mut g = self.buckets.as_ref()[self.bucket(tag)];
+        let mut g = (*self.buckets)[self.bucket(tag)];
         while g != NIL && self.s(g).tag != tag {
             g = self.info(g).chain_next;
         }
@@ -513,7 +548,7 @@ where
             }
             if n.chain_prev == NIL {
                 let b = self.bucket(s.tag);
-                self.buckets.as_mut()[b] = after;
+                (*self.buckets)[b] = after;
             } else {
                 self.info_mut(n.chain_prev).chain_next = after;
             }
@@ -598,6 +633,20 @@ mod tests {
     }
 
     #[test]
+    fn an_undeliverable_unexpected_message_changes_nothing() {
+        let mut l = list(4, 4);
+        let a = l.add(7, u64::MAX).unwrap();
+        // Matched: the fallback is not asked.
+        assert_eq!(l.arrive_or(7, || unreachable!()), Some(Arrival::Matched(a)));
+        assert_eq!(l.arrive_or(8, || false), None);
+        assert_eq!((l.unexpected_count(), l.sync_required()), (0, false));
+        let b = l.add(8, u64::MAX).unwrap();
+        assert_eq!(l.arrive_or(8, || false), Some(Arrival::Matched(b)));
+        assert_eq!(l.arrive_or(9, || true), Some(Arrival::Unexpected));
+        assert_eq!(l.unexpected_count(), 1);
+    }
+
+    #[test]
     fn a_tag_outside_its_mask_never_matches() {
         let mut l = list(2, 1);
         l.add(0x101, 0xff).unwrap();
@@ -618,7 +667,9 @@ mod tests {
         assert_eq!(l.release(b), Err(TmListError::Listed));
         assert_eq!(l.release(a), Ok(()));
         assert_eq!(l.release(a), Err(TmListError::Unknown));
-        assert_eq!(l.delete(a), Err(TmListError::Unknown));
+        // Released, its slot not listed again: a delete still lost to the
+        // message.
+        assert_eq!(l.delete(a), Err(TmListError::Consumed));
         let c = l.add(3, u64::MAX).unwrap();
         assert_eq!(c.index(), a.index());
         assert_ne!(c, a);
@@ -677,6 +728,8 @@ mod tests {
     struct Model {
         listed: Vec<(Handle, u64, u64, u64)>,
         consumed: Vec<Handle>,
+        /// Released, their slots not listed again.
+        spent: Vec<Handle>,
         gone: Vec<Handle>,
         seq: u64,
         valid_upto: u64,
@@ -721,6 +774,7 @@ mod tests {
                         assert_eq!(got, Err(TmListError::Full), "step {step}");
                     } else {
                         let h = got.unwrap();
+                        m.spent.retain(|s| s.index() != h.index());
                         m.seq += 1;
                         if m.hw == m.sw {
                             m.valid_upto = m.seq;
@@ -743,6 +797,9 @@ mod tests {
                     } else if pick == 1 && !m.consumed.is_empty() {
                         let h = m.consumed[rng.below(m.consumed.len() as u64) as usize];
                         assert_eq!(l.delete(h), Err(TmListError::Consumed), "step {step}");
+                    } else if pick == 2 && !m.spent.is_empty() {
+                        let h = m.spent[rng.below(m.spent.len() as u64) as usize];
+                        assert_eq!(l.delete(h), Err(TmListError::Consumed), "step {step}");
                     } else if let Some(&h) = m.gone.last() {
                         assert_eq!(l.delete(h), Err(TmListError::Unknown), "step {step}");
                     }
@@ -752,7 +809,7 @@ mod tests {
                         let k = rng.below(m.consumed.len() as u64) as usize;
                         let h = m.consumed.swap_remove(k);
                         assert_eq!(l.release(h), Ok(()), "step {step}");
-                        m.gone.push(h);
+                        m.spent.push(h);
                     }
                 }
                 _ => {
@@ -771,6 +828,9 @@ mod tests {
             }
             if m.gone.len() > 64 {
                 m.gone.drain(..32);
+            }
+            if m.spent.len() > 64 {
+                m.spent.drain(..32);
             }
             assert_eq!(l.listed(), m.listed.len(), "step {step}");
             assert_eq!(l.taken(), m.listed.len() + m.consumed.len(), "step {step}");
