@@ -180,9 +180,9 @@ impl SrqCore {
         let mut guard = self.state.lock();
         let st: &mut SrqState = &mut guard;
         let max_sge = st.max_sge;
-        match st.tm.as_mut() {
-            Some(t) => t.post(ops, max_sge),
-            None => Err((0, EINVAL)),
+        match (st.tm.as_mut(), &self.tm_cq) {
+            (Some(t), Some(cq)) => t.post(ops, max_sge, cq),
+            _ => Err((0, EINVAL)),
         }
     }
 
@@ -439,7 +439,7 @@ impl Handle<SrqCore> {
         }
         let seed =
             u64::from(crate::kshim::random::u32()) << 32 | u64::from(crate::kshim::random::u32());
-        let list = tm::TmList::new(cap, cq.clone(), seed)?;
+        let list = tm::TmList::new(cap, seed)?;
         Srq::create_inner(pd, attr, false, Some((list, cq)))
     }
 

@@ -154,12 +154,11 @@ pub(crate) struct TmList {
     /// The tagged buffers, at their handles' indexes.
     bufs: KVVec<RecvWqe>,
     max_ops: u32,
-    cq: Arc<CqCore>,
 }
 
 impl TmList {
-    /// A list for `cap`, completing on `cq`. May sleep.
-    pub(crate) fn new(cap: &TmCap, cq: Arc<CqCore>, seed: u64) -> Result<Self> {
+    /// A list for `cap`. May sleep.
+    pub(crate) fn new(cap: &TmCap, seed: u64) -> Result<Self> {
         let n = cap.max_num_tags as usize;
         let slots = KVVec::from_elem(Slot::default(), n, GFP_KERNEL)?;
         let infos = KVVec::from_elem(SlotInfo::default(), n, GFP_KERNEL)?;
@@ -173,7 +172,6 @@ impl TmList {
             list,
             bufs,
             max_ops: cap.max_ops,
-            cq,
         })
     }
 
@@ -213,6 +211,7 @@ impl TmList {
         &mut self,
         ops: &mut [OpsWr<'_>],
         max_sge: u32,
+        cq: &Arc<CqCore>,
     ) -> core::result::Result<(), (usize, Error)> {
         for (i, op) in ops.iter_mut().enumerate() {
             if i >= self.max_ops as usize {
@@ -254,7 +253,7 @@ impl TmList {
                 };
                 // A full CQ has raised its error event; the operation
                 // itself was carried out.
-                let _ = self.cq.push_from_core(wc);
+                let _ = cq.push_from_core(wc);
             }
         }
         Ok(())

@@ -130,66 +130,7 @@ impl Rx {
     pub(crate) fn connect(&self, o: &Opts, peer: &Remote) -> Result {
         modify_to(&self.qp, o, peer, QpState::Rts)
     }
-}
 
-/// A sender on `tx` and a receiver on `rx` (the same device: loopback),
-/// with `o`'s options; the TM SRQ has `cap` and `srq_wr` ordinary
-/// receives.
-pub(crate) fn tm_pair(
-    tx: Port<'_>,
-    rx: Port<'_>,
-    o: &Opts,
-    cap: TmCap,
-    srq_wr: u32,
-) -> Result<TmPair> {
-    let o = Opts { buf_len: BUF, ..*o };
-    let rxe = Rx::new(rx, &o, cap, srq_wr)?;
-    let txe = End::new(tx, &o)?;
-    let to_rx = Remote {
-        qpn: rxe.qp.qpn(),
-        psn: o.psn,
-        av: txe.av(rxe.gid)?,
-    };
-    let to_tx = Remote {
-        qpn: txe.qp.qpn(),
-        psn: o.psn,
-        av: rxe.av(txe.gid)?,
-    };
-    rxe.connect(&o, &to_tx)?;
-    modify_to(&txe.qp, &o, &to_rx, QpState::Rts)?;
-    Ok(TmPair {
-        rx: rxe,
-        tx: txe,
-        unexpected: 0,
-    })
-}
-
-/// The 16 bytes of a TMH.
-pub(crate) fn tmh(op: TmhOp, app_ctx: u32, tag: u64) -> [u8; TMH_LEN] {
-    let mut b = [0u8; TMH_LEN];
-    let _ = Tmh {
-        op: op as u8,
-        app_ctx,
-        tag,
-    }
-    .write(&mut b);
-    b
-}
-
-/// The 16 bytes of an RVH.
-pub(crate) fn rvh(va: u64, rkey: u32, len: u32) -> [u8; RVH_LEN] {
-    let mut b = [0u8; RVH_LEN];
-    let _ = Rvh { va, rkey, len }.write(&mut b);
-    b
-}
-
-/// The app_ctx the tests send with tag `tag`.
-pub(crate) fn ctx_of(tag: u64) -> u32 {
-    (tag as u32) ^ 0x5a5a_0000
-}
-
-/// What the receiver does alone.
-impl Rx {
     /// A completion of the receiver's CQ.
     pub(crate) fn wc(&self) -> Result<Wc> {
         rdma::kshim::vec::pop(&mut poll(self.cq.core(), 1)?).ok_or(EINVAL)
@@ -304,6 +245,62 @@ impl Rx {
         }
         Ok(())
     }
+}
+
+/// A sender on `tx` and a receiver on `rx` (the same device: loopback),
+/// with `o`'s options; the TM SRQ has `cap` and `srq_wr` ordinary
+/// receives.
+pub(crate) fn tm_pair(
+    tx: Port<'_>,
+    rx: Port<'_>,
+    o: &Opts,
+    cap: TmCap,
+    srq_wr: u32,
+) -> Result<TmPair> {
+    let o = Opts { buf_len: BUF, ..*o };
+    let rxe = Rx::new(rx, &o, cap, srq_wr)?;
+    let txe = End::new(tx, &o)?;
+    let to_rx = Remote {
+        qpn: rxe.qp.qpn(),
+        psn: o.psn,
+        av: txe.av(rxe.gid)?,
+    };
+    let to_tx = Remote {
+        qpn: txe.qp.qpn(),
+        psn: o.psn,
+        av: rxe.av(txe.gid)?,
+    };
+    rxe.connect(&o, &to_tx)?;
+    modify_to(&txe.qp, &o, &to_rx, QpState::Rts)?;
+    Ok(TmPair {
+        rx: rxe,
+        tx: txe,
+        unexpected: 0,
+    })
+}
+
+/// The 16 bytes of a TMH.
+pub(crate) fn tmh(op: TmhOp, app_ctx: u32, tag: u64) -> [u8; TMH_LEN] {
+    let mut b = [0u8; TMH_LEN];
+    let _ = Tmh {
+        op: op as u8,
+        app_ctx,
+        tag,
+    }
+    .write(&mut b);
+    b
+}
+
+/// The 16 bytes of an RVH.
+pub(crate) fn rvh(va: u64, rkey: u32, len: u32) -> [u8; RVH_LEN] {
+    let mut b = [0u8; RVH_LEN];
+    let _ = Rvh { va, rkey, len }.write(&mut b);
+    b
+}
+
+/// The app_ctx the tests send with tag `tag`.
+pub(crate) fn ctx_of(tag: u64) -> u32 {
+    (tag as u32) ^ 0x5a5a_0000
 }
 
 /// A pair is its receiver (its methods), plus a sender.
