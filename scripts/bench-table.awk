@@ -7,7 +7,9 @@
 #   tagged|plain PATH TEST SIZE ITERATIONS NANOSECONDS (rdma_rxe_tm_bench:
 #   tagged messages over our rxe, and plain SENDs of the same sizes; their
 #   rows compare the two, "tagged/plain" as "ours/C" is read)
-# A workload that ran several times counts by its median. MB is 10^6
+#   ... SIZE failed ERRNO                          (a run that failed)
+# A workload that ran several times counts by its median. A row with a
+# failed run shows no figures, only how many runs of each stack failed. MB is 10^6
 # bytes. "ours/C" is how many times faster ours is: bandwidth and rate
 # divided, latency inverted, so above 1 means ours is ahead.
 #
@@ -34,8 +36,10 @@ $1 == "tagged" || $1 == "plain" {
 $1 == "ours" || $1 == "theirs" {
 	key = $2 " " $3 " " $4
 	if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-	# Every run of the workload; the table takes the median.
 	rk = $1 " " key
+	tries[rk]++
+	if ($5 == "failed") { failed[rk]++; next }
+	# Every run of the workload; the table takes the median.
 	runs[rk] = runs[rk] " " $6; it[rk] = $5
 	next
 }
@@ -70,10 +74,15 @@ END {
 		if (k[1] ~ /^rtrs-/) continue
 		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
 		no = it["ours " order[i]]; nt = it["theirs " order[i]]
-		if (o == "" || t == "") continue
 		if (!hdr) {
 			printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "test", "size", "ours", "C rxe", "ours/C", "min", "max"
 			hdr = 1
+		}
+		fo = failed["ours " order[i]] + 0; ft = failed["theirs " order[i]] + 0
+		if (fo || ft || o == "" || t == "") {
+			printf "%-9s %-9s %8s   FAILED: ours %d of %d runs, C %d of %d\n", k[1], (k[2] == "send_lat" ? "lat" : k[2]), k[3], fo, tries["ours " order[i]], ft, tries["theirs " order[i]]
+			failures++
+			continue
 		}
 		spread(order[i])
 		if (k[2] == "send_lat") {
@@ -125,4 +134,6 @@ END {
 		bo = mbs(k[3], no, o); bt = mbs(k[3], nt, t)
 		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 	}
+	if (failures)
+		printf "\n%d row(s) FAILED: .build/bench/guest.log has the errors of their runs\n", failures
 }

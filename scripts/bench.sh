@@ -31,12 +31,18 @@ if [ "$part" = tm ]; then
 fi
 "$top/scripts/kernel.sh"
 
+# One benchmark at a time on this machine (two work trees share the copy
+# and the guest's directory), each built from a fresh copy of the sources:
+# what an earlier, perhaps interrupted, build left there is not reused.
 src=$RDMA_RS_CACHE/bench-src
+exec 9> "$RDMA_RS_CACHE/bench.lock"
+flock -n 9 || { echo "bench: waiting for another make bench on this machine"; flock 9; }
+rm -rf "$src"
 mkdir -p "$src"
 # The tracked and the new files of the work tree (not its build products).
 (cd "$top" && git ls-files -z --cached --others --exclude-standard |
 	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-	cpio -0 -pdmu --quiet "$src")
+	cpio -0 -pdm --quiet "$src")
 echo "bench: building the modules against $KDIR"
 make -s -C "$KDIR" M="$src" "${KMAKE_VARS[@]}" modules
 out=$top/.build/bench
@@ -49,18 +55,22 @@ RDMA_RS_TOP=$src "$src/scripts/initramfs.sh" "$out/initramfs.cpio"
 RDMA_RS_APPEND="tsc=reliable rdma_rs.bench=$part " RDMA_RS_INITRD=$out/initramfs.cpio "$top/scripts/vm.sh" --name bench --mode bench --timeout 3600 |
 	tee "$out/guest.log" | grep -E "^(ok|not ok|#) |vm.sh:" || true
 results=$top/.build/vm/bench/ktap0.log
+[ -s "$results" ] || { echo "bench: the guest printed no results (see $out/guest.log)" >&2; exit 1; }
+# A part that did not run to the end is reported after the table, which
+# keeps every row that ran (a failed run is a FAILED row), and fails the
+# command.
+missing=()
 if [ "$part" = all ] || [ "$part" = rxe ]; then
-	grep -q "^ok .* rdma_rxe_bench" "$results" || { echo "bench: the rxe benchmark did not run to the end" >&2; exit 1; }
-	grep -q "^ok .* rdma_rxe_tm_bench" "$results" || { echo "bench: the tag-matching benchmark did not run to the end" >&2; exit 1; }
+	grep -q "^ok .* rdma_rxe_bench" "$results" || missing+=("the rxe benchmark did not run to the end")
+	grep -q "^ok .* rdma_rxe_tm_bench" "$results" || missing+=("the tag-matching benchmark did not run to the end")
 fi
 if [ "$part" != rtrs ]; then
 	if ! grep -q "^ok .* perftest_ours" "$results" || ! grep -q "^ok .* perftest_theirs" "$results"; then
-		echo "bench: perftest did not run on both stacks" >&2
-		exit 1
+		missing+=("perftest did not run on both stacks")
 	fi
 fi
 if [ "$part" = all ] || [ "$part" = rtrs ]; then
-	grep -q "^ok [0-9]* rtrs" "$results" || { echo "bench: the RTRS benchmark did not run to the end" >&2; exit 1; }
+	grep -q "^ok [0-9]* rtrs" "$results" || missing+=("the RTRS benchmark did not run to the end")
 fi
 
 # The table: one row per workload, ours and theirs side by side.
@@ -81,3 +91,7 @@ sed -n 's/^# profile: //p' "$results" > "$out/profile.txt"
 sed -n 's/^# rtrs profile: //p' "$results" > "$out/rtrs-profile.txt"
 sed -n 's/^# rtrs C profile: //p' "$results" > "$out/rtrs-c-profile.txt"
 echo "bench: table in $out/table.txt, profiles in $out/profile.txt (rxe), rtrs-profile.txt and rtrs-c-profile.txt (RTRS, ours and the kernel's)"
+if [ ${#missing[@]} -gt 0 ]; then
+	for m in "${missing[@]}"; do echo "bench: $m (see $out/guest.log)" >&2; done
+	exit 1
+fi

@@ -90,8 +90,12 @@ perftest_once() { # ours|theirs tool size iterations
 # difference is 2N iterations without the set-up. Printed as a workload of
 # the "perftest" path: write, read, send (bandwidth), send_lat.
 perftest() { # ours|theirs tool size N
-	a=$(perftest_once "$1" "$2" "$3" "$4") && b=$(perftest_once "$1" "$2" "$3" $((3 * $4))) || return 1
 	t=${2#ib_}
+	if ! a=$(perftest_once "$1" "$2" "$3" "$4") || ! b=$(perftest_once "$1" "$2" "$3" $((3 * $4))); then
+		# The table shows the row as failed (scripts/bench-table.awk).
+		echo "# bench: $1 perftest ${t%_bw} $3 failed 1"
+		return 1
+	fi
 	echo "# bench: $1 perftest ${t%_bw} $3 $((2 * $4)) $((b - a))"
 }
 perftest_all() { # ours|theirs
