@@ -64,6 +64,9 @@ counters! {
     TxPackets => "tx_packets",
     /// Packets to a device of ours, delivered without the network stack.
     LoopbackPackets => "loopback_packets",
+    /// Of those, RC and UC packets handed over without a frame: no fault
+    /// was armed on either device (`net/xmit.rs`).
+    LoopbackDirect => "loopback_direct",
     /// Packets a QP took.
     RxPackets => "rx_packets",
     /// Packets for this device dropped, for any of the reasons below.

@@ -151,6 +151,12 @@ impl FaultInjector {
         self.decide(c, Dir::Rx, psn, frame)
     }
 
+    /// Whether a fault is armed: packets must then go as frames, which is
+    /// what faults act on.
+    pub(crate) fn armed(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
     /// The packet held back in direction `dir`, now that another one went.
     pub(crate) fn release(&self, dir: Dir) -> Option<KVec<u8>> {
         if !self.active.load(Ordering::Acquire) {

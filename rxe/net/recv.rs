@@ -124,13 +124,19 @@ fn take_multicast(
     }
 }
 
-fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
+/// The device a packet is for, if its partition is ours.
+fn accept(rd: &RxeDev, pkt: &Packet<'_>) -> Result<ProviderDevice, Counter> {
     let dev = rd.device().ok_or(Counter::RxDropNoQp)?;
     // One partition, the default one, as in the C rxe (whose P_Key table
     // has that one entry): a packet of another is not for this port.
     if !pkey_matches(pkt.headers.bth.pkey, DEFAULT_PKEY) {
         return Err(Counter::RxDropPkey);
     }
+    Ok(dev)
+}
+
+fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
+    let dev = accept(rd, pkt)?;
     if pkt.dest_qpn() == MULTICAST_QPN {
         return take_multicast(rd, &dev, pkt, frame);
     }
@@ -142,11 +148,32 @@ fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
             rd.counters.inc(Counter::RdmaRecvs);
             Ok(())
         }
-        Transport::Rc | Transport::Uc => {
-            let mut taken = false;
-            qp.provider::<RcQp>(|rc| taken = rc.receive(&qp, pkt));
-            taken.then_some(()).ok_or(Counter::RxDropQp)
-        }
+        Transport::Rc | Transport::Uc => take_rc(&qp, pkt),
         Transport::Rd => Err(Counter::RxDropQp),
+    }
+}
+
+fn take_rc(qp: &ProviderQp, pkt: &Packet<'_>) -> Result<(), Counter> {
+    let mut taken = false;
+    qp.provider::<RcQp>(|rc| taken = rc.receive(qp, pkt));
+    taken.then_some(()).ok_or(Counter::RxDropQp)
+}
+
+/// Delivers an RC or UC packet of a device of ours that came without a
+/// frame (`xmit.rs`: the loopback path with no fault armed), as
+/// `receive_on` delivers its frame.
+pub(crate) fn receive_direct(rd: &RxeDev, pkt: &Packet<'_>) {
+    let taken = accept(rd, pkt).and_then(|dev| {
+        let qp = ProviderQp::by_qpn(&dev, pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
+        rd.counters.inc(Counter::RcvdPkts);
+        match pkt.opcode.transport() {
+            Transport::Rc | Transport::Uc => take_rc(&qp, pkt),
+            // The sender sends only these this way.
+            Transport::Ud | Transport::Rd => Err(Counter::RxDropQp),
+        }
+    });
+    match taken {
+        Ok(()) => rd.counters.inc(Counter::RxPackets),
+        Err(reason) => rd.counters.drop_rx(reason),
     }
 }

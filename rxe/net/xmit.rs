@@ -3,17 +3,31 @@
 //! Sending a packet: the room it takes, the UDP source port of a QP, and
 //! the way out: a packet for an address of one of our devices in
 //! the same namespace goes straight to that device's receive path (the
-//! loopback fast path); anything else goes to the IP stack of the netdev's
+//! loopback path); anything else goes to the IP stack of the netdev's
 //! namespace. Both transports (`ud.rs`, `rc.rs`) send through here.
+//!
+//! On the loopback path an RC or UC packet is not even made into a frame
+//! when no fault is armed on either device: the receiver gets the packet
+//! `parse` would have made of it (`packet::assemble`, proven equal on the
+//! host by `rxe/wire/tests/assemble.rs`), its payload where the sender
+//! gathered it, and no ICRC is computed or checked, as no wire could have
+//! changed a byte. Counters, ordering and what the QPs see are those of the
+//! frame; `loopback_direct` counts these packets. UD and multicast keep
+//! the frame (a UD receive holds the IP header), and so does everything
+//! while a fault is armed, for faults act on frames.
+
+use kernel::sync::Arc;
 
 use rdma::provider::udp::RouteCache;
 
 use crate::counters::Counter;
 use crate::device::RxeDev;
+use crate::mcast::MULTICAST_QPN;
 use crate::net::fault::Verdict;
 use crate::net::frame::{crc, dst_gid, MAX_PAYLOAD};
 use crate::wire::fault::Dir;
-use crate::wire::packet::{self, Headers, IpHeader};
+use crate::wire::opcode::{Opcode, Transport};
+use crate::wire::packet::{self, AssembleError, Headers, IpHeader};
 
 /// Room for the largest packet: IPv6 + UDP + BTH + the largest extension
 /// headers + payload + pad + ICRC, rounded up.
@@ -48,6 +62,9 @@ pub(crate) fn send(
     payload: &[u8],
     out: &mut [u8],
 ) -> Result<(), SendError> {
+    if let Some(target) = direct_peer(rd, headers) {
+        return send_direct(rd, &target, headers, payload);
+    }
     let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
     let frame = &out[..n];
     let verdict = rd.faults.tx(&rd.counters, headers.bth.psn, frame);
@@ -67,6 +84,47 @@ pub(crate) fn send(
         }
     }
     sent
+}
+
+/// The device of ours a packet with `headers` goes to without a frame:
+/// an RC or UC packet to one QP of a device in the sender's namespace that
+/// owns its destination address, neither device with a fault armed.
+fn direct_peer(rd: &RxeDev, headers: &Headers) -> Option<Arc<RxeDev>> {
+    if rd.faults.armed() || headers.bth.dest_qpn == MULTICAST_QPN {
+        return None;
+    }
+    let op = Opcode::from_u8(headers.bth.opcode)?;
+    if !matches!(op.transport(), Transport::Rc | Transport::Uc) {
+        return None;
+    }
+    let target = rd
+        .rxe()
+        .device_for(rd.netdev.net_id(), &dst_gid(&headers.ip))?;
+    (!target.faults.armed()).then_some(target)
+}
+
+/// Hands the packet of `headers` and `payload` to `target` without a frame
+/// (the module doc), with the outcomes of the frame path: a packet `build`
+/// refuses is the sender's error, one `parse` would refuse is counted as
+/// malformed by the receiver.
+fn send_direct(
+    rd: &RxeDev,
+    target: &RxeDev,
+    headers: &Headers,
+    payload: &[u8],
+) -> Result<(), SendError> {
+    let pkt = packet::assemble(headers, payload, MAX_PAYLOAD);
+    if let Err(AssembleError::Build(_)) = pkt {
+        return Err(SendError::Build);
+    }
+    rd.counters.inc(Counter::LoopbackPackets);
+    rd.counters.inc(Counter::LoopbackDirect);
+    rd.counters.inc(Counter::SentPkts);
+    match pkt {
+        Ok(pkt) => crate::net::recv::receive_direct(target, &pkt),
+        Err(_) => target.counters.drop_rx(Counter::RxDropMalformed),
+    }
+    Ok(())
 }
 
 /// Sends a packet fault injection held back.

@@ -9,6 +9,37 @@ setup() {
 	rxe_pair rca ra rcb rb 10.78.1 fd00:79
 }
 
+# The loopback cases' packets went without frames (rxe/net/xmit.rs): all
+# of them, as no fault is armed.
+loopback_direct() {
+	if ! { [ "$(rxe_counter rxa loopback_direct)" -ge 1000 ] &&
+		[ "$(rxe_counter rxa loopback_direct)" = "$(rxe_counter rxa loopback_packets)" ] &&
+		[ "$(rxe_counter rxb loopback_direct)" = "$(rxe_counter rxb loopback_packets)" ]; }; then
+		rxe_counters_show rxa rxb
+		return 1
+	fi
+}
+
+# The cases once more with a fault armed on both devices, one that never
+# fires (the 4-billionth packet sent from now): armed, it keeps every
+# packet in a frame, the loopback ones too, as faults act on frames.
+armed_again() {
+	d0=$(rxe_counter rxa loopback_direct) l0=$(rxe_counter rxa loopback_packets)
+	for d in rxa rxb; do echo "hit=tx_drop@nth=4000000000" > "$rxe_cfs/$d/fault" || return 1; done
+	dmesg -c > /dev/null
+	modprobe rdma_rxe_rc_test
+	rc=$?
+	rmmod rdma_rxe_rc_test 2>/dev/null
+	dmesg | sed -n 's/^.*: ktap: \(not ok.*\)/# \1/p'
+	if ! { [ "$rc" = 0 ] && grep -qx "hits_pending 1" "$rxe_cfs/rxa/fault" &&
+		grep -qx "hits_pending 1" "$rxe_cfs/rxb/fault" &&
+		[ "$(rxe_counter rxa loopback_direct)" = "$d0" ] &&
+		[ "$(rxe_counter rxa loopback_packets)" -ge $((l0 + 1000)) ]; }; then
+		rxe_counters_show rxa rxb
+		return 1
+	fi
+}
+
 # The RNR and timeout cases made the counters move (and uc_too_long's two
 # messages longer than their receive, length_err); packets crossed the
 # wire both ways and the loopback cases stayed off it.
@@ -41,7 +72,7 @@ hw_counters() {
 }
 
 teardown() {
-	rxe_pair_teardown rca rcb
+	echo off > "$rxe_cfs/rxa/fault" && echo off > "$rxe_cfs/rxb/fault" && rxe_pair_teardown rca rcb
 }
 
 ktap_plan
@@ -50,6 +81,8 @@ ktap_module rdma_rxe_rc_test
 rmmod rdma_rxe_rc_test 2>/dev/null
 ktap_check "counters_moved" counters_moved
 ktap_check "hw_counters" hw_counters
+ktap_check "loopback_direct" loopback_direct
+ktap_check "loopback_frames_when_armed" armed_again
 rxe_counters_show rxa rxb | sed 's/^/# /'
 ktap_check "teardown" teardown
 ktap_finish

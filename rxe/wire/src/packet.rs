@@ -581,6 +581,90 @@ pub fn build<C: Crc32 + ?Sized>(
     Ok(len)
 }
 
+/// Why [`assemble`] made no packet: the frame [`build`] would make of the
+/// same headers and payload would have been refused by it, or by
+/// [`parse`] on the receiving side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssembleError {
+    /// `build` refuses the headers and payload.
+    Build(BuildError),
+    /// `parse` refuses the frame `build` makes of them.
+    Parse(ParseError),
+}
+
+/// The packet [`parse`] returns for the frame [`build`] makes of `headers`
+/// and `payload`, without making that frame: for a sender and a receiver
+/// in one kernel that need no wire between them (rxe's loopback when no
+/// fault is armed). Its headers go through the same byte codecs, so they
+/// come out as the receiver would decode them; the payload is not moved
+/// and no ICRC is computed (`icrc` is 0, the one field that differs).
+///
+/// On a frame whose ICRC is right, `parse` can refuse what `build` made
+/// only for a transport header version other than 0 or a payload above
+/// `max_payload`, in that order; so does this.
+pub fn assemble<'a>(
+    headers: &Headers,
+    payload: &'a [u8],
+    max_payload: usize,
+) -> Result<Packet<'a>, AssembleError> {
+    use AssembleError::{Build, Parse};
+    let len = packet_len(headers, payload.len()).map_err(Build)?;
+    let opcode = Opcode::from_u8(headers.bth.opcode)
+        .ok_or(Build(BuildError::UnknownOpcode(headers.bth.opcode)))?;
+    let info = opcode.info();
+    let found = headers.ext.set();
+    if found != info.headers {
+        return Err(Build(BuildError::HeaderMismatch {
+            expected: info.headers,
+            found,
+        }));
+    }
+    let ip_len = headers.ip.header_len();
+    let udp_len = len
+        .checked_sub(ip_len)
+        .and_then(|n| u16::try_from(n).ok())
+        .ok_or(Build(BuildError::TooLong))?;
+    // The headers through their codecs, as the two ends see them.
+    let small = |_: Truncated| Build(BuildError::BufferTooSmall { needed: len });
+    let mut ip_bytes = [0u8; IPV6_HEADER_LEN];
+    write_ip(&headers.ip, udp_len, &mut ip_bytes).map_err(small)?;
+    let ip = match headers.ip {
+        IpHeader::V4(_) => parse_ipv4(&ip_bytes),
+        IpHeader::V6(_) => parse_ipv6(&ip_bytes),
+    }
+    .map_err(Parse)?;
+    let mut bth = headers.bth;
+    bth.pad = pad_for(payload.len());
+    let mut bth_bytes = [0u8; BTH_LEN];
+    bth.write(&mut bth_bytes).map_err(small)?;
+    let bth = Bth::parse(&bth_bytes).map_err(|_| Parse(ParseError::TooShort))?;
+    if bth.tver != BTH_TVER {
+        return Err(Parse(ParseError::BadTver(bth.tver)));
+    }
+    let mut ext_bytes = [0u8; super::opcode::MAX_HEADER_LEN];
+    let n = headers.ext.write(&mut ext_bytes).map_err(small)?;
+    let ext = ExtHeaders::parse(info.headers, ext_bytes.get(..n).unwrap_or(&[]))
+        .map_err(|_| Parse(ParseError::TooShort))?;
+    if payload.len() > max_payload {
+        return Err(Parse(ParseError::PayloadTooLarge {
+            len: payload.len(),
+            max: max_payload,
+        }));
+    }
+    Ok(Packet {
+        headers: Headers {
+            ip: ip.ip,
+            udp: headers.udp,
+            bth,
+            ext,
+        },
+        opcode,
+        payload,
+        icrc: 0,
+        len: ip.datagram_len,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
