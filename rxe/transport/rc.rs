@@ -38,6 +38,14 @@ use crate::wire::opcode::{Class, Opcode, Transport};
 use crate::wire::packet::{Headers, IpHeader, Packet, Udp};
 use crate::wire::psn::PSN_MASK;
 
+/// Packets the QP's work sends per run (READ responses and requests
+/// together) before it lets other work run.
+const RUN_BUDGET: u32 = 256;
+
+/// Packets of one side (READ responses, or requests) in one turn of the
+/// QP's work.
+const SLICE: u32 = 16;
+
 /// What the QP's attributes say about the connection, kept up to date by
 /// `modify` so the packet paths need not query the core.
 #[derive(Clone, Copy)]
@@ -302,10 +310,22 @@ impl QpOps for RcQp {
         Ok(())
     }
 
+    /// The QP's work: READ responses and requests in turns of [`SLICE`]
+    /// packets each, so that neither waits behind a long run of the other
+    /// (a READ whose responses waited behind a run of requests timed out
+    /// at its requester, again and again, under load); after
+    /// [`RUN_BUDGET`] packets the work is queued again, to let other work
+    /// run first.
     fn run(&self, qp: &ProviderQp) {
         let mut work = self.work.lock();
-        self.send_read_responses(qp, &mut work);
-        self.requester_run(qp, &mut work);
+        for _ in 0..RUN_BUDGET / SLICE {
+            let responses = self.send_read_responses(qp, &mut work, SLICE);
+            let requests = self.requester_run(qp, &mut work, SLICE);
+            if !responses && !requests {
+                return;
+            }
+        }
+        qp.schedule();
     }
 
     fn destroy(&self, _qp: &QpCore) {

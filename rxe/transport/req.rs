@@ -46,9 +46,6 @@ pub(crate) const WINDOW: u32 = 128;
 /// An ACK is asked for at least every this many packets.
 const ACK_EVERY: u32 = 32;
 
-/// Packets the work sends per run before letting others run.
-const BUDGET: u32 = 128;
-
 /// What a WQE taken by the requester is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -334,21 +331,22 @@ impl RcQp {
         self.req.lock().active = false;
     }
 
-    /// Sends what there is to send (the QP's work).
-    pub(crate) fn requester_run(&self, qp: &ProviderQp, w: &mut WorkBuf) {
-        for _ in 0..BUDGET {
+    /// Sends what there is to send, at most `budget` packets (the QP's
+    /// work, `rc.rs`): whether more may be left.
+    pub(crate) fn requester_run(&self, qp: &ProviderQp, w: &mut WorkBuf, budget: u32) -> bool {
+        for _ in 0..budget {
             let conn = self.conn();
             let next = {
                 let mut st = self.req.lock();
                 if !st.active || !matches!(qp.state(), QpState::Rts | QpState::Sqd) {
-                    return;
+                    return false;
                 }
                 if !self.check_timers(&mut st, qp, &conn) {
-                    return;
+                    return false;
                 }
                 match self.next_step(&mut st, qp, &conn, w) {
                     Some(n) => n,
-                    None => return,
+                    None => return false,
                 }
             };
             match next {
@@ -409,8 +407,7 @@ impl RcQp {
                 }
             }
         }
-        // More to do: let other work run first.
-        qp.schedule();
+        true
     }
 
     /// Handles an expired RNR wait or ACK timeout. False when sending must

@@ -56,9 +56,6 @@ const REPLAYS: usize = MAX_READS;
 /// The largest DMA length a RETH may carry (IBTA C9-94).
 const MAX_DMA_LEN: u32 = 1 << 31;
 
-/// READ response packets the work sends per run.
-const BUDGET: u32 = 128;
-
 /// The credit field of an ACK: rxe advertises no credits.
 const NO_CREDITS: u8 = Syndrome::CREDITS_INVALID;
 
@@ -1177,17 +1174,23 @@ impl RcQp {
         }
     }
 
-    /// Sends the queued READ and FLUSH responses (the QP's work).
-    pub(crate) fn send_read_responses(&self, qp: &ProviderQp, w: &mut WorkBuf) {
-        for _ in 0..BUDGET {
+    /// Sends the queued READ and FLUSH responses, at most `budget`
+    /// packets (the QP's work, `rc.rs`): whether more may be left.
+    pub(crate) fn send_read_responses(
+        &self,
+        qp: &ProviderQp,
+        w: &mut WorkBuf,
+        budget: u32,
+    ) -> bool {
+        for _ in 0..budget {
             let conn = self.conn();
             let (job, msn) = {
                 let mut st = self.resp.lock();
                 if !st.active {
-                    return;
+                    return false;
                 }
                 let Some(j) = st.front_read() else {
-                    return;
+                    return false;
                 };
                 if j.reply.is_none() && j.sent + 1 >= segment::packet_count(j.len, conn.mtu) {
                     st.release_front();
@@ -1225,7 +1228,7 @@ impl RcQp {
                 self.answer(qp, &conn, out.reply);
                 self.resp_flush(qp);
                 qp.set_error();
-                return;
+                return false;
             }
             let opcode = segment::read_response_opcode(k, n);
             let mut ext = ExtHeaders::default();
@@ -1263,6 +1266,6 @@ impl RcQp {
                 }
             }
         }
-        qp.schedule();
+        true
     }
 }
