@@ -165,7 +165,7 @@ impl RxeDev {
 
     /// Brings the port state and the GID table in line with the netdev,
     /// announcing a port state change. Process context.
-    pub(crate) fn sync_port(&self) {
+    pub(crate) fn sync_port(self: &Arc<Self>) {
         let Some(dev) = self.device() else {
             return;
         };
@@ -196,7 +196,7 @@ impl RxeDev {
     /// Rewrites the GID table: the link-local GID of the MAC, then one per
     /// IPv4 and IPv6 address (an IPv6 link-local address equal to the first
     /// entry is not repeated). Entries that did not change raise no event.
-    fn sync_gids(&self, dev: &ProviderDevice) {
+    fn sync_gids(self: &Arc<Self>, dev: &ProviderDevice) {
         let mut gids: KVec<Gid> = KVec::new();
         let ll = Gid::link_local(Gid::eui64_of_mac(self.netdev.mac()));
         let _ = gids.push(ll, GFP_KERNEL);
@@ -222,6 +222,8 @@ impl RxeDev {
             });
             let _ = dev.set_gid(1, i, entry);
         }
+        let n = gids.len().min(GID_TBL_LEN as usize);
+        self.rxe.set_addrs(self, &gids[..n]);
     }
 }
 

@@ -19,10 +19,16 @@
 //! [`Rxe::del_link`] refuses it (`EINVAL`), as configfs owns it (`echo 0 >
 //! enable`, `rmdir`).
 //!
+//! The addresses of the registered devices are kept apart as well
+//! (`Rxe::addrs`, written by [`Rxe::set_addrs`] each time a device's GID
+//! table is), so that finding the device of a packet's address takes one
+//! lock and one scan, not a lock and a GID table per device.
+//!
 //! Locks, outermost first: the core's `Links::list` (held across
 //! [`Rxe::new_link`] and [`Rxe::del_link`]), `Rxe::items` (mutex), an
 //! item's `state` (mutex), then `Rxe::bound` and `Rxe::claims` (IRQ-safe,
-//! leaves).
+//! leaves), and `Rxe::addrs` (IRQ-safe), inside which only a device's
+//! `RxeDev::dev` is taken.
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -59,6 +65,12 @@ pub(crate) struct Rxe {
     /// keeps it from going.
     #[pin]
     claims: SpinLockIrq<KVec<(usize, ARef<NetDevice>)>>,
+    /// The GIDs of the registered devices, each with its device, as their
+    /// GID tables were last written; an entry only while its device is
+    /// registered. None once an update could not be allocated: then
+    /// [`Rxe::device_for`] asks the devices themselves, as before the map.
+    #[pin]
+    addrs: SpinLockIrq<Option<KVec<(Gid, Arc<RxeDev>)>>>,
     /// The UDP sockets, one per namespace in use.
     #[pin]
     pub(crate) sockets: Sockets,
@@ -79,6 +91,7 @@ impl Rxe {
                 items <- new_mutex!(KVec::new(), "Rxe::items"),
                 bound <- rdma::provider::new_spinlock_irq!(KVec::new(), "Rxe::bound"),
                 claims <- rdma::provider::new_spinlock_irq!(KVec::new(), "Rxe::claims"),
+                addrs <- rdma::provider::new_spinlock_irq!(Some(KVec::new()), "Rxe::addrs"),
                 sockets <- Sockets::new(),
                 next_item: AtomicUsize::new(1),
                 rx_unclaimed: AtomicU64::new(0),
@@ -106,15 +119,30 @@ impl Rxe {
         let bound = core::mem::take(&mut *self.bound.lock());
         for rd in bound.iter() {
             if let Some(dev) = rd.take_device() {
+                self.set_addrs(rd, &[]);
                 self.driver.unregister_device(&dev);
             }
         }
         self.sockets.close_all();
     }
 
-    /// The bound device of namespace `net` whose GID table holds `gid`
-    /// (the destination of a received packet). Any context.
+    /// The registered device of namespace `net` whose GID table holds
+    /// `gid` (the destination of a packet). Any context.
     pub(crate) fn device_for(&self, net: usize, gid: &Gid) -> Option<Arc<RxeDev>> {
+        {
+            let addrs = self.addrs.lock();
+            if let Some(addrs) = addrs.as_ref() {
+                return addrs
+                    .iter()
+                    .find(|(g, rd)| g == gid && rd.netdev.net_id() == net)
+                    .map(|(_, rd)| rd.clone());
+            }
+        }
+        self.device_for_by_tables(net, gid)
+    }
+
+    /// [`Rxe::device_for`] without the map: each bound device's GID table.
+    fn device_for_by_tables(&self, net: usize, gid: &Gid) -> Option<Arc<RxeDev>> {
         let bound = self.bound.lock();
         bound
             .iter()
@@ -125,6 +153,38 @@ impl Rxe {
                         .is_some_and(|d| d.find_gid_on_port(1, gid).is_some())
             })
             .cloned()
+    }
+
+    /// `rd`'s GID table now holds `gids`: its entries in the map become
+    /// these, or none if it is not registered (so an unregistered device
+    /// leaves the map, whichever of this and its unregistration comes
+    /// first). Process context.
+    pub(crate) fn set_addrs(&self, rd: &Arc<RxeDev>, gids: &[Gid]) {
+        let old = {
+            let mut addrs = self.addrs.lock();
+            let Some(now) = addrs.as_ref() else {
+                return;
+            };
+            let keep = rd.device().is_some();
+            let others = now.iter().filter(|(_, r)| !Arc::ptr_eq(r, rd));
+            let n = others.clone().count() + if keep { gids.len() } else { 0 };
+            let mut next = KVec::new();
+            if next.reserve(n, GFP_ATOMIC).is_err() {
+                pr_warn!("rdma_rs_rxe: no memory for the address map; devices are found by their GID tables from now on\n");
+                addrs.take()
+            } else {
+                // Within the capacity reserved: no push fails.
+                for (g, r) in others {
+                    let _ = next.push((*g, r.clone()), GFP_ATOMIC);
+                }
+                for g in gids.iter().filter(|_| keep) {
+                    let _ = next.push((*g, rd.clone()), GFP_ATOMIC);
+                }
+                addrs.replace(next)
+            }
+        };
+        // The old map's references go with no lock held.
+        drop(old);
     }
 
     /// The bound device of namespace `net` on the netdev of index
@@ -268,6 +328,7 @@ impl Rxe {
     fn disable(&self, rd: &Arc<RxeDev>) {
         rdma::provider::vec::remove_first(&mut self.bound.lock(), |b| Arc::ptr_eq(b, rd));
         if let Some(dev) = rd.take_device() {
+            self.set_addrs(rd, &[]);
             self.driver.unregister_device(&dev);
             // Its QPs left their groups as they went; whatever is left goes.
             rd.mcast.leave_all(&rd.netdev);

@@ -16,8 +16,6 @@
 //! the frame (a UD receive holds the IP header), and so does everything
 //! while a fault is armed, for faults act on frames.
 
-use kernel::sync::Arc;
-
 use rdma::provider::udp::RouteCache;
 
 use crate::counters::Counter;
@@ -62,21 +60,27 @@ pub(crate) fn send(
     payload: &[u8],
     out: &mut [u8],
 ) -> Result<(), SendError> {
-    if let Some(target) = direct_peer(rd, headers) {
-        return send_direct(rd, &target, headers, payload);
+    // The device of ours the packet is for, if any: looked up once.
+    let local = rd
+        .rxe()
+        .device_for(rd.netdev.net_id(), &dst_gid(&headers.ip));
+    if let Some(target) = &local {
+        if goes_direct(rd, target, headers) {
+            return send_direct(rd, target, headers, payload);
+        }
     }
+    let to = local.as_deref();
     let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
     let frame = &out[..n];
     let verdict = rd.faults.tx(&rd.counters, headers.bth.psn, frame);
     let sent = match &verdict {
-        Verdict::Pass => emit(rd, route, &headers.ip, frame),
+        Verdict::Pass => emit(rd, route, &headers.ip, to, frame),
         // Lost on the way: the sender cannot tell.
         Verdict::Drop => Ok(()),
-        Verdict::Dup => {
-            emit(rd, route, &headers.ip, frame).and_then(|()| emit(rd, route, &headers.ip, frame))
-        }
+        Verdict::Dup => emit(rd, route, &headers.ip, to, frame)
+            .and_then(|()| emit(rd, route, &headers.ip, to, frame)),
         Verdict::Hold(older) => older.as_ref().map_or(Ok(()), |f| emit_held(rd, f)),
-        Verdict::Changed(f) => emit(rd, route, &headers.ip, f),
+        Verdict::Changed(f) => emit(rd, route, &headers.ip, to, f),
     };
     if verdict.went() {
         if let Some(held) = rd.faults.release(Dir::Tx) {
@@ -86,21 +90,15 @@ pub(crate) fn send(
     sent
 }
 
-/// The device of ours a packet with `headers` goes to without a frame:
-/// an RC or UC packet to one QP of a device in the sender's namespace that
-/// owns its destination address, neither device with a fault armed.
-fn direct_peer(rd: &RxeDev, headers: &Headers) -> Option<Arc<RxeDev>> {
-    if rd.faults.armed() || headers.bth.dest_qpn == MULTICAST_QPN {
-        return None;
+/// Whether a packet with `headers` for `target`, a device of ours in the
+/// sender's namespace, goes without a frame: an RC or UC packet to one QP,
+/// neither device with a fault armed.
+fn goes_direct(rd: &RxeDev, target: &RxeDev, headers: &Headers) -> bool {
+    if rd.faults.armed() || target.faults.armed() || headers.bth.dest_qpn == MULTICAST_QPN {
+        return false;
     }
-    let op = Opcode::from_u8(headers.bth.opcode)?;
-    if !matches!(op.transport(), Transport::Rc | Transport::Uc) {
-        return None;
-    }
-    let target = rd
-        .rxe()
-        .device_for(rd.netdev.net_id(), &dst_gid(&headers.ip))?;
-    (!target.faults.armed()).then_some(target)
+    Opcode::from_u8(headers.bth.opcode)
+        .is_some_and(|op| matches!(op.transport(), Transport::Rc | Transport::Uc))
 }
 
 /// Hands the packet of `headers` and `payload` to `target` without a frame
@@ -130,22 +128,24 @@ fn send_direct(
 /// Sends a packet fault injection held back.
 fn emit_held(rd: &RxeDev, frame: &[u8]) -> Result<(), SendError> {
     let ip = packet::parse_ip(frame).map_err(|_| SendError::Build)?;
-    emit(rd, None, &ip, frame)
+    let local = rd.rxe().device_for(rd.netdev.net_id(), &dst_gid(&ip));
+    emit(rd, None, &ip, local.as_deref(), frame)
 }
 
-/// Sends one built packet: to a device of ours by the loopback path, or
+/// Sends one built packet with IP header `ip`: to `local`, the device of
+/// ours its destination address is on (if any), by the loopback path, or
 /// to the network stack.
 fn emit(
     rd: &RxeDev,
     route: Option<&RouteCache>,
     ip: &IpHeader,
+    local: Option<&RxeDev>,
     frame: &[u8],
 ) -> Result<(), SendError> {
-    let dgid = dst_gid(ip);
-    if let Some(target) = rd.rxe().device_for(rd.netdev.net_id(), &dgid) {
+    if let Some(target) = local {
         rd.counters.inc(Counter::LoopbackPackets);
         rd.counters.inc(Counter::SentPkts);
-        crate::net::recv::receive_on(&target, frame);
+        crate::net::recv::receive_on(target, frame);
         return Ok(());
     }
     let sent = match ip {
