@@ -17,6 +17,7 @@
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/rnbd.sh
 
 ctl=/sys/class/rnbd-client/ctl
 sess=/sys/class/rtrs-client/rdma_rs_kmp
@@ -163,7 +164,7 @@ back_reconnect() {
 }
 
 unmap() {
-	echo normal > /sys/block/rnbd0/rnbd/unmap_device && [ ! -b /dev/rnbd0 ]
+	rnbd_unmap rnbd0 rdma_rs_kmp
 }
 
 teardown() {

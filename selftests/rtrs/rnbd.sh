@@ -18,6 +18,7 @@
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/rnbd.sh
 
 ctl=/sys/class/rnbd-client/ctl
 mparams=/sys/module/rdma_rs_rtrs/parameters
@@ -175,8 +176,7 @@ params_announced() {
 		dmesg | grep -q 'rtrs: path "rdma_rs_params" closed' || return 1
 	# The kernel client's other session is untouched.
 	[ -d "$sp" ] || return 1
-	echo normal > "/sys/block/$d/rnbd/unmap_device" && [ ! -b "/dev/$d" ] &&
-		gone "$srv/rdma_rs_params"
+	rnbd_unmap "$d" rdma_rs_params && gone "$srv/rdma_rs_params"
 }
 
 # Our server's sysfs for the kernel client's session: one path named
@@ -302,7 +302,7 @@ still_served() {
 }
 
 unmap() {
-	echo normal > /sys/block/rnbd0/rnbd/unmap_device && [ ! -b /dev/rnbd0 ]
+	rnbd_unmap rnbd0 rdma_rs_rnbd
 }
 
 teardown() {
