@@ -125,7 +125,17 @@ fn ours_to_rdma_server() -> Result {
     // order.
     let (mut sent, mut got) = (false, None);
     while !sent || got.is_none() {
-        let wc = ep.next(&rec)?.ok_or(EINVAL)?;
+        let Some(wc) = ep.next(&rec)? else {
+            pr_err!(
+                "rdma_client: disconnected before both completions (sent {}, got {:?})\n",
+                sent,
+                got
+            );
+            return Err(EINVAL);
+        };
+        if wc.status != WcStatus::Success {
+            pr_err!("rdma_client: completion {:?}: {:?}\n", wc.opcode, wc.status);
+        }
         check(wc.status == WcStatus::Success, "completed")?;
         match wc.opcode {
             WcOpcode::Send => sent = true,
