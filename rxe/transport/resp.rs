@@ -709,6 +709,23 @@ impl RcQp {
         }
     }
 
+    /// [`Self::fatal`] for a new request; a replayed one (`replay`) is
+    /// dropped instead, leaving the message in progress alone.
+    fn refuse(
+        &self,
+        st: &mut RespState,
+        qp: &ProviderQp,
+        code: NakCode,
+        psn: u32,
+        replay: bool,
+    ) -> Outcome {
+        if replay {
+            Outcome::DROP
+        } else {
+            self.fatal(st, qp, code, psn)
+        }
+    }
+
     /// The ACK of an in-order request, if the requester asked for one.
     fn ack(&self, st: &RespState, pkt: &Packet<'_>) -> Reply {
         if self.uc || !pkt.headers.bth.ack_req {
@@ -961,7 +978,11 @@ impl RcQp {
     }
 
     /// Checks a READ or FLUSH request and queues its response (`replay`:
-    /// a duplicate, answered in full before).
+    /// a duplicate, answered in full before). A replay that fails a check
+    /// is dropped here, before [`Self::fatal`] could fail the message in
+    /// progress: its PSN is behind that message's, and the first one was
+    /// answered (a forged or long-delayed duplicate whose key has gone
+    /// since must not end a SEND that has nothing to do with it).
     fn recv_read(
         &self,
         st: &mut RespState,
@@ -972,7 +993,7 @@ impl RcQp {
     ) -> Outcome {
         let psn = pkt.psn();
         let Some(reth) = pkt.headers.ext.reth else {
-            return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+            return self.refuse(st, qp, NakCode::InvalidRequest, psn, replay);
         };
         let job = if let Some(feth) = pkt.headers.ext.feth {
             let p = feth.placement_type();
@@ -985,14 +1006,14 @@ impl RcQp {
             }
             // The QP must grant the flush too, as with the C rxe.
             if !conn.access.contains(need) {
-                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+                return self.refuse(st, qp, NakCode::InvalidRequest, psn, replay);
             }
             let len = if feth.selectivity() == 1 { 0 } else { reth.len };
             if qp
                 .remote_check(reth.rkey, reth.va, u64::from(len), need)
                 .is_err()
             {
-                return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
+                return self.refuse(st, qp, NakCode::RemoteAccessError, psn, replay);
             }
             // Memory is the persistence domain here: a full fence is the
             // flush.
@@ -1006,10 +1027,10 @@ impl RcQp {
             // A right the QP does not grant: an invalid request, as the
             // C rxe answers it (its unsupported opcode, class C).
             if !conn.access.contains(Access::REMOTE_READ) {
-                return self.fatal(st, qp, NakCode::InvalidRequest, psn);
+                return self.refuse(st, qp, NakCode::InvalidRequest, psn, replay);
             }
             if !reth_allowed(qp, conn, &reth, Access::REMOTE_READ) {
-                return self.fatal(st, qp, NakCode::RemoteAccessError, psn);
+                return self.refuse(st, qp, NakCode::RemoteAccessError, psn, replay);
             }
             ReadJob {
                 psn,
@@ -1027,7 +1048,7 @@ impl RcQp {
             if !replay {
                 self.rd.counters.inc(Counter::RdAtomicExceeded);
             }
-            return self.fatal(st, qp, NakCode::InvalidRdRequest, psn);
+            return self.refuse(st, qp, NakCode::InvalidRdRequest, psn, replay);
         }
         Outcome {
             reply: Reply::None,
@@ -1154,13 +1175,9 @@ impl RcQp {
                 if st.reads_pending() >= conn.max_dest_rd_atomic as usize {
                     return Outcome::DROP;
                 }
-                let out = self.recv_read(st, qp, conn, pkt, true);
-                if out.error {
-                    // A duplicate that fails the check now is dropped: the
-                    // first one was answered.
-                    return Outcome::DROP;
-                }
-                out
+                // One that fails a check now is dropped there (the first
+                // one was answered).
+                self.recv_read(st, qp, conn, pkt, true)
             }
             Operation::CompareSwap | Operation::FetchAdd => match st.replay(psn) {
                 Some(orig) => Outcome::taken(Reply::AtomicAck {

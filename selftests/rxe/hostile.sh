@@ -193,14 +193,22 @@ read_limit() {
 #   misaligned_atomic_bad_key  FETCH_ADD at VA + 4,     P 0x62 (NAK remote
 #                              a bad key                access error: the key
 #                                                       is checked first)
+#   stale_duplicate_read       SEND FIRST at P, a READ  P 0x1f, P+1 0x1f MSN 1
+#                              at P-1 with a bad key    (the duplicate READ,
+#                              (a duplicate), SEND      holding no response,
+#                              LAST at P+1              dropped unanswered)
 #
 # (VA + 4 is the address the module names for those two: an 8-byte
-# atomic inside the MR, misaligned.) Every answer carries MSN 0, and after the NAK the responder is in the
-# error state (the module checks it, its completions and its memory).
-# pktcap on rxa's netdev records the answers. On rxb the 8 packets are
-# received and taken (rcvd_pkts, rx_packets), 8 answers sent (sent_pkts),
-# no drop or error counter moves (the C rxe counts none of these); on rxa
-# each answer, for no request of its requester's, is dropped (rx_drop_qp).
+# atomic inside the MR, misaligned.) Every answer but the last carries
+# MSN 0, and after each NAK the responder is in the error state (the
+# module checks it, its completions and its memory); after the last case
+# it is in RTS, its SEND received whole. pktcap on rxa's netdev records
+# the answers. On rxb the 11 packets are received (rcvd_pkts), 10 taken
+# (rx_packets), the duplicate READ counted as such and dropped at its QP
+# (duplicate_request, rx_dropped, rx_drop_qp), the SEND received
+# (rdma_recvs), 10 answers sent (sent_pkts), and no other drop or error
+# counter moves (the C rxe counts none of the others); on rxa each
+# answer, for no request of its requester's, is dropped (rx_drop_qp).
 # The module, started by read_limit, is not this shell's child: it has
 # passed when its last case says ok and none says not ok.
 res_done() {
@@ -208,15 +216,15 @@ res_done() {
 		kill -0 "$mod" 2>/dev/null || break
 		sleep 0.1
 	done
-	dmesg | grep -q "rdma_rxe_resources_test: ktap: ok 8 misaligned_atomic_bad_key" &&
+	dmesg | grep -q "rdma_rxe_resources_test: ktap: ok 9 stale_duplicate_read" &&
 		! dmesg | grep -q "rdma_rxe_resources_test: ktap: not ok"
 }
 
 out_of_place() {
 	mod=$(cat "$tmpd/res.pid") || return 1
-	_cases="missing_first missing_first_write missing_last missing_last_write misaligned_atomic misaligned_atomic_bad_key"
+	_cases="missing_first missing_first_write missing_last missing_last_write misaligned_atomic misaligned_atomic_bad_key stale_duplicate_read"
 	_cnt="rcvd_pkts rx_packets sent_pkts rx_dropped rx_drop_qp out_of_seq_request duplicate_request length_err rd_atomic_exceeded send_rnr_err rdma_recvs"
-	_want_b="8 8 8 0 0 0 0 0 0 0 0" _want_a="8 0 0 8 8 0 0 0 0 0 0"
+	_want_b="11 10 10 1 1 0 1 0 0 0 1" _want_a="10 0 0 10 10 0 0 0 0 0 0"
 	where=
 	for c in $_cases; do
 		for _ in $(seq 600); do
@@ -230,7 +238,7 @@ out_of_place() {
 			# From here on, every packet of rxa's and rxb's is the cases'.
 			b0=$(for n in $_cnt; do rxe_counter rxb "$n"; done)
 			a0=$(for n in $_cnt; do rxe_counter rxa "$n"; done)
-			ip netns exec hoa pktcap ha 8 60 > "$tmpd/answers.hex" &
+			ip netns exec hoa pktcap ha 10 60 > "$tmpd/answers.hex" &
 			cap=$!
 			sleep 0.3
 		fi
@@ -252,6 +260,11 @@ out_of_place() {
 			;;
 		misaligned_atomic) op 0x13 --psn "$p" --rkey "$k" --va "$va" ;;
 		misaligned_atomic_bad_key) op 0x14 --psn "$p" --rkey $((k ^ 0xff)) --va "$va" ;;
+		stale_duplicate_read)
+			op 0x00 --psn "$p" --len 1024 &&
+				op 0x0c --psn $((p - 1)) --rkey $((k ^ 0xff)) --va "$va" --len 0 --dma-len 64 &&
+				op 0x02 --psn $((p + 1)) --len 64
+			;;
 		esac || { res_done; return 1; }
 	done
 	_ok=1
@@ -260,12 +273,13 @@ out_of_place() {
 	dmesg | sed -n 's/^.*: ktap: /# /p'
 	[ "$_ok" = 1 ] || { cat "$tmpd/res.err"; dmesg | tail -20; return 1; }
 	# The answers: opcode, PSN, AETH syndrome and MSN of each (IPv4, BTH at
-	# byte 28); the module's PSNs are 0x123500, 0x123600, ... 0x123a00.
+	# byte 28); the module's PSNs are 0x123500, 0x123600, ... 0x123b00.
 	got=$(while read -r h; do
 		echo "$(echo "$h" | cut -c57-58) $(echo "$h" | cut -c75-80) $(echo "$h" | cut -c81-82) $(echo "$h" | cut -c83-88)"
 	done < "$tmpd/answers.hex" | tr '\n' ' ')
 	want="11 123500 61 000000 11 123600 61 000000 11 123700 1f 000000 11 123701 61 000000 "
 	want="${want}11 123800 1f 000000 11 123801 61 000000 11 123900 61 000000 11 123a00 62 000000 "
+	want="${want}11 123b00 1f 000000 11 123b01 1f 000001 "
 	echo "# answers (opcode psn syndrome msn): $got"
 	[ "$got" = "$want" ] || { echo "want $want"; return 1; }
 	_bad=0

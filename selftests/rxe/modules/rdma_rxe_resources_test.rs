@@ -26,15 +26,19 @@
 //! `REM_INV_REQ_ERR`, the other receives are flushed), its memory (what a
 //! WRITE's first packet wrote stays, an atomic's target is untouched),
 //! and that its own requester, which sent nothing, is unharmed and
-//! completes nothing.
+//! completes nothing. Last, a READ forged as a duplicate (behind the
+//! expected PSN, with a bad key) in the middle of a forged SEND: dropped,
+//! the SEND completes whole and the responder stays in RTS.
 
 #![forbid(unsafe_code)]
 
-use kernel::error::code::EAGAIN;
+use kernel::error::code::{EAGAIN, EINVAL};
 use kernel::prelude::*;
 
+use rdma::kshim::time;
 use rdma::spec::opcodes::WcStatus;
 use rdma::spec::qp_state::QpState;
+use rdma::verbs::wc::Wc;
 use rdma::verbs::wr::RecvWr;
 
 #[path = "../../lib/ktap.rs"]
@@ -212,6 +216,74 @@ fn out_of_place(p: &RxePair, c: &OutOfPlace) -> Result {
     verify::quiet(x.cq.core(), 0)
 }
 
+/// Case `stale_duplicate_read`: the script's SEND FIRST of 1 KiB at the
+/// responder's expected PSN P, then a READ request at P - 1 (a duplicate:
+/// its PSN is behind) with a key nobody gave out, then the SEND LAST of
+/// 64 bytes at P + 1. The duplicate is dropped as the C rxe drops a READ
+/// it holds no response for: the SEND in progress completes whole and
+/// the responder stays in RTS (it once failed the SEND, refusing the
+/// replay as if it were new).
+fn stale_duplicate_read(p: &mut RxePair) -> Result {
+    const NAME: &str = "stale_duplicate_read";
+    let psn = PSN + 0x700;
+    let o = Opts { psn, ..rc::RC };
+    let (x, y) = pair(p.a, p.b, &o)?;
+    y.buf.fill(RECV_AT, 2048, 0xa5)?;
+    let sg = [y.sge(RECV_AT, 2048)?];
+    y.qp.post_recv(&[RecvWr {
+        wr_id: 1,
+        cqe: None,
+        sg: &sg,
+    }])
+    .map_err(|(_, e)| e)?;
+    pr_info!(
+        "{}: qpn {} psn {} rkey {} va {}\n",
+        NAME,
+        y.qp.qpn(),
+        psn,
+        y.mr.rkey(),
+        y.buf.addr(0)
+    );
+    // The script's packets take seconds each under TCG.
+    let mut wc: [Wc; 1] = Default::default();
+    let mut waited = 0;
+    while y.cq.core().poll(&mut wc) == 0 {
+        if waited >= 60_000 {
+            pr_err!("{}: the SEND never completed\n", NAME);
+            return Err(EAGAIN);
+        }
+        time::msleep(50);
+        waited += 50;
+    }
+    let wc = &wc[0];
+    if wc.wr_id != 1 || wc.status != WcStatus::Success || wc.byte_len != 1024 + 64 {
+        pr_err!(
+            "{}: completion wr_id {} {:?} of {} bytes, wanted 1 Success of 1088\n",
+            NAME,
+            wc.wr_id,
+            wc.status,
+            wc.byte_len
+        );
+        return Err(EINVAL);
+    }
+    // Each forged packet carries the pattern from its start.
+    let mut chunk = [0u8; 272];
+    let mut whole = true;
+    for c in 0..4 {
+        y.buf.read(RECV_AT + c * chunk.len(), &mut chunk)?;
+        whole &= chunk.iter().enumerate().all(|(i, &b)| {
+            let at = c * 272 + i;
+            let at = if at < 1024 { at } else { at - 1024 };
+            b == (at % 251) as u8 + 1
+        });
+    }
+    check(whole, "the SEND's bytes, both packets")?;
+    check(y.state()? == QpState::Rts, "the responder still in RTS")?;
+    verify::quiet(y.cq.core(), 100)?;
+    check(x.state()? == QpState::Rts, "our requester unharmed")?;
+    verify::quiet(x.cq.core(), 0)
+}
+
 /// Whether `y`'s buffer holds pktinject's payload (byte `i` of it is
 /// `i % 251 + 1`) in its first `written` bytes and 0xa5 in the rest of
 /// its first 4 KiB.
@@ -254,6 +326,7 @@ const CASES: &[FnCase<RxePair>] = &[
         p,
         &MISALIGNED_ATOMIC_BAD_KEY
     )),
+    case!("stale_duplicate_read", stale_duplicate_read),
 ];
 
 struct RxeResourcesTest;
