@@ -2,24 +2,47 @@
 # `make check`: every stage, then one summary line.
 #
 # Stages: deps, kernel (cached), modules (with clippy), lint, host tests,
-# the wire parser's fuzzing (tools/wirefuzz, one test), initramfs, the guest
-# selftests (two lone guests at once, then two joined guests), and the
-# harness's own negative test (a guest that WARNs must be judged failed).
+# the wire parser's fuzzing (tools/wirefuzz, one test), initramfs, guestlog
+# (the host's judge of the guests), the guest selftests (two lone guests at
+# once, then two joined guests), and the harness's own negative test (a
+# guest that WARNs must be judged failed).
 # Test counts come from cargo test and from the guests' KTAP. A build or lint
 # stage that fails counts as one failure and ends the run, since nothing
 # after it can be trusted; a guest run judged failed without a failed test (a
-# splat, a crash, a timeout) counts as one failure.
+# splat, a crash, a timeout) counts as one failure. CI shows only the end of
+# the output, so the guestlog verdicts of the failed guest runs (what failed
+# and why) are printed again right above the summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 log=.build/check
 mkdir -p "$log"
 
 passed=0 failed=0 skipped=0
+failed_runs=()
 summary() {
 	echo
+	failed_verdicts
 	echo "check: ${passed} passed, ${failed} failed, ${skipped} skipped"
 	[ "$failed" -eq 0 ]
 	exit $?
+}
+
+# The "guestlog:" lines of each failed guest run's log, "[name] " first; the
+# last 60 of them at most.
+failed_verdicts() {
+	local name lines total max=60
+	[ "${#failed_runs[@]}" -gt 0 ] || return 0
+	lines=$(for name in "${failed_runs[@]}"; do
+		grep '^guestlog:' "$log/vm-$name.log" 2>/dev/null | sed "s/^/[$name] /"
+	done)
+	[ -n "$lines" ] || return 0
+	total=$(printf '%s\n' "$lines" | wc -l)
+	if [ "$total" -gt "$max" ]; then
+		echo "=== check: verdicts of the failed guest runs (last $max of $total lines):"
+	else
+		echo "=== check: verdicts of the failed guest runs:"
+	fi
+	printf '%s\n' "$lines" | tail -n "$max"
 }
 
 # Runs a make target that must succeed; a failure ends the run.
@@ -57,10 +80,12 @@ guest_start() {
 }
 
 # Adds the counts of a finished guest run; a run judged failed without a
-# failed test counts as one failure.
+# failed test counts as one failure. A run judged failed is kept in
+# failed_runs for summary.
 guest_finish() {
 	local name=$1 start=$2 rc
 	rc=$(cat "$log/vm-$name.rc" 2>/dev/null) || rc=1
+	[ "$rc" -eq 0 ] || failed_runs+=("$name")
 	add_counts "$log/vm-$name.log" \
 		's/^guest: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p'
 	if [ "$rc" -ne 0 ] && ! grep -q '^guestlog: FAILED' "$log/vm-$name.log"; then
@@ -118,6 +143,11 @@ fi
 echo "=== check: initramfs"
 scripts/initramfs.sh .build/initramfs.cpio || { failed=$((failed + 1)); summary; }
 
+# vm.sh builds guestlog only when it is missing: build it here, so that an
+# old one left in target/ never judges the guests.
+echo "=== check: guestlog"
+cargo build -q --release -p guestlog || { failed=$((failed + 1)); summary; }
+
 # The suites take about 64 minutes of guest time here. A guest has one CPU
 # (QEMU's TCG, one host thread) and this machine two: two guests at once
 # take them in about half that. check-1 runs foundation, core and rxe up to
@@ -148,6 +178,7 @@ if scripts/vm.sh --name harness --tests harness --expect-splat > "$log/vm-harnes
 else
 	echo "not ok: the harness did not report the deliberate WARNING (see $log/vm-harness.log)"
 	failed=$((failed + 1))
+	failed_runs+=(harness)
 fi
 
 summary

@@ -113,8 +113,8 @@ judge() {
 		report+="$res"$'\n'
 		verdict=1
 		init=$(grep -n "Run /init as init process" "$out/console$g.log" | head -1 | cut -d: -f1)
-		lines=$(echo "$res" | sed -n 's/.*splat .* at console line \([0-9]*\).*/\1/p')
-		if [ -z "$init" ] || [ -z "$lines" ] || echo "$res" | grep -q "FAILED"; then
+		lines=$(echo "$res" | sed -n 's/^guestlog: splat .* at console line \([0-9]*\).*/\1/p')
+		if [ -z "$init" ] || [ -z "$lines" ] || echo "$res" | grep -q "^guestlog: FAILED"; then
 			boot_splat_only=0
 		fi
 		for l in $lines; do [ "$l" -lt "${init:-0}" ] || boot_splat_only=0; done

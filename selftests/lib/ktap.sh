@@ -73,7 +73,9 @@ ktap_module() {
 	_err=$(mktemp) || { ktap_fail "$_mod" "mktemp failed"; return; }
 	dmesg -c > /dev/null
 	if modprobe "$_mod" "$@" 2> "$_err"; then _ok=1; else _ok=0; fi
-	dmesg | sed -n 's/^.*: ktap: /    /p'
+	# Its KTAP, and what it logged as an error or warning (why a case
+	# failed) as diagnostics in their place.
+	dmesg -r | sed -n "s/^<[0-9]*>\[[^]]*\] $_mod: ktap: /    /p; s/^<[34]>\[[^]]*\] $_mod: /    # /p"
 	if [ $_ok = 1 ]; then
 		ktap_pass "$_mod"
 	else

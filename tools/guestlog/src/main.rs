@@ -1,10 +1,13 @@
 //! `guestlog`: the host side's verdict on a guest run.
 //!
-//! `guestlog check --ktap FILE --console FILE [--expect-splat]` prints the
-//! KTAP summary and every splat, then exits 0 only if the guest reached its
-//! end marker, no test failed, at least one test ran, and there was no splat
-//! (with `--expect-splat`: only if there was one, which is how the harness
-//! proves its own detector).
+//! `guestlog check --ktap FILE --console FILE [--expect-splat]` prints every
+//! failed test, each counted failure followed by the last of the diagnostics
+//! its test printed before its result (`guestlog:   | ...`, bounded), every
+//! splat, the last KTAP lines (`guestlog:   last: ...`) if the guest did not
+//! reach its end marker, and last the KTAP summary (`guest: N passed, ...`).
+//! It exits 0 only if the guest reached its end marker, no test failed, at
+//! least one test ran, and there was no splat (with `--expect-splat`: only if
+//! there was one, which is how the harness proves its own detector).
 
 use std::process::ExitCode;
 
@@ -56,8 +59,8 @@ fn main() -> ExitCode {
     let splats = splat::scan(&console);
     let finished = ktap_text.lines().any(|l| l.trim_end() == END_MARKER);
 
-    for r in results.iter().filter(|r| r.outcome == ktap::Outcome::Fail) {
-        println!("guestlog: FAILED: {}", r.name);
+    for line in ktap::failure_report(&results) {
+        println!("guestlog: {line}");
     }
     for s in &splats {
         println!(
@@ -67,6 +70,9 @@ fn main() -> ExitCode {
     }
     if !finished {
         println!("guestlog: the guest did not reach its end marker (crash, panic or timeout)");
+        for line in ktap::tail(&ktap_text, ktap::TAIL_LINES) {
+            println!("guestlog:   last: {line}");
+        }
     }
     println!("guest: {}", summary.line());
 
