@@ -57,11 +57,11 @@ pub(crate) fn receive_on(rd: &RxeDev, frame: &[u8]) {
 fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
     let verdict = rd.faults.rx(&rd.counters, pkt.psn(), frame);
     match &verdict {
-        Verdict::Pass => deliver_now(rd, pkt, frame),
+        Verdict::Pass => deliver_now(rd, pkt, Some(frame)),
         Verdict::Drop => {}
         Verdict::Dup => {
-            deliver_now(rd, pkt, frame);
-            deliver_now(rd, pkt, frame);
+            deliver_now(rd, pkt, Some(frame));
+            deliver_now(rd, pkt, Some(frame));
         }
         Verdict::Hold(older) => {
             if let Some(f) = older {
@@ -80,19 +80,21 @@ fn deliver(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
 /// Delivers a frame fault injection held back or changed.
 fn reparse_and_deliver(rd: &RxeDev, frame: &[u8]) {
     match packet::parse(frame, MAX_PAYLOAD, &crc) {
-        Ok(pkt) => deliver_now(rd, &pkt, frame),
+        Ok(pkt) => deliver_now(rd, &pkt, Some(frame)),
         Err(_) => rd.counters.drop_rx(Counter::RxDropMalformed),
     }
 }
 
-fn deliver_now(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) {
+/// Hands a packet to its QP (`frame`: the frame it came in, which UD and
+/// multicast deliver from; None on the loopback path without frames,
+/// which carries only RC and UC) and counts it received or dropped.
+fn deliver_now(rd: &RxeDev, pkt: &Packet<'_>, frame: Option<&[u8]>) {
     match take(rd, pkt, frame) {
         Ok(()) => rd.counters.inc(Counter::RxPackets),
         Err(reason) => rd.counters.drop_rx(reason),
     }
 }
 
-/// Hands a packet to its QP; the reason it was dropped otherwise.
 /// Hands a multicast datagram to every QP of the device attached to its
 /// destination group, a copy each; dropped if none took it.
 fn take_multicast(
@@ -135,45 +137,33 @@ fn accept(rd: &RxeDev, pkt: &Packet<'_>) -> Result<ProviderDevice, Counter> {
     Ok(dev)
 }
 
-fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: &[u8]) -> Result<(), Counter> {
+/// Hands a packet to its QP; the reason it was dropped otherwise.
+fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: Option<&[u8]>) -> Result<(), Counter> {
     let dev = accept(rd, pkt)?;
     if pkt.dest_qpn() == MULTICAST_QPN {
-        return take_multicast(rd, &dev, pkt, frame);
+        // Sent only in frames.
+        return take_multicast(rd, &dev, pkt, frame.ok_or(Counter::RxDropQp)?);
     }
     let qp = ProviderQp::by_qpn(&dev, pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
     rd.counters.inc(Counter::RcvdPkts);
     match pkt.opcode.transport() {
         Transport::Ud => {
-            crate::transport::ud::deliver(&qp, pkt, frame)?;
+            crate::transport::ud::deliver(&qp, pkt, frame.ok_or(Counter::RxDropQp)?)?;
             rd.counters.inc(Counter::RdmaRecvs);
             Ok(())
         }
-        Transport::Rc | Transport::Uc => take_rc(&qp, pkt),
+        Transport::Rc | Transport::Uc => {
+            let mut taken = false;
+            qp.provider::<RcQp>(|rc| taken = rc.receive(&qp, pkt));
+            taken.then_some(()).ok_or(Counter::RxDropQp)
+        }
         Transport::Rd => Err(Counter::RxDropQp),
     }
-}
-
-fn take_rc(qp: &ProviderQp, pkt: &Packet<'_>) -> Result<(), Counter> {
-    let mut taken = false;
-    qp.provider::<RcQp>(|rc| taken = rc.receive(qp, pkt));
-    taken.then_some(()).ok_or(Counter::RxDropQp)
 }
 
 /// Delivers an RC or UC packet of a device of ours that came without a
 /// frame (`xmit.rs`: the loopback path with no fault armed), as
 /// `receive_on` delivers its frame.
 pub(crate) fn receive_direct(rd: &RxeDev, pkt: &Packet<'_>) {
-    let taken = accept(rd, pkt).and_then(|dev| {
-        let qp = ProviderQp::by_qpn(&dev, pkt.dest_qpn()).ok_or(Counter::RxDropNoQp)?;
-        rd.counters.inc(Counter::RcvdPkts);
-        match pkt.opcode.transport() {
-            Transport::Rc | Transport::Uc => take_rc(&qp, pkt),
-            // The sender sends only these this way.
-            Transport::Ud | Transport::Rd => Err(Counter::RxDropQp),
-        }
-    });
-    match taken {
-        Ok(()) => rd.counters.inc(Counter::RxPackets),
-        Err(reason) => rd.counters.drop_rx(reason),
-    }
+    deliver_now(rd, pkt, None);
 }
