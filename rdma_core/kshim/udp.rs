@@ -6,14 +6,16 @@
 //! netdev and hands every datagram, as an owned [`SkBuff`], to a
 //! [`UdpHandler`] in softirq context ([`UdpSocket::open_v6`] for IPv6).
 //! [`ip4_xmit`] and [`ip6_xmit`] send a complete packet (headers included:
-//! a RoCE v2 ICRC covers them) out of a netdev.
+//! a RoCE v2 ICRC covers them) out of a netdev; [`ip4_xmit_parts`] and
+//! [`ip6_xmit_parts`] the same packet given as headers, payload and
+//! trailer where the sender holds them.
 //! The plumbing is C (`udp_glue.c`); the 6.12 kernel crate has no
 //! networking.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use kernel::error::code::ENOMEM;
+use kernel::error::code::{EINVAL, ENOMEM};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -202,14 +204,27 @@ impl Drop for RouteCache {
 /// packet sent through it must go to the same destination). Any context
 /// where softirqs may be enabled.
 pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
-    // SAFETY: `dev` is live; `pkt` is valid for its length and copied; the
-    // cache is live or NULL.
+    ip4_xmit_parts(dev, cache, [pkt, &[], &[]])
+}
+
+/// Sends an IPv4 packet given in parts, copied in a row into one skb
+/// (`parts[0]` starts with the IP header): a sender's headers, its
+/// payload where it gathered it, its trailer. As [`ip4_xmit`] otherwise.
+pub fn ip4_xmit_parts(dev: &NetDevice, cache: Option<&RouteCache>, parts: [&[u8]; 3]) -> Result {
+    let [hdr, data, tail] = parts;
+    // SAFETY: `dev` is live; each part is valid for its length and copied
+    // before the call returns (lengths over `u32` are refused, not cut:
+    // the helper takes no run over 64 KiB); the cache is live or NULL.
     to_result(unsafe {
         bindings::rdma_rs_ip4_xmit(
             dev.as_raw(),
             RouteCache::raw(cache),
-            pkt.as_ptr(),
-            pkt.len() as u32,
+            hdr.as_ptr(),
+            len32(hdr)?,
+            data.as_ptr(),
+            len32(data)?,
+            tail.as_ptr(),
+            len32(tail)?,
         )
     })
 }
@@ -217,15 +232,30 @@ pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Resu
 /// Sends a complete IPv6 packet (`pkt` starts with the IPv6 header) out of
 /// `dev`, as [`ip4_xmit`] does.
 pub fn ip6_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
-    // SAFETY: as in `ip4_xmit`.
+    ip6_xmit_parts(dev, cache, [pkt, &[], &[]])
+}
+
+/// Sends an IPv6 packet given in parts, as [`ip4_xmit_parts`] does.
+pub fn ip6_xmit_parts(dev: &NetDevice, cache: Option<&RouteCache>, parts: [&[u8]; 3]) -> Result {
+    let [hdr, data, tail] = parts;
+    // SAFETY: as in `ip4_xmit_parts`.
     to_result(unsafe {
         bindings::rdma_rs_ip6_xmit(
             dev.as_raw(),
             RouteCache::raw(cache),
-            pkt.as_ptr(),
-            pkt.len() as u32,
+            hdr.as_ptr(),
+            len32(hdr)?,
+            data.as_ptr(),
+            len32(data)?,
+            tail.as_ptr(),
+            len32(tail)?,
         )
     })
+}
+
+/// The length of a part of a packet, which the C side takes as `u32`.
+fn len32(part: &[u8]) -> Result<u32> {
+    u32::try_from(part.len()).map_err(|_| EINVAL)
 }
 
 /// The kernel's CRC32 (`crc32_le`, accelerated where the CPU can).

@@ -110,6 +110,37 @@ void rdma_rs_route_cache_reset(struct dst_cache *cache)
 	dst_cache_reset(cache);
 }
 
+/* Whether a packet of these three runs is no longer than an IP datagram. */
+static bool packet_fits(u32 hlen, u32 dlen, u32 tlen)
+{
+	return hlen <= U16_MAX && dlen <= U16_MAX && tlen <= U16_MAX &&
+	       hlen + dlen + tlen <= U16_MAX;
+}
+
+/*
+ * An skb holding a packet given in up to three runs, copied in a row: the
+ * headers (@hdr, IP header first), then @data and @tail (either may be
+ * empty). The sender hands its payload where it gathered it, a copy fewer
+ * than building the whole packet first.
+ */
+static struct sk_buff *packet_skb(struct net_device *dev, const u8 *hdr, u32 hlen,
+				  const u8 *data, u32 dlen, const u8 *tail, u32 tlen)
+{
+	int room = LL_RESERVED_SPACE(dev);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(room + hlen + dlen + tlen + dev->needed_tailroom, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, room);
+	skb_put_data(skb, hdr, hlen);
+	if (dlen)
+		skb_put_data(skb, data, dlen);
+	if (tlen)
+		skb_put_data(skb, tail, tlen);
+	return skb;
+}
+
 /* The cached IPv4 route from @saddr, referenced, or NULL. */
 static struct rtable *cached_route4(struct dst_cache *cache, __be32 saddr)
 {
@@ -129,15 +160,15 @@ static struct rtable *cached_route4(struct dst_cache *cache, __be32 saddr)
 	return rt;
 }
 
-int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len)
+int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *hdr, u32 hlen,
+		     const u8 *data, u32 dlen, const u8 *tail, u32 tlen)
 {
-	const struct iphdr *iph = (const struct iphdr *)pkt;
+	const struct iphdr *iph = (const struct iphdr *)hdr;
 	struct flowi4 fl = { };
 	struct sk_buff *skb;
 	struct rtable *rt;
-	int hlen = LL_RESERVED_SPACE(dev);
 
-	if (len < sizeof(*iph))
+	if (hlen < sizeof(*iph) || !packet_fits(hlen, dlen, tlen))
 		return -EINVAL;
 	rt = cached_route4(cache, iph->saddr);
 	if (!rt) {
@@ -154,13 +185,11 @@ int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *
 			local_bh_enable();
 		}
 	}
-	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
+	skb = packet_skb(dev, hdr, hlen, data, dlen, tail, tlen);
 	if (!skb) {
 		ip_rt_put(rt);
 		return -ENOMEM;
 	}
-	skb_reserve(skb, hlen);
-	skb_put_data(skb, pkt, len);
 	skb_reset_network_header(skb);
 	skb_set_transport_header(skb, sizeof(*iph));
 	skb->protocol = htons(ETH_P_IP);
@@ -170,17 +199,17 @@ int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *
 	return ip_local_out(dev_net(dev), NULL, skb);
 }
 
-int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len)
+int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *hdr, u32 hlen,
+		     const u8 *data, u32 dlen, const u8 *tail, u32 tlen)
 {
-	const struct ipv6hdr *ip6h = (const struct ipv6hdr *)pkt;
+	const struct ipv6hdr *ip6h = (const struct ipv6hdr *)hdr;
 	struct flowi6 fl6 = { };
 	struct dst_entry *dst = NULL;
 	struct in6_addr from;
 	struct sk_buff *skb;
-	int hlen = LL_RESERVED_SPACE(dev);
 	int err;
 
-	if (len < sizeof(*ip6h))
+	if (hlen < sizeof(*ip6h) || !packet_fits(hlen, dlen, tlen))
 		return -EINVAL;
 	if (cache) {
 		local_bh_disable();
@@ -208,13 +237,11 @@ int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *
 			local_bh_enable();
 		}
 	}
-	skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_ATOMIC);
+	skb = packet_skb(dev, hdr, hlen, data, dlen, tail, tlen);
 	if (!skb) {
 		dst_release(dst);
 		return -ENOMEM;
 	}
-	skb_reserve(skb, hlen);
-	skb_put_data(skb, pkt, len);
 	skb_reset_network_header(skb);
 	skb_set_transport_header(skb, sizeof(*ip6h));
 	skb->protocol = htons(ETH_P_IPV6);

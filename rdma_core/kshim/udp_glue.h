@@ -18,8 +18,10 @@ void rdma_rs_skb_free(struct sk_buff *skb);
 struct dst_cache *rdma_rs_route_cache_new(void);
 void rdma_rs_route_cache_free(struct dst_cache *cache);
 void rdma_rs_route_cache_reset(struct dst_cache *cache);
-int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len);
-int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *pkt, u32 len);
+int rdma_rs_ip4_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *hdr, u32 hlen,
+		     const u8 *data, u32 dlen, const u8 *tail, u32 tlen);
+int rdma_rs_ip6_xmit(struct net_device *dev, struct dst_cache *cache, const u8 *hdr, u32 hlen,
+		     const u8 *data, u32 dlen, const u8 *tail, u32 tlen);
 u32 rdma_rs_crc32_le(u32 crc, const u8 *p, size_t len);
 unsigned long rdma_rs_netdev_net(const struct net_device *dev);
 

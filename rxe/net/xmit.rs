@@ -15,6 +15,11 @@
 //! frame; `loopback_direct` counts these packets. UD and multicast keep
 //! the frame (a UD receive holds the IP header), and so does everything
 //! while a fault is armed, for faults act on frames.
+//!
+//! A packet for the network stack with no fault armed on its sender is not
+//! made into a frame here either: its headers, its payload where the
+//! sender gathered it and its trailer (pad and ICRC) go to the stack in
+//! parts, copied once into the skb (`send_split`).
 
 use rdma::provider::udp::RouteCache;
 
@@ -70,6 +75,9 @@ pub(crate) fn send(
         }
     }
     let to = local.as_deref();
+    if to.is_none() && !rd.faults.armed() {
+        return send_split(rd, route, headers, payload, out);
+    }
     let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
     let frame = &out[..n];
     let verdict = rd.faults.tx(&rd.counters, headers.bth.psn, frame);
@@ -148,9 +156,39 @@ fn emit(
         crate::net::recv::receive_on(target, frame);
         return Ok(());
     }
+    to_network(rd, route, ip, [frame, &[], &[]])
+}
+
+/// Sends a packet for the network stack whose frame nothing needs whole
+/// (no fault is armed on the sender): its headers are built into `out`
+/// and the network stack copies them, the payload from where the sender
+/// gathered it, and the pad and ICRC, into the skb, a copy fewer than
+/// building the frame first (`packet::build_split`, host-tested to make
+/// the bytes `build` makes).
+fn send_split(
+    rd: &RxeDev,
+    route: Option<&RouteCache>,
+    headers: &Headers,
+    payload: &[u8],
+    out: &mut [u8],
+) -> Result<(), SendError> {
+    let (n, trailer) =
+        packet::build_split(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
+    let head = out.get(..n).ok_or(SendError::Build)?;
+    to_network(rd, route, &headers.ip, [head, payload, trailer.as_bytes()])
+}
+
+/// Hands a packet, in parts (IP header first), to the IP stack of the
+/// netdev's namespace.
+fn to_network(
+    rd: &RxeDev,
+    route: Option<&RouteCache>,
+    ip: &IpHeader,
+    parts: [&[u8]; 3],
+) -> Result<(), SendError> {
     let sent = match ip {
-        IpHeader::V4(_) => rdma::provider::udp::ip4_xmit(&rd.netdev, route, frame),
-        IpHeader::V6(_) => rdma::provider::udp::ip6_xmit(&rd.netdev, route, frame),
+        IpHeader::V4(_) => rdma::provider::udp::ip4_xmit_parts(&rd.netdev, route, parts),
+        IpHeader::V6(_) => rdma::provider::udp::ip6_xmit_parts(&rd.netdev, route, parts),
     };
     match sent {
         Ok(()) => {

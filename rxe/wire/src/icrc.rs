@@ -110,19 +110,35 @@ fn set_ones(buf: &mut [u8], at: usize) {
 /// are covered but not interpreted. The value returned is the one to be
 /// stored little-endian in the last four bytes.
 pub fn compute<C: Crc32 + ?Sized>(crc: &C, frame: &[u8]) -> Result<u32, IcrcError> {
-    let version = frame.first().ok_or(IcrcError::Truncated)? >> 4;
+    let covered_len = frame
+        .len()
+        .checked_sub(ICRC_LEN)
+        .ok_or(IcrcError::Truncated)?;
+    compute_parts(
+        crc,
+        frame.get(..covered_len).ok_or(IcrcError::Truncated)?,
+        &[],
+    )
+}
+
+/// The ICRC of a packet held in parts, without its ICRC field: `head`
+/// from the first byte of the IP header through at least the transport
+/// headers, then the bytes of `rest` in order (a payload left where it
+/// is, the pad). [`compute`] of the whole frame is this of its bytes but
+/// the last four.
+pub fn compute_parts<C: Crc32 + ?Sized>(
+    crc: &C,
+    head: &[u8],
+    rest: &[&[u8]],
+) -> Result<u32, IcrcError> {
+    let version = head.first().ok_or(IcrcError::Truncated)? >> 4;
     let ip_len = match version {
         4 => IPV4_LEN,
         6 => IPV6_LEN,
         v => return Err(IcrcError::BadIpVersion(v)),
     };
     let pseudo_len = ip_len + UDP_LEN + BTH_LEN;
-    let covered_len = frame
-        .len()
-        .checked_sub(ICRC_LEN)
-        .ok_or(IcrcError::Truncated)?;
-    let covered = frame.get(..covered_len).ok_or(IcrcError::Truncated)?;
-    let fixed = covered.get(..pseudo_len).ok_or(IcrcError::Truncated)?;
+    let fixed = head.get(..pseudo_len).ok_or(IcrcError::Truncated)?;
 
     // The masked copy of IP, UDP and BTH headers.
     let mut pseudo = [0u8; PSEUDO_MAX];
@@ -153,9 +169,7 @@ pub fn compute<C: Crc32 + ?Sized>(crc: &C, frame: &[u8]) -> Result<u32, IcrcErro
     // Then the extension headers, payload and pad. Only the opcode's
     // header length and rxe's ICRC data offset matter here, and for an
     // unknown opcode (a CNP, say) both are simply the BTH's end.
-    let transport = covered
-        .get(ip_len + UDP_LEN..)
-        .ok_or(IcrcError::Truncated)?;
+    let transport = head.get(ip_len + UDP_LEN..).ok_or(IcrcError::Truncated)?;
     let (header_len, data_offset) = match transport.first().copied().and_then(Opcode::from_u8) {
         Some(op) => (op.info().header_len, op.info().icrc_data_offset),
         None => (BTH_LEN, BTH_LEN),
@@ -166,6 +180,9 @@ pub fn compute<C: Crc32 + ?Sized>(crc: &C, frame: &[u8]) -> Result<u32, IcrcErro
     c = crc.crc32_le(c, ext);
     let data = transport.get(data_offset..).ok_or(IcrcError::Truncated)?;
     c = crc.crc32_le(c, data);
+    for part in rest {
+        c = crc.crc32_le(c, part);
+    }
     Ok(!c)
 }
 

@@ -535,7 +535,80 @@ pub fn build<C: Crc32 + ?Sized>(
     crc: &C,
     out: &mut [u8],
 ) -> Result<usize, BuildError> {
-    let len = packet_len(headers, payload.len())?;
+    let (len, head_len) = write_head(headers, payload.len(), out)?;
+    let frame = out
+        .get_mut(..len)
+        .ok_or(BuildError::BufferTooSmall { needed: len })?;
+    let small = |_: Truncated| BuildError::BufferTooSmall { needed: len };
+    let rest = frame.get_mut(head_len..).ok_or(BuildError::TooLong)?;
+    let mut w = ByteWriter::new(rest, len - head_len).map_err(small)?;
+    w.bytes(payload).map_err(small)?;
+    let zeros = [0u8; 3];
+    w.bytes(
+        zeros
+            .get(..usize::from(pad_for(payload.len())))
+            .unwrap_or(&[]),
+    )
+    .map_err(small)?;
+    w.bytes(&[0u8; ICRC_LEN]).map_err(small)?;
+    icrc::fill(crc, frame).map_err(|_| BuildError::BufferTooSmall { needed: len })?;
+    Ok(len)
+}
+
+/// The pad and ICRC that end a packet made by [`build_split`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trailer {
+    bytes: [u8; 3 + ICRC_LEN],
+    len: usize,
+}
+
+impl Trailer {
+    /// The pad bytes (zeros) and the ICRC, as they follow the payload.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// The frame [`build`] makes of `headers` and `payload`, in three parts,
+/// the payload not copied: the headers (IP, UDP, transport) are written to
+/// the front of `head`, whose length is returned; then come `payload` as
+/// given and the returned [`Trailer`] (pad and ICRC). The three in a row
+/// are byte for byte what `build` writes (host-tested); a sender can hand
+/// them to the network stack as they are, a copy fewer.
+pub fn build_split<C: Crc32 + ?Sized>(
+    headers: &Headers,
+    payload: &[u8],
+    crc: &C,
+    head: &mut [u8],
+) -> Result<(usize, Trailer), BuildError> {
+    let (len, head_len) = write_head(headers, payload.len(), head)?;
+    let pad = usize::from(pad_for(payload.len()));
+    let zeros = [0u8; 3];
+    let pad_bytes = zeros.get(..pad).unwrap_or(&[]);
+    let written = head
+        .get(..head_len)
+        .ok_or(BuildError::BufferTooSmall { needed: len })?;
+    let icrc = icrc::compute_parts(crc, written, &[payload, pad_bytes])
+        .map_err(|_| BuildError::BufferTooSmall { needed: len })?;
+    let mut t = Trailer {
+        bytes: [0; 3 + ICRC_LEN],
+        len: pad + ICRC_LEN,
+    };
+    if let Some(b) = t.bytes.get_mut(pad..pad + ICRC_LEN) {
+        b.copy_from_slice(&icrc.to_le_bytes());
+    }
+    Ok((head_len, t))
+}
+
+/// Checks `headers` against a payload of `payload_len` bytes and writes
+/// the IP, UDP and transport headers to the front of `out`: the whole
+/// packet's length and the headers' length.
+fn write_head(
+    headers: &Headers,
+    payload_len: usize,
+    out: &mut [u8],
+) -> Result<(usize, usize), BuildError> {
+    let len = packet_len(headers, payload_len)?;
     let opcode =
         Opcode::from_u8(headers.bth.opcode).ok_or(BuildError::UnknownOpcode(headers.bth.opcode))?;
     let info = opcode.info();
@@ -546,22 +619,22 @@ pub fn build<C: Crc32 + ?Sized>(
             found,
         });
     }
-    let frame = out
-        .get_mut(..len)
-        .ok_or(BuildError::BufferTooSmall { needed: len })?;
     let ip_len = headers.ip.header_len();
+    let head_len = ip_len + UDP_HEADER_LEN + info.header_len;
+    let head = out
+        .get_mut(..head_len)
+        .ok_or(BuildError::BufferTooSmall { needed: len })?;
     let udp_len = len.checked_sub(ip_len).ok_or(BuildError::TooLong)?;
     let udp_len16 = u16::try_from(udp_len).map_err(|_| BuildError::TooLong)?;
-    let pad = pad_for(payload.len());
     let mut bth = headers.bth;
-    bth.pad = pad;
+    bth.pad = pad_for(payload_len);
 
     // Anything short here would be a bug in packet_len(); report it as the
     // buffer being too small rather than panicking.
     let small = |_: Truncated| BuildError::BufferTooSmall { needed: len };
-    write_ip(&headers.ip, udp_len16, frame).map_err(small)?;
-    let rest = frame.get_mut(ip_len..).ok_or(BuildError::TooLong)?;
-    let mut w = ByteWriter::new(rest, udp_len).map_err(small)?;
+    write_ip(&headers.ip, udp_len16, head).map_err(small)?;
+    let rest = head.get_mut(ip_len..).ok_or(BuildError::TooLong)?;
+    let mut w = ByteWriter::new(rest, head_len - ip_len).map_err(small)?;
     w.u16(headers.udp.src_port).map_err(small)?;
     w.u16(ROCE_V2_UDP_PORT).map_err(small)?;
     w.u16(udp_len16).map_err(small)?;
@@ -572,13 +645,7 @@ pub fn build<C: Crc32 + ?Sized>(
     let mut ext_bytes = [0u8; super::opcode::MAX_HEADER_LEN];
     let n = headers.ext.write(&mut ext_bytes).map_err(small)?;
     w.bytes(ext_bytes.get(..n).unwrap_or(&[])).map_err(small)?;
-    w.bytes(payload).map_err(small)?;
-    let zeros = [0u8; 3];
-    w.bytes(zeros.get(..usize::from(pad)).unwrap_or(&[]))
-        .map_err(small)?;
-    w.bytes(&[0u8; ICRC_LEN]).map_err(small)?;
-    icrc::fill(crc, frame).map_err(|_| BuildError::BufferTooSmall { needed: len })?;
-    Ok(len)
+    Ok((len, head_len))
 }
 
 /// Why [`assemble`] made no packet: the frame [`build`] would make of the
