@@ -40,6 +40,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::ScopeGuard;
 
+use rdma::kshim::block::BioData;
 use rdma::kshim::global::Global;
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::param;
@@ -124,6 +125,17 @@ impl<'a> SrvRequest<'a> {
     pub fn write_data(&self, off: usize, data: &[u8]) -> Result {
         self.check(off, data.len())?;
         self.chunk.write(self.base + off, data)
+    }
+
+    /// The data area itself, for a block device to read or write in place
+    /// (no copy); `None` when it is empty.
+    pub fn bio_data(&self) -> Option<BioData<'a>> {
+        let len = u32::try_from(self.data_len).ok().filter(|&l| l > 0)?;
+        Some(BioData {
+            buf: self.chunk,
+            offset: self.base,
+            len,
+        })
     }
 }
 

@@ -5,7 +5,8 @@
 # (rustc-web + rust-web-src), clang/LLVM for bindgen and the LLVM=1 KASAN build,
 # the kernel build tools, QEMU and busybox for the guest, and the userspace RDMA
 # tools that drive the kernel's C stack inside the guest, and python3-pyverbs,
-# which ships rdma-core's own test suite; shellcheck for
+# which ships rdma-core's own test suite; e2fsprogs for the RNBD
+# block devices' tests; shellcheck for
 # `make lint`.
 # crates.io: bindgen-cli.
 set -euo pipefail
@@ -18,6 +19,7 @@ pkgs=(
 	ibverbs-utils rdmacm-utils perftest ibverbs-providers iproute2
 	python3 python3-pyverbs
 	linux-perf
+	e2fsprogs
 	shellcheck
 )
 

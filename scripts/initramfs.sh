@@ -49,7 +49,11 @@ tools+=(/usr/bin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/dash)
 # perf, for make bench's profile (linux-perf; the guest's kernel is newer,
 # which perf record and report do not mind).
 tools+=(/usr/bin/perf)
+# e2fsprogs: a file system on RNBD devices, checked after the IO.
+tools+=(/usr/sbin/mke2fs /usr/sbin/e2fsck)
 copy_with_libs "${tools[@]}"
+ln -s mke2fs "$root/usr/sbin/mkfs.ext4"
+cp /etc/mke2fs.conf "$root/etc/mke2fs.conf"
 # The shell is dash, not busybox's ash: Debian's static busybox runs its own
 # applets in preference to PATH, which would shadow iproute2's ip and kmod.
 ln -s dash "$root/usr/bin/sh"

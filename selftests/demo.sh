@@ -4,7 +4,9 @@
 # state; then two rdma_rs_rxe devices on a veth pair between two network
 # namespaces move 1 MiB with an RDMA WRITE and an RDMA READ; then our
 # rdma_cm connects with rdma-core's rping over the kernel's rxe, both ways
-# (connections negotiated by the CM on QP1); then a peer memory client's
+# (connections negotiated by the CM on QP1); then a RAM disk exported by
+# our RNBD server and mapped by the kernel's rnbd_client, with an ext4
+# file system on it; then a peer memory client's
 # memory registered from user space and moved by RDMA, with the client's
 # sysfs statistics; then user space on our stack: unchanged rdma-core's
 # ibv_devinfo and rdma link on two of our devices; last, unchanged rping
@@ -24,6 +26,8 @@ cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/rxe.sh
 # shellcheck source=lib/cmtools.sh
 . ../lib/cmtools.sh
+# shellcheck source=lib/rnbd.sh
+. ../lib/rnbd.sh
 
 show() {
 	echo "### $*"
@@ -114,6 +118,51 @@ ktap_check "rdma_core_tools_both_ways" cmtools_done
 show cmtools_show
 show cm_summary
 ktap_check "cm_teardown" cm_teardown
+
+# A block device over our RTRS: our RNBD server (rdma_rs_rnbd_server, in
+# namespace demo_r on our rxe rxr) exports a RAM disk; the kernel's
+# rnbd_client maps it over the kernel's rxe cxr as /dev/rnbd0; an ext4
+# file system made on it holds a file whose checksum survives a remount.
+rnbd_setup() {
+	modprobe rnbd_client && modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r &&
+		netns_veth - dri demo_r drr && netns_addr - dri 10.86.0.1/24 &&
+		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr && c_rxe_add cxr dri &&
+		ip netns exec demo_r modprobe rdma_rs_rnbd_server dev_search_path=/dev
+}
+rnbd_map() {
+	# Round-robin: the kernel client's default path policy races under
+	# preemption (selftests/rtrs/rnbd_server.sh says how).
+	echo "sessname=demo path=ip:10.86.0.2 device_path=ram0" > /sys/class/rnbd-client/ctl/map_device &&
+		echo round-robin > /sys/class/rtrs-client/demo/mpath_policy && [ -b /dev/rnbd0 ]
+}
+rnbd_fs() {
+	mkdir -p "$tmpd/rmnt" && mkfs.ext4 -q -F /dev/rnbd0 && mount /dev/rnbd0 "$tmpd/rmnt" &&
+		dd if=/dev/urandom of="$tmpd/rmnt/file" bs=65536 count=64 2> /dev/null &&
+		md5sum < "$tmpd/rmnt/file" > "$tmpd/rsum" && umount "$tmpd/rmnt" &&
+		mount /dev/rnbd0 "$tmpd/rmnt" && md5sum < "$tmpd/rmnt/file" | cmp - "$tmpd/rsum"
+}
+rnbd_show() {
+	df -h "$tmpd/rmnt" | sed "s|$tmpd/||"
+	wc -c "$tmpd/rmnt/file" | sed "s|$tmpd/||"
+	echo "/sys/class/rdma_rs_rnbd_server/ctl/devices:"
+	(cd /sys/class/rdma_rs_rnbd_server/ctl/devices && for f in */block_dev */sessions/*/*; do
+		case "$f" in
+		*/block_dev) echo "  $f -> $(readlink "$f" | sed 's|.*/||')" ;;
+		*/force_close) ;;
+		*) echo "  $f: $(cat "$f")" ;;
+		esac
+	done)
+}
+rnbd_teardown() {
+	umount "$tmpd/rmnt" && rnbd_unmap rnbd0 demo && rmmod rnbd_client rtrs_client &&
+		rmmod rdma_rs_rnbd_server rdma_rs_rtrs && rmmod brd && rdma link delete cxr &&
+		echo 0 > "$cfs/rxr/enable" && rmdir "$cfs/rxr" && ip netns del demo_r
+}
+ktap_check "rnbd_server_ours_exports_ram0" rnbd_setup
+ktap_check "rnbd_client_kernels_maps_it" rnbd_map
+ktap_check "rnbd_ext4_file_survives_remount" rnbd_fs
+show rnbd_show
+ktap_check "rnbd_teardown" rnbd_teardown
 
 # Peer-Direct: a user program maps "device memory" of the example C peer
 # memory client, registers it as a memory region on our rxe pma through

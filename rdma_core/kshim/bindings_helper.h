@@ -23,4 +23,5 @@
 #include "class_glue.h"
 #include "param_glue.h"
 #include "netlink_glue.h"
+#include "block_glue.h"
 #include "../../include/rdma/peer_mem.h"

@@ -327,6 +327,13 @@ impl SysDir {
     }
 }
 
+impl SysDir {
+    /// The C directory, for links into it (`kshim::block`).
+    pub(crate) fn raw(&self) -> *mut bindings::rdma_rs_sysdir {
+        self.raw.as_ptr()
+    }
+}
+
 impl Drop for SysDir {
     fn drop(&mut self) {
         // The close removes the files and returns once no `show` or `store`

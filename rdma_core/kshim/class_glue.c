@@ -556,6 +556,11 @@ put:
  * Adds a directory: on top (parent NULL) or in parent, whose handle is open.
  * Returns it with one user, its handle's, or an error pointer.
  */
+struct kobject *rdma_rs_sysdir_kobj(struct rdma_rs_sysdir *d)
+{
+	return d->kobj;
+}
+
 struct rdma_rs_sysdir *rdma_rs_sysdir_add(struct rdma_rs_sysclass *c, struct rdma_rs_sysdir *parent,
 					  const char *name, const struct rdma_rs_sysfile *files,
 					  u32 nfiles, const void *ctx)

@@ -10,6 +10,7 @@
 
 struct rdma_rs_sysclass;
 struct rdma_rs_sysdir;
+struct kobject;
 
 /* One file of a directory, as Rust describes it (the name is copied). */
 struct rdma_rs_sysfile {
@@ -28,6 +29,8 @@ struct class *rdma_rs_sysclass_class(struct rdma_rs_sysclass *c);
 /* Whether /sys/class has an entry called name (for sysfs_glue.c too). */
 bool rdma_rs_class_name_taken(const char *name);
 
+/* The kobject of a directory (for links into it). */
+struct kobject *rdma_rs_sysdir_kobj(struct rdma_rs_sysdir *d);
 struct rdma_rs_sysdir *rdma_rs_sysdir_add(struct rdma_rs_sysclass *c, struct rdma_rs_sysdir *parent,
 					  const char *name, const struct rdma_rs_sysfile *files,
 					  u32 nfiles, const void *ctx);

@@ -278,8 +278,9 @@ impl Buffer {
         Ok(())
     }
 
-    /// A raw pointer to byte `offset`, for the core's copy paths.
-    fn ptr(&self, offset: usize) -> *mut u8 {
+    /// A raw pointer to byte `offset`, for the core's copy paths (and the
+    /// block layer's IO, `kshim::block`).
+    pub(crate) fn ptr(&self, offset: usize) -> *mut u8 {
         self.base.wrapping_add(offset)
     }
 

@@ -23,5 +23,7 @@ pub mod mpath;
 pub mod msg;
 #[path = "src/rnbd.rs"]
 pub mod rnbd;
+#[path = "src/rnbd_srv.rs"]
+pub mod rnbd_srv;
 
 pub use error::Error;

@@ -27,6 +27,9 @@
 //!   (uses `consts`, `conn`, `error`, `imm`, `msg`);
 //! - [`rnbd`]: the RNBD messages carried as RTRS user messages (uses
 //!   `error`, `le`).
+//! - [`rnbd_srv`]: what an RNBD server decides from them: the block
+//!   operation of an IO, the path of an OPEN's device, the access modes
+//!   a device admits (uses `error`, `rnbd`).
 //! - [`mpath`]: the decisions of a multipath client session: the
 //!   multipath policy and the choice of a path for each IO, the reconnect
 //!   schedule, the heartbeat miss counter and round trip, and the permit
@@ -49,5 +52,6 @@ mod le;
 pub mod mpath;
 pub mod msg;
 pub mod rnbd;
+pub mod rnbd_srv;
 
 pub use error::Error;

@@ -89,6 +89,8 @@ pub(crate) struct Dev {
     pub(crate) id: u32,
     pub(crate) nsectors: u64,
     pub(crate) lbs: u16,
+    pub(crate) max_write_zeroes: u32,
+    pub(crate) max_discard: u32,
 }
 
 impl<'a> Rnbd<'a> {
@@ -149,16 +151,28 @@ impl<'a> Rnbd<'a> {
 
     /// OPEN of `name`, read-write.
     pub(crate) fn open(&self, name: &[u8]) -> Result<Dev> {
+        self.open_mode(name, AccessMode::Rw)
+    }
+
+    /// OPEN of `name` in `mode`.
+    pub(crate) fn open_mode(&self, name: &[u8], mode: AccessMode) -> Result<Dev> {
         let mut m = [0u8; 300];
-        let n = Open::new(AccessMode::Rw, name)
+        let n = Open::new(mode, name)
             .and_then(|o| o.write(&mut m))
             .map_err(|_| EINVAL)?;
-        let raw = self.admin_read::<OPEN_RSP_LEN>(&m[..n])?;
+        self.open_raw(&m[..n])
+    }
+
+    /// OPEN as the bytes `msg` say it.
+    pub(crate) fn open_raw(&self, msg: &[u8]) -> Result<Dev> {
+        let raw = self.admin_read::<OPEN_RSP_LEN>(msg)?;
         let r = OpenRsp::parse(&raw).map_err(|_| EINVAL)?;
         Ok(Dev {
             id: r.device_id,
             nsectors: r.nsectors,
             lbs: r.logical_block_size,
+            max_write_zeroes: r.max_write_zeroes_sectors,
+            max_discard: r.max_discard_sectors,
         })
     }
 
