@@ -5,10 +5,9 @@
 //! [`UdpSocket::open_v4`] binds a UDP port in the network namespace of a
 //! netdev and hands every datagram, as an owned [`SkBuff`], to a
 //! [`UdpHandler`] in softirq context ([`UdpSocket::open_v6`] for IPv6).
-//! [`ip4_xmit`] and [`ip6_xmit`] send a complete packet (headers included:
-//! a RoCE v2 ICRC covers them) out of a netdev; [`ip4_xmit_parts`] and
-//! [`ip6_xmit_parts`] the same packet given as headers, payload and
-//! trailer where the sender holds them.
+//! [`ip_xmit_parts`] sends a packet (headers included: a RoCE v2 ICRC
+//! covers them) out of a netdev, given as headers, payload and trailer
+//! where the sender holds them.
 //! The plumbing is C (`udp_glue.c`); the 6.12 kernel crate has no
 //! networking.
 
@@ -199,48 +198,29 @@ impl Drop for RouteCache {
     }
 }
 
-/// Sends a complete IPv4 packet (`pkt` starts with the IP header) out of
-/// `dev`, routed in its namespace (through `cache` if given: then every
-/// packet sent through it must go to the same destination). Any context
-/// where softirqs may be enabled.
-pub fn ip4_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
-    ip4_xmit_parts(dev, cache, [pkt, &[], &[]])
-}
-
-/// Sends an IPv4 packet given in parts, copied in a row into one skb
-/// (`parts[0]` starts with the IP header): a sender's headers, its
-/// payload where it gathered it, its trailer. As [`ip4_xmit`] otherwise.
-pub fn ip4_xmit_parts(dev: &NetDevice, cache: Option<&RouteCache>, parts: [&[u8]; 3]) -> Result {
+/// Sends an IP packet given in parts, copied in a row into one skb
+/// (`parts[0]` starts with the IP header, IPv6 if `v6`): a sender's
+/// headers, its payload where it gathered it, its trailer. Routed out of
+/// `dev` in its namespace (through `cache` if given: then every packet
+/// sent through it must go to the same destination). Any context where
+/// softirqs may be enabled.
+pub fn ip_xmit_parts(
+    dev: &NetDevice,
+    cache: Option<&RouteCache>,
+    v6: bool,
+    parts: [&[u8]; 3],
+) -> Result {
     let [hdr, data, tail] = parts;
+    let xmit = if v6 {
+        bindings::rdma_rs_ip6_xmit
+    } else {
+        bindings::rdma_rs_ip4_xmit
+    };
     // SAFETY: `dev` is live; each part is valid for its length and copied
     // before the call returns (lengths over `u32` are refused, not cut:
     // the helper takes no run over 64 KiB); the cache is live or NULL.
     to_result(unsafe {
-        bindings::rdma_rs_ip4_xmit(
-            dev.as_raw(),
-            RouteCache::raw(cache),
-            hdr.as_ptr(),
-            len32(hdr)?,
-            data.as_ptr(),
-            len32(data)?,
-            tail.as_ptr(),
-            len32(tail)?,
-        )
-    })
-}
-
-/// Sends a complete IPv6 packet (`pkt` starts with the IPv6 header) out of
-/// `dev`, as [`ip4_xmit`] does.
-pub fn ip6_xmit(dev: &NetDevice, cache: Option<&RouteCache>, pkt: &[u8]) -> Result {
-    ip6_xmit_parts(dev, cache, [pkt, &[], &[]])
-}
-
-/// Sends an IPv6 packet given in parts, as [`ip4_xmit_parts`] does.
-pub fn ip6_xmit_parts(dev: &NetDevice, cache: Option<&RouteCache>, parts: [&[u8]; 3]) -> Result {
-    let [hdr, data, tail] = parts;
-    // SAFETY: as in `ip4_xmit_parts`.
-    to_result(unsafe {
-        bindings::rdma_rs_ip6_xmit(
+        xmit(
             dev.as_raw(),
             RouteCache::raw(cache),
             hdr.as_ptr(),

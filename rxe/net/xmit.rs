@@ -186,11 +186,8 @@ fn to_network(
     ip: &IpHeader,
     parts: [&[u8]; 3],
 ) -> Result<(), SendError> {
-    let sent = match ip {
-        IpHeader::V4(_) => rdma::provider::udp::ip4_xmit_parts(&rd.netdev, route, parts),
-        IpHeader::V6(_) => rdma::provider::udp::ip6_xmit_parts(&rd.netdev, route, parts),
-    };
-    match sent {
+    let v6 = matches!(ip, IpHeader::V6(_));
+    match rdma::provider::udp::ip_xmit_parts(&rd.netdev, route, v6, parts) {
         Ok(()) => {
             rd.counters.inc(Counter::TxPackets);
             rd.counters.inc(Counter::SentPkts);

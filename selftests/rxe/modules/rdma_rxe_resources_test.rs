@@ -91,14 +91,7 @@ fn reth_len(a: Port<'_>, b: Port<'_>) -> Result {
 /// until it has refused what the script sent (it is in the error state)
 /// and checks that `x`, our requester, is unharmed.
 fn named_until_refused(x: &End, y: &End, name: &str, psn: u32, va_off: usize) -> Result {
-    pr_info!(
-        "{}: qpn {} psn {} rkey {} va {}\n",
-        name,
-        y.qp.qpn(),
-        psn,
-        y.mr.rkey(),
-        y.buf.addr(va_off)
-    );
+    name_to_script(y, name, psn, va_off);
     if !verify::wait_until(60_000, 50, || y.state().is_ok_and(|s| s == QpState::Err)) {
         pr_err!(
             "{}: the responder never refused the script's request\n",
@@ -107,6 +100,20 @@ fn named_until_refused(x: &End, y: &End, name: &str, psn: u32, va_off: usize) ->
         return Err(EAGAIN);
     }
     check(x.state()? == QpState::Rts, "our requester unharmed")
+}
+
+/// Tells the script where to forge case `name`'s packets: responder `y`,
+/// its expected PSN `psn`, its key and an address `va_off` into its
+/// buffer (`NAME: qpn Q psn P rkey K va V`).
+fn name_to_script(y: &End, name: &str, psn: u32, va_off: usize) {
+    pr_info!(
+        "{}: qpn {} psn {} rkey {} va {}\n",
+        name,
+        y.qp.qpn(),
+        psn,
+        y.mr.rkey(),
+        y.buf.addr(va_off)
+    );
 }
 
 /// Where the receives of the out-of-place cases go in the responder's
@@ -236,14 +243,7 @@ fn stale_duplicate_read(p: &mut RxePair) -> Result {
         sg: &sg,
     }])
     .map_err(|(_, e)| e)?;
-    pr_info!(
-        "{}: qpn {} psn {} rkey {} va {}\n",
-        NAME,
-        y.qp.qpn(),
-        psn,
-        y.mr.rkey(),
-        y.buf.addr(0)
-    );
+    name_to_script(&y, NAME, psn, 0);
     // The script's packets take seconds each under TCG.
     let mut wc: [Wc; 1] = Default::default();
     let mut waited = 0;
