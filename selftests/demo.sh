@@ -127,6 +127,7 @@ rnbd_setup() {
 	modprobe rnbd_client && modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r &&
 		netns_veth - dri demo_r drr && netns_addr - dri 10.86.0.1/24 &&
 		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr && c_rxe_add cxr dri &&
+		ping -c 1 -W 5 10.86.0.2 > /dev/null &&
 		ip netns exec demo_r modprobe rdma_rs_rnbd_server dev_search_path=/dev
 }
 rnbd_map() {

@@ -35,7 +35,7 @@ use rtrs::proto::rnbd::{
     self, AccessMode, Close, Io, Open, OpenRsp, SessInfo, SessInfoRsp, RNBD_FUA, RNBD_MSG_CLOSE,
     RNBD_MSG_IO, RNBD_MSG_OPEN, RNBD_MSG_SESS_INFO, RNBD_PROTO_VER_MAJOR, RNBD_WRITEBACK,
 };
-use rtrs::proto::rnbd_srv::{admit, check_io, full_path, BlockKind, BlockOp, PATH_MAX};
+use rtrs::proto::rnbd_srv::{admit, check_io, full_path, sane_prio, BlockKind, BlockOp, PATH_MAX};
 use rtrs::srv::{SrvOps, SrvRequest};
 
 mod device;
@@ -294,16 +294,11 @@ impl Srv {
             return EROFS_N;
         }
         let info = sd.bdev.info();
-        let data_len = if op.kind.has_data() || req.data_len() > 0 {
-            req.data_len()
-        } else {
-            0
-        };
         if let Err(e) = check_io(
             op.kind,
             m.sector,
             m.bi_size,
-            data_len,
+            req.data_len(),
             info.nsectors,
             info.logical_block_size,
         ) {
@@ -320,7 +315,7 @@ impl Srv {
         let prio = if sess.ver.load(Ordering::Relaxed) < RNBD_PROTO_VER_MAJOR {
             0
         } else {
-            m.prio
+            sane_prio(m.prio)
         };
         let bio = BioOp {
             kind: bio_kind(op.kind),

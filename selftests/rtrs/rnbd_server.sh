@@ -212,9 +212,11 @@ bad_names() {
 	for n in ../dev/ram1 ram1/../ram0 nosuchdev; do
 		if map rs_e "$n" ro > /dev/null 2>&1; then echo "$n mapped"; return 1; fi
 	done
-	dmesg | grep -q 'rnbd_server: session "rs_e": bad device name' &&
-		dmesg | grep -q 'rnbd_server: session "rs_e": cannot open "/dev/nosuchdev" (errno -2)' ||
-		{ dmesg | grep rnbd_server; return 1; }
+	if ! dmesg | grep -q 'rnbd_server: session "rs_e": bad device name' ||
+		! dmesg | grep -q 'rnbd_server: session "rs_e": cannot open "/dev/nosuchdev" (errno -2)'; then
+		dmesg | grep rnbd_server
+		return 1
+	fi
 	# ram1 itself is fine.
 	d=$(map rs_e ram1 rw) && [ -d "$srv/ram1/sessions/rs_e" ] && rnbd_unmap "$d" rs_e &&
 		gone "$srv/ram1"
@@ -239,8 +241,11 @@ hostile_after() {
 		dd if=/dev/ram1 of="$tmpd/hb" bs=4096 skip=1024 count=16 iflag=direct 2> /dev/null &&
 		cmp "$tmpd/hl" "$tmpd/hb" || return 1
 	s=$srv/ram0/sessions/rs_hostile
-	[ "$(cat "$s/access_mode")" = ro ] && [ "$(cat "$s/mapping_path")" = ram0 ] &&
-		[ ! -e "$srv/ram1" ] || { ls -R "$srv"; return 1; }
+	if [ "$(cat "$s/access_mode")" != ro ] || [ "$(cat "$s/mapping_path")" != ram0 ] ||
+		[ -e "$srv/ram1" ]; then
+		ls -R "$srv"
+		return 1
+	fi
 	rmmod rnbd_srv_hostile_test && gone "$s" && [ -d "$srv/ram0/sessions/rs_a" ]
 }
 

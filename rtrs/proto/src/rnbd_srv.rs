@@ -161,6 +161,18 @@ pub fn check_io(
     }
 }
 
+/// The I/O priority to give a bio for an IO message's `prio`: as sent
+/// when its class (the top three bits) is one the block layer knows
+/// (none, real-time, best-effort, idle), else 0. Schedulers index tables
+/// by the class, so a class from the wire is never passed on unchecked.
+pub const fn sane_prio(prio: u16) -> u16 {
+    if prio >> 13 <= 3 {
+        prio
+    } else {
+        0
+    }
+}
+
 /// Writes into `out` the path of device `name` (an OPEN's device name,
 /// without its NUL) under `search` (the server's `dev_search_path`) for
 /// the session `sess`: `search/name`, or, when `search` holds

@@ -7,7 +7,7 @@ use rtrs_proto::rnbd::{
     AccessMode, RNBD_F_FUA, RNBD_F_SYNC, RNBD_OP_DISCARD, RNBD_OP_FLUSH, RNBD_OP_READ,
     RNBD_OP_SECURE_ERASE, RNBD_OP_WRITE, RNBD_OP_WRITE_ZEROES,
 };
-use rtrs_proto::rnbd_srv::{admit, full_path, mode_name, BlockKind, BlockOp, PATH_MAX};
+use rtrs_proto::rnbd_srv::{admit, full_path, mode_name, sane_prio, BlockKind, BlockOp, PATH_MAX};
 use rtrs_proto::Error;
 
 #[test]
@@ -181,5 +181,17 @@ fn io_ranges_never_panic() {
         let mut out = [0u8; 64];
         let name = next().to_le_bytes();
         let _ = full_path(&name[..(next() % 9) as usize], b"s", &name, &mut out);
+    }
+}
+
+#[test]
+fn priorities_of_known_classes_only() {
+    // Class 2 (best-effort), level 4; class 1 (real-time) with a hint.
+    assert_eq!(sane_prio(2 << 13 | 4), 2 << 13 | 4);
+    assert_eq!(sane_prio(1 << 13 | 1 << 3), 1 << 13 | 1 << 3);
+    assert_eq!(sane_prio(3 << 13), 3 << 13);
+    assert_eq!(sane_prio(0), 0);
+    for class in 4..8u16 {
+        assert_eq!(sane_prio(class << 13 | 5), 0, "class {class}");
     }
 }

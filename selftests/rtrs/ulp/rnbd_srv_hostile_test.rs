@@ -13,7 +13,7 @@
 //! end, in part of a block, with a data area of another size than the
 //! IO, with data on a dataless operation (`EINVAL`), for an id not open
 //! (`ENOTCONN`), a write on a read-only mapping (`EROFS`). Then what
-//! works: IO read back, flush, write zeroes (zeroes read back) and
+//! works: IO read back, an unknown priority class dropped, flush, write zeroes (zeroes read back) and
 //! discard as the device announced them, and lines at 4 MiB of `ram1`
 //! for the shell to find on `/dev/ram1` itself; CLOSE, twice, and of an
 //! id never open. `ram0` stays open read-only until the module goes, for
@@ -311,6 +311,22 @@ fn io_works(c: &mut Ctx) -> Result {
     }];
     check(r.io(rw.id, Dir::Read, at, &back)? == 0, "it reads back")?;
     check(same(&c.a, 0, &c.b, 0, len)?, "the bytes written")?;
+    // A priority of no class the block layer knows is not passed on: the
+    // IO is done without it.
+    let e = raw_io(
+        &r,
+        c,
+        Dir::Write,
+        Io {
+            device_id: rw.id,
+            sector: at,
+            rw: RNBD_OP_WRITE,
+            bi_size: len as u32,
+            prio: 7 << 13 | 7,
+        },
+        len,
+    )?;
+    check(e == 0, "a write with priority class 7")?;
     let flush = Io {
         device_id: rw.id,
         sector: 0,
