@@ -55,6 +55,9 @@ use rdma::kshim::errno::{
 /// Seconds to wait for each step of a connect.
 const STEP_SECS: u32 = 30;
 
+/// Seconds sysfs `reconnect` and `add_path` wait for the connection.
+pub(crate) const SYSFS_WAIT_SECS: u32 = 2 * STEP_SECS + 2;
+
 /// Where a path goes: an optional source address and the server's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathAddr {
@@ -236,6 +239,9 @@ pub struct ClPath {
     pub(crate) latency_ns: AtomicU64,
     /// Counters.
     pub stats: Stats,
+    /// Reconnect attempts ended, with or without success (never reset,
+    /// unlike `stats`): what `wait_attempt` waits for.
+    attempts: AtomicU64,
     /// Fails the path (`fail`) from the session's work queue.
     #[pin]
     fail_work: Work<ClPath, 1>,
@@ -335,6 +341,7 @@ impl ClPath {
                 inflight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
                 stats: Stats::default(),
+                attempts: AtomicU64::new(0),
                 fail_work <- new_work!("rtrs::clt::ClPath::fail_work"),
                 reconnect_work <- new_work!("rtrs::clt::ClPath::reconnect_work"),
                 remove_work <- new_work!("rtrs::clt::ClPath::remove_work"),
@@ -879,6 +886,42 @@ impl ClPath {
     }
 
     fn reconnect(self: &Arc<Self>) {
+        self.reconnect_once();
+        self.attempts.fetch_add(1, Ordering::Release);
+    }
+
+    /// The reconnect attempts that have ended so far, for
+    /// [`ClPath::wait_attempt`].
+    pub(crate) fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
+    /// Waits until a reconnect attempt has ended since `attempts()` was
+    /// `before` (sysfs `reconnect` and `add_path` wait for the
+    /// connection, as the kernel's do): `Ok` if the path is connected
+    /// then; `ENOTCONN` if the attempt failed, the path is given up or the
+    /// session closes; `ETIMEDOUT` after `secs`. Process context; sleeps.
+    pub(crate) fn wait_attempt(&self, before: u64, secs: u32) -> Result {
+        let deadline = now_ms() + i64::from(secs) * 1000;
+        loop {
+            if self.attempts() != before {
+                return if self.phase() == Phase::Connected {
+                    Ok(())
+                } else {
+                    Err(enotconn())
+                };
+            }
+            if self.phase() == Phase::Dead || self.sess.is_closing() {
+                return Err(enotconn());
+            }
+            if now_ms() >= deadline {
+                return Err(etimedout());
+            }
+            rdma::kshim::time::msleep(20);
+        }
+    }
+
+    fn reconnect_once(self: &Arc<Self>) {
         match self.connect().and_then(|()| self.sess.adopt(self)) {
             Ok(()) => {
                 self.stats.reconnects.fetch_add(1, Ordering::Relaxed);

@@ -36,7 +36,7 @@ use rdma::verbs::mr::BufSlice;
 use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::clt::con::wr;
-use crate::clt::path::{ClPath, PathAddr, PathOwner, Phase};
+use crate::clt::path::{ClPath, PathAddr, PathOwner, Phase, SYSFS_WAIT_SECS};
 use crate::clt::res::{Res, HDR_ROOM};
 use crate::clt::sysfs::SessCtl;
 use crate::dir::Dir;
@@ -1035,14 +1035,19 @@ impl SessCtl for SessInner {
         self.port
     }
 
-    /// Adds a path (sysfs `add_path`); the keeper connects it within a
-    /// second.
-    fn add_path_later(self: Arc<Self>, addr: PathAddr) -> Result {
+    /// Adds a path (sysfs `add_path`) and waits for its connection, as
+    /// the kernel's client does: the keeper connects it within a second.
+    /// A path that does not connect is removed again and its errno
+    /// returned.
+    fn add_path_wait(self: Arc<Self>, addr: PathAddr) -> Result {
         if self.is_closing() {
             return Err(econnaborted());
         }
         let p = self.add_path(addr)?;
+        let before = p.attempts();
         p.connect_soon();
-        Ok(())
+        p.wait_attempt(before, SYSFS_WAIT_SECS).inspect_err(|_| {
+            let _ = p.remove_later();
+        })
     }
 }

@@ -33,7 +33,7 @@ use kernel::sync::Arc;
 use rdma::cma::{IpAddr, SockAddr};
 use rdma::kshim::class::{Page, SysDir, SysFile, SysFiles};
 
-use crate::clt::path::{ClPath, PathAddr, Phase};
+use crate::clt::path::{ClPath, PathAddr, Phase, SYSFS_WAIT_SECS};
 use crate::proto::mpath::Policy;
 use crate::sysfs::{fmt_err, one, path_dirs, trim, Class, PathEnds};
 
@@ -53,8 +53,9 @@ pub(crate) trait SessCtl: Send + Sync {
     fn set_policy(&self, p: Policy);
     /// The server's port (of the session's first path).
     fn port(&self) -> u16;
-    /// Adds a path to `addr`, connected within a second.
-    fn add_path_later(self: Arc<Self>, addr: PathAddr) -> Result;
+    /// Adds a path to `addr` and waits for its connection (removed
+    /// again, with the errno, if it fails).
+    fn add_path_wait(self: Arc<Self>, addr: PathAddr) -> Result;
 }
 
 const MAX_RECONNECT: u32 = 0;
@@ -197,7 +198,7 @@ impl SysFiles for SessFiles {
                     None => (None, parse_ip(t)?),
                 };
                 let port = s.port();
-                s.clone().add_path_later(PathAddr {
+                s.clone().add_path_wait(PathAddr {
                     src: src.map(|ip| SockAddr { ip, port: 0 }),
                     dst: SockAddr { ip: dst, port },
                 })
@@ -268,7 +269,11 @@ impl SysFiles for PathFiles {
         one(input)?;
         let p = &self.0;
         match id {
-            RECONNECT => p.reconnect_now(),
+            RECONNECT => {
+                let before = p.attempts();
+                p.reconnect_now()?;
+                p.wait_attempt(before, SYSFS_WAIT_SECS)
+            }
             DISCONNECT => p.disconnect_now(),
             REMOVE_PATH => p.remove_later(),
             RECONNECTS => {

@@ -185,20 +185,19 @@ server_disconnect() {
 }
 
 # disconnect (write 1): the path goes down and stays down, the load runs on
-# the other; reconnect (write 1) brings it back.
+# the other; reconnect (write 1) brings it back, and returns once it is
+# connected, as the kernel's does.
 sysfs_disconnect_reconnect() {
 	echo 1 > "$p1/disconnect" && [ "$(cat "$p1/state")" = disconnected ] &&
 		advance 1 1 60 && sleep 3 && [ "$(cat "$p1/state")" = disconnected ] &&
 		echo 1 > "$p1/reconnect" || return 1
-	for _ in $(seq 300); do
-		[ "$(cat "$p1/state")" = connected ] && break
-		sleep 0.1
-	done
-	[ "$(cat "$p1/state")" = connected ] && advance 1 2 60
+	[ "$(cat "$p1/state")" = connected ] || { echo "reconnect returned before the connection"; return 1; }
+	advance 1 2 60
 }
 
 # remove_path: the path and its directory go, the load runs on the other;
-# add_path brings a path to the same server address back.
+# add_path brings a path to the same server address back, and refuses one
+# that does not connect.
 sysfs_remove_add() {
 	echo 1 > "$p1/remove_path" || return 1
 	for _ in $(seq 100); do
@@ -210,12 +209,19 @@ sysfs_remove_add() {
 		echo "the last path was removed"
 		return 1
 	fi
+	# A path that cannot connect (no route) is refused with an errno and
+	# not kept.
+	if echo "ip:10.80.5.1@ip:10.99.99.99" > "$cls/add_path" 2> /dev/null; then
+		echo "a path with no route was added"
+		return 1
+	fi
+	sleep 1
+	if ls "$cls/paths" | grep -q 10.99.99.99; then ls "$cls/paths"; return 1; fi
+	# add_path returns once the path is connected, as the kernel's does.
 	echo "ip:10.80.5.1@ip:10.80.5.2" > "$cls/add_path" || return 1
-	for _ in $(seq 300); do
-		[ -d "$p1" ] && [ "$(cat "$p1/state")" = connected ] && break
-		sleep 0.1
-	done
-	[ "$(cat "$p1/state")" = connected ] && advance 1 2 60
+	[ -d "$p1" ] && [ "$(cat "$p1/state")" = connected ] ||
+		{ echo "add_path returned before the connection"; return 1; }
+	advance 1 2 60
 }
 
 # Path 0's link down (client side): its requests in flight fail over to
