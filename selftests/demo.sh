@@ -138,7 +138,7 @@ rnbd_map() {
 }
 rnbd_fs() {
 	mkdir -p "$tmpd/rmnt" && mkfs.ext4 -q -F /dev/rnbd0 && mount /dev/rnbd0 "$tmpd/rmnt" &&
-		dd if=/dev/urandom of="$tmpd/rmnt/file" bs=65536 count=64 2> /dev/null &&
+		dd if=/dev/urandom of="$tmpd/rmnt/file" bs=65536 count=16 2> /dev/null &&
 		md5sum < "$tmpd/rmnt/file" > "$tmpd/rsum" && umount "$tmpd/rmnt" &&
 		mount /dev/rnbd0 "$tmpd/rmnt" && md5sum < "$tmpd/rmnt/file" | cmp - "$tmpd/rsum"
 }
@@ -155,7 +155,7 @@ rnbd_show() {
 	done)
 }
 rnbd_teardown() {
-	umount "$tmpd/rmnt" && rnbd_unmap rnbd0 demo && rmmod rnbd_client rtrs_client &&
+	umount "$tmpd/rmnt" && rnbd_unmap rnbd0 demo && rmmod rnbd_client rtrs_client rtrs_core &&
 		rmmod rdma_rs_rnbd_server rdma_rs_rtrs && rmmod brd && rdma link delete cxr &&
 		echo 0 > "$cfs/rxr/enable" && rmdir "$cfs/rxr" && ip netns del demo_r
 }

@@ -216,11 +216,15 @@ sysfs_remove_add() {
 		return 1
 	fi
 	sleep 1
-	if ls "$cls/paths" | grep -q 10.99.99.99; then ls "$cls/paths"; return 1; fi
+	for d in "$cls"/paths/*10.99.99.99*; do
+		[ ! -e "$d" ] || { echo "kept: $d"; return 1; }
+	done
 	# add_path returns once the path is connected, as the kernel's does.
 	echo "ip:10.80.5.1@ip:10.80.5.2" > "$cls/add_path" || return 1
-	[ -d "$p1" ] && [ "$(cat "$p1/state")" = connected ] ||
-		{ echo "add_path returned before the connection"; return 1; }
+	if [ ! -d "$p1" ] || [ "$(cat "$p1/state")" != connected ]; then
+		echo "add_path returned before the connection"
+		return 1
+	fi
 	advance 1 2 60
 }
 
