@@ -1,6 +1,6 @@
 # shellcheck shell=sh
-# A helper of the suites that run the kernel's rnbd_client (rtrs/rnbd.sh,
-# rtrs/kmpath.sh).
+# Helpers of the suites that run the kernel's rnbd_client (rtrs/rnbd.sh,
+# rtrs/kmpath.sh, rtrs/rnbd_server.sh).
 
 # Unmaps /dev/DEV of the kernel's rnbd_client and waits until its session
 # SESSION is freed. The client frees a session from the work that confirms
@@ -16,5 +16,27 @@ rnbd_unmap() { # DEV SESSION
 		sleep 0.1
 	done
 	echo "the client's session $2 is still there"
+	return 1
+}
+
+# The block device of the kernel client's session NAME.
+rnbd_of() {
+	for f in /sys/block/rnbd*/rnbd/session; do
+		[ -f "$f" ] || continue
+		[ "$(cat "$f")" = "$1" ] || continue
+		f=${f%/rnbd/session}
+		echo "${f##*/}"
+		return 0
+	done
+	return 1
+}
+
+# Waits up to 10 s for PATH to be gone.
+gone() {
+	for _ in $(seq 100); do
+		[ -e "$1" ] || return 0
+		sleep 0.1
+	done
+	echo "$1 is still there"
 	return 1
 }

@@ -116,28 +116,6 @@ data_roundtrip() {
 	fi
 }
 
-# The block device of the kernel client's session NAME.
-rnbd_of() {
-	for f in /sys/block/rnbd*/rnbd/session; do
-		[ -f "$f" ] || continue
-		[ "$(cat "$f")" = "$1" ] || continue
-		f=${f%/rnbd/session}
-		echo "${f##*/}"
-		return 0
-	done
-	return 1
-}
-
-# Waits up to 10 s for PATH to be gone.
-gone() {
-	for _ in $(seq 100); do
-		[ -e "$1" ] || return 0
-		sleep 0.1
-	done
-	echo "$1 is still there"
-	return 1
-}
-
 # The server of port 1236 (Server::open) announces the module's
 # parameters: its log says so, and the kernel's client, mapping a device
 # from it, sees the queue depth (its tags) and the largest IO (64 KiB

@@ -63,28 +63,6 @@ map() { # SESS DEVICE_PATH MODE
 	rnbd_of "$1"
 }
 
-# The block device of the kernel client's session NAME.
-rnbd_of() {
-	for f in /sys/block/rnbd*/rnbd/session; do
-		[ -f "$f" ] || continue
-		[ "$(cat "$f")" = "$1" ] || continue
-		f=${f%/rnbd/session}
-		echo "${f##*/}"
-		return 0
-	done
-	return 1
-}
-
-# Waits up to 10 s for PATH to be gone.
-gone() {
-	for _ in $(seq 100); do
-		[ -e "$1" ] || return 0
-		sleep 0.1
-	done
-	echo "$1 is still there"
-	return 1
-}
-
 map_rw() {
 	d=$(map rs_a ram0 rw) || { dmesg | grep -E "rnbd|rtrs" | tail -20; return 1; }
 	echo "$d" > "$tmpd/dev_a"
