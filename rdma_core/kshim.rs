@@ -18,6 +18,7 @@
 //! networking arrive in later kernels), the shim here is what goes.
 
 pub(crate) mod bindings;
+pub mod blk;
 pub mod block;
 pub mod chardev;
 pub mod class;

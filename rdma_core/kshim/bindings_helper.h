@@ -24,4 +24,5 @@
 #include "param_glue.h"
 #include "netlink_glue.h"
 #include "block_glue.h"
+#include "blk_glue.h"
 #include "../../include/rdma/peer_mem.h"
