@@ -134,7 +134,8 @@ impl BlkRequest {
         self.flags() & bindings::rdma_rs_rq_flag_RDMA_RS_RQ_FUA != 0
     }
 
-    /// The first sector (512 bytes).
+    /// The first sector (512 bytes); meaningless for a flush (the block
+    /// layer's flush requests have all ones).
     pub fn sector(&self) -> u64 {
         // SAFETY: a started request (type invariant).
         unsafe { bindings::rdma_rs_rq_pos(self.rq.as_ptr()) }

@@ -36,17 +36,20 @@ struct RamDisk {
 
 impl RamDisk {
     fn serve(&self, rq: &BlkRequest) -> Result {
+        // A flush has no range (its sector is all ones).
+        match rq.op() {
+            RqOp::Flush => return Ok(()),
+            RqOp::Other => return Err(eopnotsupp()),
+            _ => {}
+        }
         let at = usize::try_from(rq.sector())
             .map_err(|_| EIO)?
             .checked_mul(512)
             .ok_or(EIO)?;
         let len = rq.bytes();
         let end = at.checked_add(len as usize).ok_or(EIO)?;
-        match rq.op() {
-            RqOp::Flush => return Ok(()),
-            RqOp::Other => return Err(eopnotsupp()),
-            _ if end > SIZE => return Err(EIO),
-            _ => {}
+        if end > SIZE {
+            return Err(EIO);
         }
         match rq.op() {
             RqOp::Read => rq.copy_in(&self.mem, at, len),
@@ -62,6 +65,15 @@ impl RamDisk {
 impl BlkOps for RamDisk {
     fn queue_rq(&self, rq: BlkRequest) {
         let r = self.serve(&rq);
+        if let Err(e) = r {
+            pr_warn!(
+                "rdma blk test: {:?} at {} of {} bytes: errno {}\n",
+                rq.op(),
+                rq.sector(),
+                rq.bytes(),
+                e.to_errno()
+            );
+        }
         rq.end(r);
     }
 }
