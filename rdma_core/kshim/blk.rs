@@ -30,6 +30,7 @@ use kernel::sync::Arc;
 use kernel::ThisModule;
 
 use crate::kshim::bindings;
+use crate::kshim::class::SysDir;
 use crate::kshim::mem::Buffer;
 
 /// What a disk announces.
@@ -282,6 +283,25 @@ impl BlkDisk {
         // NUL-terminated array in the gendisk, which outlives `self`'s
         // borrow.
         unsafe { CStr::from_char_ptr(bindings::rdma_rs_blk_name(self.raw.as_ptr())) }
+    }
+
+    /// How many times the disk is open now (it may change at once: a
+    /// hint for refusing an unmap, not a lock).
+    pub fn openers(&self) -> u32 {
+        // SAFETY: the disk is live (type invariant).
+        unsafe { bindings::rdma_rs_blk_openers(self.raw.as_ptr()) }
+    }
+
+    /// Makes the link `name` in `dir` to the disk's sysfs directory
+    /// (`block -> .../block/<disk>`). It goes with `dir`. Process context.
+    pub fn link_from(&self, dir: &SysDir, name: &CStr) -> Result {
+        // Why the call is sound: the disk is live (type invariant), `dir`
+        // is an open directory (borrowed for the call), `name` is
+        // NUL-terminated and copied.
+        // SAFETY: as listed above.
+        kernel::error::to_result(unsafe {
+            bindings::rdma_rs_blk_link(dir.raw(), name.as_char_ptr(), self.raw.as_ptr())
+        })
     }
 
     /// Sets the size (sectors), telling user space.

@@ -11,7 +11,10 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 
+#include <linux/sysfs.h>
+
 #include "blk_glue.h"
+#include "class_glue.h"
 
 /* blk.rs: takes the request (started) for the disk whose context is ctx. */
 void rdma_rs_blk_queue_rq(const void *ctx, struct request *rq);
@@ -117,6 +120,18 @@ void rdma_rs_blk_set_capacity(struct rdma_rs_blk *b, u64 nsectors)
 const char *rdma_rs_blk_name(struct rdma_rs_blk *b)
 {
 	return b->disk->disk_name;
+}
+
+/* How many times the disk is open now (a hint: it may change at once). */
+unsigned int rdma_rs_blk_openers(struct rdma_rs_blk *b)
+{
+	return disk_openers(b->disk);
+}
+
+/* A link name in dir to the disk's sysfs directory; it goes with dir. */
+int rdma_rs_blk_link(struct rdma_rs_sysdir *dir, const char *name, struct rdma_rs_blk *b)
+{
+	return sysfs_create_link(rdma_rs_sysdir_kobj(dir), &disk_to_dev(b->disk)->kobj, name);
 }
 
 u32 rdma_rs_rq_op(struct request *rq)

@@ -12,6 +12,7 @@
 struct module;
 struct request;
 struct rdma_rs_blk;
+struct rdma_rs_sysdir;
 
 /* What the disk announces. */
 struct rdma_rs_blk_limits {
@@ -52,6 +53,8 @@ struct rdma_rs_blk *rdma_rs_blk_add(const char *name, const struct rdma_rs_blk_l
 void rdma_rs_blk_del(struct rdma_rs_blk *b);
 void rdma_rs_blk_set_capacity(struct rdma_rs_blk *b, u64 nsectors);
 const char *rdma_rs_blk_name(struct rdma_rs_blk *b);
+unsigned int rdma_rs_blk_openers(struct rdma_rs_blk *b);
+int rdma_rs_blk_link(struct rdma_rs_sysdir *dir, const char *name, struct rdma_rs_blk *b);
 
 u32 rdma_rs_rq_op(struct request *rq);
 u32 rdma_rs_rq_flags(struct request *rq);

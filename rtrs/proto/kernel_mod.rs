@@ -23,6 +23,8 @@ pub mod mpath;
 pub mod msg;
 #[path = "src/rnbd.rs"]
 pub mod rnbd;
+#[path = "src/rnbd_clt.rs"]
+pub mod rnbd_clt;
 #[path = "src/rnbd_srv.rs"]
 pub mod rnbd_srv;
 

@@ -41,9 +41,9 @@ setup() {
 		c_rxe_add rtxa rtv0 && rxe_bind rt_b rtv1 rtb &&
 		ping -c 1 -W 5 10.80.1.2 > /dev/null && srv_load || return 1
 	cleanup_add rmmod "$mod"
-	if [ "$(cat /sys/module/$mod/parameters/port_nr)" != 1234 ] ||
-		[ "$(cat /sys/module/$mod/parameters/dev_search_path)" != /dev ]; then
-		grep . /sys/module/$mod/parameters/*
+	if [ "$(cat /sys/module/"$mod"/parameters/port_nr)" != 1234 ] ||
+		[ "$(cat /sys/module/"$mod"/parameters/dev_search_path)" != /dev ]; then
+		grep . /sys/module/"$mod"/parameters/*
 		return 1
 	fi
 	# Nothing exported yet.
@@ -273,3 +273,4 @@ ktap_check server_reloaded server_reloaded
 ktap_check unmap unmap
 ktap_check teardown teardown
 cleanup_run
+ktap_finish

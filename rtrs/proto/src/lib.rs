@@ -30,6 +30,9 @@
 //! - [`rnbd_srv`]: what an RNBD server decides from them: the block
 //!   operation of an IO, the path of an OPEN's device, the access modes
 //!   a device admits (uses `error`, `rnbd`).
+//! - [`rnbd_clt`]: what an RNBD client decides: the `map_device`
+//!   options, a mapping's directory name, the disk limits an OPEN answer
+//!   may give, the `rw` word of an IO (uses `error`, `rnbd`, `rnbd_srv`).
 //! - [`mpath`]: the decisions of a multipath client session: the
 //!   multipath policy and the choice of a path for each IO, the reconnect
 //!   schedule, the heartbeat miss counter and round trip, and the permit
@@ -52,6 +55,7 @@ mod le;
 pub mod mpath;
 pub mod msg;
 pub mod rnbd;
+pub mod rnbd_clt;
 pub mod rnbd_srv;
 
 pub use error::Error;

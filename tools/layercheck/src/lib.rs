@@ -16,7 +16,8 @@
 //!
 //! ```text
 //! crate NAME FOLDER ROOT   a kernel crate: its folder and root file (exempt)
-//! skip SUBFOLDER           not scanned (another crate built from the folder)
+//! skip PATH...             subfolders or files not scanned (another crate
+//!                          built from the folder)
 //! layer RANK MODULE...     top-level modules forming one layer; a module may
 //!                          import its own layer and lower ranks; two layer
 //!                          lines of one rank are siblings that may not
@@ -481,7 +482,8 @@ impl Gate {
 }
 
 /// The `.rs` files below `dir` (relative paths, sorted), leaving out the
-/// `skip` subfolders and generated files.
+/// The Rust files under `dir`, but for the `skip`ped subfolders and files
+/// and generated files.
 pub fn rust_files(dir: &Path, skip: &[String]) -> std::io::Result<Vec<String>> {
     fn walk(
         base: &Path,
@@ -499,7 +501,10 @@ pub fn rust_files(dir: &Path, skip: &[String]) -> std::io::Result<Vec<String>> {
                     continue;
                 }
                 walk(base, &r, skip, out)?;
-            } else if name.ends_with(".rs") && !name.ends_with("_generated.rs") {
+            } else if name.ends_with(".rs")
+                && !name.ends_with("_generated.rs")
+                && !skip.contains(&rs)
+            {
                 out.push(rs);
             }
         }

@@ -180,6 +180,32 @@ fn tree_walk_skips_other_crates_and_generated_files() {
     assert_eq!(files, ["k/low/x.rs", "p/b.rs"]);
 }
 
+/// Two crates in one folder: each skips the other's root, top-level
+/// files and subfolder.
+#[test]
+fn skipped_files_are_not_scanned() {
+    let s = Scratch::new("files");
+    let files = |skip: &[&str]| {
+        let skip: Vec<String> = skip.iter().map(|x| x.to_string()).collect();
+        layercheck::rust_files(&s.0.join("two"), &skip).unwrap()
+    };
+    write(&s.0, "two/a.rs", "");
+    write(&s.0, "two/a_mod.rs", "");
+    write(&s.0, "two/a_mod/x.rs", "");
+    write(&s.0, "two/b.rs", "");
+    write(&s.0, "two/b_mod.rs", "");
+    write(&s.0, "two/b_mod/y.rs", "");
+    assert_eq!(
+        files(&["b.rs", "b_mod.rs", "b_mod"]),
+        ["a.rs", "a_mod.rs", "a_mod/x.rs"]
+    );
+    assert_eq!(
+        files(&["a.rs", "a_mod.rs", "a_mod"]),
+        ["b.rs", "b_mod.rs", "b_mod/y.rs"]
+    );
+    assert_eq!(files(&[]).len(), 6);
+}
+
 /// The project's own map on the project's own tree: adding one upward
 /// import to a copy of rdma_core's bottom layer makes exactly one more
 /// finding, naming it.

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A mapped device's IO ([`DevIo`], the [`BlkOps`] of its disk): each
+//! request of the disk becomes one RNBD IO on the session, its data
+//! copied through a buffer of the request's tag; its completion ends the
+//! request.
+//!
+//! A request that cannot go now waits in `waiting`, in order: when no
+//! permit is free (the session's work sends it, waiting for one), and
+//! while the session has no path (RTRS completes the requests in flight
+//! with `ECONNABORTED` then; they wait too, and go again once the link is
+//! back and the device is open again on the server). An unmap ends the
+//! waiting requests with `EIO` and refuses new ones.
+//!
+//! Lock order: `slots`, `waiting`, each a leaf; none is held across a
+//! request, a copy or the end of a request.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use rdma::kshim::blk::{BlkOps, BlkRequest, RqOp};
+use rdma::kshim::errno::{econnaborted, enotconn, eopnotsupp};
+use rdma::kshim::mem::Buffer;
+use rdma::kshim::ratelimit::log_allowed;
+use rdma::kshim::vec;
+use rdma::verbs::mr::BufSlice;
+use rtrs::clt::{ConType, Dir, IoDone};
+use rtrs::proto::rnbd::{AccessMode, Io, IO_LEN};
+use rtrs::proto::rnbd_clt::io_rw;
+use rtrs::proto::rnbd_srv::BlockKind;
+
+use super::session::{server_err, CltSess};
+
+/// A mapping's state, as its `state` file shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum DevState {
+    /// Being mapped.
+    Init = 0,
+    /// Open on the server: IO flows.
+    Open = 1,
+    /// The session lost its last path: IO waits.
+    Closed = 2,
+    /// Being unmapped: IO fails.
+    Unmapped = 3,
+}
+
+impl DevState {
+    fn of(v: u8) -> DevState {
+        match v {
+            0 => DevState::Init,
+            1 => DevState::Open,
+            2 => DevState::Closed,
+            _ => DevState::Unmapped,
+        }
+    }
+
+    /// The `state` file's text (the kernel client's).
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            DevState::Init => "init",
+            DevState::Open => "open",
+            DevState::Closed => "closed",
+            DevState::Unmapped => "unmapped",
+        }
+    }
+}
+
+/// A request of the disk in flight on the session.
+struct Slot {
+    rq: Option<BlkRequest>,
+    kind: BlockKind,
+    len: u32,
+    /// The tag's buffer, kept for its next request.
+    buf: Option<Arc<Buffer>>,
+}
+
+/// What the disk's requests need: the session, the server's id of the
+/// device, the requests in flight and those waiting.
+#[pin_data]
+pub(crate) struct DevIo {
+    pub(crate) sess: Arc<CltSess>,
+    /// The device's index in the session (high half of its IO tags).
+    idx: AtomicU32,
+    /// The server's id of the device (new after a reopen).
+    id: AtomicU32,
+    /// The name the server knows it by.
+    pub(crate) path: KVec<u8>,
+    pub(crate) mode: AccessMode,
+    /// Size in sectors the server announced last.
+    pub(crate) nsectors: AtomicU64,
+    /// Bytes a tag's buffer holds (the largest request).
+    max_io: usize,
+    state: AtomicU8,
+    #[pin]
+    slots: Mutex<KVec<Slot>>,
+    /// Requests to send when a permit or the link is back; room for the
+    /// whole queue is reserved, so parking never allocates.
+    #[pin]
+    waiting: Mutex<KVec<BlkRequest>>,
+}
+
+impl DevIo {
+    /// The IO of device `id` (as the server's OPEN answered) on `sess`,
+    /// for a disk of `depth` tags and requests of at most `max_io` bytes.
+    pub(crate) fn new(
+        sess: Arc<CltSess>,
+        id: u32,
+        path: &[u8],
+        mode: AccessMode,
+        nsectors: u64,
+        depth: u32,
+        max_io: usize,
+    ) -> Result<Arc<DevIo>> {
+        let mut p = KVec::with_capacity(path.len(), GFP_KERNEL)?;
+        p.extend_from_slice(path, GFP_KERNEL)?;
+        let mut slots = KVec::with_capacity(depth as usize, GFP_KERNEL)?;
+        for _ in 0..depth {
+            slots.push(
+                Slot {
+                    rq: None,
+                    kind: BlockKind::Read,
+                    len: 0,
+                    buf: None,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let waiting = KVec::with_capacity(depth as usize, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(DevIo {
+                sess,
+                idx: AtomicU32::new(0),
+                id: AtomicU32::new(id),
+                path: p,
+                mode,
+                nsectors: AtomicU64::new(nsectors),
+                max_io,
+                state: AtomicU8::new(DevState::Init as u8),
+                slots <- new_mutex!(slots, "rnbd_client::DevIo::slots"),
+                waiting <- new_mutex!(waiting, "rnbd_client::DevIo::waiting"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The state.
+    pub(crate) fn state(&self) -> DevState {
+        DevState::of(self.state.load(Ordering::Acquire))
+    }
+
+    fn set_state(&self, s: DevState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    /// Its index in the session is `idx`; IO may flow.
+    pub(crate) fn opened(&self, idx: u32) {
+        self.idx.store(idx, Ordering::Release);
+        self.set_state(DevState::Open);
+    }
+
+    /// The index in the session.
+    pub(crate) fn idx(&self) -> u32 {
+        self.idx.load(Ordering::Acquire)
+    }
+
+    /// The server's id.
+    pub(crate) fn id(&self) -> u32 {
+        self.id.load(Ordering::Acquire)
+    }
+
+    /// The session lost its last path: IO waits.
+    pub(crate) fn link_down(&self) {
+        let _ = self.state.compare_exchange(
+            DevState::Open as u8,
+            DevState::Closed as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    /// Opens the device on the server again (after the link came back).
+    pub(crate) fn reopen(&self, sess: &Arc<CltSess>) -> Result {
+        if self.state() == DevState::Unmapped {
+            return Ok(());
+        }
+        match sess.open(&self.path, self.mode) {
+            Ok(rsp) => {
+                self.id.store(rsp.device_id, Ordering::Release);
+                let old = self.nsectors.swap(rsp.nsectors, Ordering::AcqRel);
+                if old != rsp.nsectors {
+                    pr_warn!(
+                        "rnbd_client: {}: the server's device has {} sectors now, {} before; the disk keeps its size\n",
+                        self.path_str(),
+                        rsp.nsectors,
+                        old
+                    );
+                }
+                let _ = self.state.compare_exchange(
+                    DevState::Closed as u8,
+                    DevState::Open as u8,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                pr_info!(
+                    "rnbd_client: {}@{}: open again (id {})\n",
+                    self.path_str(),
+                    sess.name_str(),
+                    rsp.device_id
+                );
+                Ok(())
+            }
+            Err(e) => {
+                pr_warn!(
+                    "rnbd_client: {}@{}: reopen failed ({})\n",
+                    self.path_str(),
+                    sess.name_str(),
+                    e.to_errno()
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// The device's name on the server, for the log.
+    pub(crate) fn path_str(&self) -> &str {
+        core::str::from_utf8(&self.path).unwrap_or("?")
+    }
+
+    /// Being unmapped: IO fails from now on, waiting IO included.
+    pub(crate) fn unmapping(&self) {
+        self.set_state(DevState::Unmapped);
+        let waiting = core::mem::take(&mut *self.waiting.lock());
+        for rq in waiting {
+            rq.end(Err(EIO));
+        }
+    }
+
+    /// Parks `rq` until a permit or the link is back. The service work
+    /// looks once the device is open (at once if it is).
+    fn park(&self, rq: BlkRequest) {
+        if self.state() == DevState::Unmapped {
+            rq.end(Err(EIO));
+            return;
+        }
+        {
+            // Room for the whole queue is reserved: no allocation here
+            // (were it to fail, the request's drop would end it: EIO).
+            let _ = self.waiting.lock().push(rq, GFP_ATOMIC);
+        }
+        if self.state() == DevState::Open {
+            self.sess.kick();
+        }
+    }
+
+    /// The buffer of `tag`, for `len` bytes.
+    fn buffer(&self, tag: u32) -> Result<Arc<Buffer>> {
+        let mut g = self.slots.lock();
+        let slot = g.get_mut(tag as usize).ok_or(EINVAL)?;
+        if let Some(b) = &slot.buf {
+            return Ok(b.clone());
+        }
+        drop(g);
+        let b = Buffer::new(self.max_io)?;
+        let mut g = self.slots.lock();
+        let slot = g.get_mut(tag as usize).ok_or(EINVAL)?;
+        Ok(slot.buf.get_or_insert(b).clone())
+    }
+
+    /// Sends `rq` (of `kind`) on the session; with `wait`, waits for a
+    /// permit. Returns the request if it must wait (no permit, no path).
+    fn send(&self, rq: BlkRequest, kind: BlockKind, wait: bool) -> Option<BlkRequest> {
+        let permit = match self.sess.rtrs.permit(ConType::Io, wait) {
+            Ok(p) => p,
+            Err(e) if e == EBUSY || e == ERESTARTSYS || e == enotconn() => return Some(rq),
+            Err(e) => {
+                rq.end(Err(e));
+                return None;
+            }
+        };
+        let tag = rq.tag();
+        let bytes = rq.bytes();
+        let flush = kind == BlockKind::Flush;
+        let len = if kind.has_data() { bytes } else { 0 };
+        if len as usize > self.max_io {
+            rq.end(Err(EIO));
+            return None;
+        }
+        let buf = if len > 0 {
+            match self.buffer(tag) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    rq.end(Err(e));
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        if let (BlockKind::Write, Some(b)) = (kind, &buf) {
+            if let Err(e) = rq.copy_out(b, 0, len) {
+                rq.end(Err(e));
+                return None;
+            }
+        }
+        let io = Io {
+            device_id: self.id(),
+            sector: if flush { 0 } else { rq.sector() },
+            rw: io_rw(kind, rq.sync(), rq.fua()),
+            bi_size: if flush { 0 } else { bytes },
+            prio: 0,
+        };
+        let mut m = [0u8; IO_LEN];
+        let n = match io.write(&mut m) {
+            Ok(n) => n,
+            Err(_) => {
+                rq.end(Err(EINVAL));
+                return None;
+            }
+        };
+        let dir = if kind == BlockKind::Read {
+            Dir::Read
+        } else {
+            Dir::Write
+        };
+        {
+            let mut g = self.slots.lock();
+            let Some(slot) = g.get_mut(tag as usize) else {
+                drop(g);
+                rq.end(Err(EINVAL));
+                return None;
+            };
+            // Placed before the request: its completion may come first.
+            slot.rq = Some(rq);
+            slot.kind = kind;
+            slot.len = len;
+        }
+        let done: Arc<dyn IoDone> = self.sess.clone();
+        let wire_tag = (u64::from(self.idx()) << 32) | u64::from(tag);
+        let sent = match &buf {
+            Some(b) => self.sess.rtrs.request(
+                dir,
+                permit,
+                &m[..n],
+                &[BufSlice {
+                    buf: b,
+                    offset: 0,
+                    len: len as usize,
+                }],
+                done,
+                wire_tag,
+            ),
+            None => self
+                .sess
+                .rtrs
+                .request(dir, permit, &m[..n], &[], done, wire_tag),
+        };
+        match sent {
+            Ok(()) => None,
+            Err(e) => {
+                // Not sent: its completion never comes.
+                let rq = self.slots.lock().get_mut(tag as usize)?.rq.take()?;
+                if e == econnaborted() || e == enotconn() {
+                    Some(rq)
+                } else {
+                    rq.end(Err(e));
+                    None
+                }
+            }
+        }
+    }
+
+    /// The requests that waited, sent while the device is open (by the
+    /// session's work, which may wait for permits).
+    pub(crate) fn send_waiting(&self, _sess: &Arc<CltSess>) {
+        while self.state() == DevState::Open {
+            let Some(rq) = vec::remove(&mut self.waiting.lock(), 0) else {
+                return;
+            };
+            let Some(kind) = kind_of(rq.op()) else {
+                rq.end(Err(eopnotsupp()));
+                continue;
+            };
+            if let Some(rq) = self.send(rq, kind, true) {
+                // No path: it waits for the link (room reserved, as in
+                // `park`).
+                let _ = self.waiting.lock().push(rq, GFP_ATOMIC);
+                return;
+            }
+        }
+    }
+
+    /// Request `tag` completed with `errno`.
+    pub(crate) fn complete(&self, tag: u32, errno: i32) {
+        let (rq, kind, len, buf) = {
+            let mut g = self.slots.lock();
+            let Some(slot) = g.get_mut(tag as usize) else {
+                return;
+            };
+            let Some(rq) = slot.rq.take() else {
+                return;
+            };
+            (rq, slot.kind, slot.len, slot.buf.clone())
+        };
+        if errno == econnaborted().to_errno() && self.state() != DevState::Unmapped {
+            // No path left: it goes again once the link is back.
+            self.park(rq);
+            return;
+        }
+        let r = if errno != 0 {
+            if log_allowed() {
+                pr_warn!(
+                    "rnbd_client: {}: IO failed on the server ({})\n",
+                    self.path_str(),
+                    errno
+                );
+            }
+            Err(server_err(errno))
+        } else {
+            match (kind, &buf) {
+                (BlockKind::Read, Some(b)) => rq.copy_in(b, 0, len),
+                _ => Ok(()),
+            }
+        };
+        rq.end(r);
+    }
+}
+
+/// The RNBD operation of a block request, if it has one.
+fn kind_of(op: RqOp) -> Option<BlockKind> {
+    Some(match op {
+        RqOp::Read => BlockKind::Read,
+        RqOp::Write => BlockKind::Write,
+        RqOp::Flush => BlockKind::Flush,
+        RqOp::Discard => BlockKind::Discard,
+        RqOp::SecureErase => BlockKind::SecureErase,
+        RqOp::WriteZeroes => BlockKind::WriteZeroes,
+        RqOp::Other => return None,
+    })
+}
+
+impl BlkOps for DevIo {
+    fn queue_rq(&self, rq: BlkRequest) {
+        let Some(kind) = kind_of(rq.op()) else {
+            rq.end(Err(eopnotsupp()));
+            return;
+        };
+        match self.state() {
+            DevState::Unmapped => rq.end(Err(EIO)),
+            DevState::Open => {
+                if let Some(rq) = self.send(rq, kind, false) {
+                    self.park(rq);
+                }
+            }
+            DevState::Init | DevState::Closed => self.park(rq),
+        }
+    }
+}
