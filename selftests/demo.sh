@@ -5,8 +5,8 @@
 # namespaces move 1 MiB with an RDMA WRITE and an RDMA READ; then our
 # rdma_cm connects with rdma-core's rping over the kernel's rxe, both ways
 # (connections negotiated by the CM on QP1); then a RAM disk exported by
-# our RNBD server and mapped by the kernel's rnbd_client, with an ext4
-# file system on it; then a peer memory client's
+# our RNBD server and mapped by our RNBD client, with an ext4 file system
+# on it; then a peer memory client's
 # memory registered from user space and moved by RDMA, with the client's
 # sysfs statistics; then user space on our stack: unchanged rdma-core's
 # ibv_devinfo and rdma link on two of our devices; last, unchanged rping
@@ -26,8 +26,6 @@ cd "$(dirname "$0")/foundation" || exit 1
 . ../lib/rxe.sh
 # shellcheck source=lib/cmtools.sh
 . ../lib/cmtools.sh
-# shellcheck source=lib/rnbd.sh
-. ../lib/rnbd.sh
 
 show() {
 	echo "### $*"
@@ -119,32 +117,41 @@ show cmtools_show
 show cm_summary
 ktap_check "cm_teardown" cm_teardown
 
-# A block device over our RTRS: our RNBD server (rdma_rs_rnbd_server, in
-# namespace demo_r on our rxe rxr) exports a RAM disk; the kernel's
-# rnbd_client maps it over the kernel's rxe cxr as /dev/rnbd0; an ext4
-# file system made on it holds a file whose checksum survives a remount.
+# A block device over our stack end to end: our RNBD server
+# (rdma_rs_rnbd_server, in namespace demo_r on our rxe rxr) exports a RAM
+# disk; our RNBD client (rdma_rs_rnbd_client, on our rxe rxi) maps it as
+# /dev/rsrnbd0; an ext4 file system made on it holds a file whose
+# checksum survives a remount.
 rnbd_setup() {
-	modprobe rnbd_client && modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r &&
+	modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r &&
 		netns_veth - dri demo_r drr && netns_addr - dri 10.86.0.1/24 &&
-		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr && c_rxe_add cxr dri &&
+		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr &&
+		rxe_item_new rxi && echo dri > "$cfs/rxi/netdev" && echo 1 > "$cfs/rxi/enable" &&
 		ping -c 1 -W 5 10.86.0.2 > /dev/null &&
-		ip netns exec demo_r modprobe rdma_rs_rnbd_server dev_search_path=/dev
+		ip netns exec demo_r modprobe rdma_rs_rnbd_server dev_search_path=/dev &&
+		modprobe rdma_rs_rnbd_client
 }
 rnbd_map() {
-	# Round-robin: the kernel client's default path policy races under
-	# preemption (selftests/rtrs/rnbd_server.sh says how).
-	echo "sessname=demo path=ip:10.86.0.2 device_path=ram0" > /sys/class/rnbd-client/ctl/map_device &&
-		echo round-robin > /sys/class/rtrs-client/demo/mpath_policy && [ -b /dev/rnbd0 ]
+	echo "sessname=demo path=ip:10.86.0.2 device_path=ram0" \
+		> /sys/class/rdma_rs_rnbd_client/ctl/map_device && [ -b /dev/rsrnbd0 ]
 }
 rnbd_fs() {
-	mkdir -p "$tmpd/rmnt" && mkfs.ext4 -q -F /dev/rnbd0 && mount /dev/rnbd0 "$tmpd/rmnt" &&
+	mkdir -p "$tmpd/rmnt" && mkfs.ext4 -q -F /dev/rsrnbd0 && mount /dev/rsrnbd0 "$tmpd/rmnt" &&
 		dd if=/dev/urandom of="$tmpd/rmnt/file" bs=65536 count=16 2> /dev/null &&
 		md5sum < "$tmpd/rmnt/file" > "$tmpd/rsum" && umount "$tmpd/rmnt" &&
-		mount /dev/rnbd0 "$tmpd/rmnt" && md5sum < "$tmpd/rmnt/file" | cmp - "$tmpd/rsum"
+		mount /dev/rsrnbd0 "$tmpd/rmnt" && md5sum < "$tmpd/rmnt/file" | cmp - "$tmpd/rsum"
 }
 rnbd_show() {
 	df -h "$tmpd/rmnt" | sed "s|$tmpd/||"
 	wc -c "$tmpd/rmnt/file" | sed "s|$tmpd/||"
+	echo "/sys/class/rdma_rs_rnbd_client/ctl/devices:"
+	(cd /sys/class/rdma_rs_rnbd_client/ctl/devices && for f in */*; do
+		case "$f" in
+		*/block) echo "  $f -> $(readlink "$f" | sed 's|.*/||')" ;;
+		*/unmap_device) ;;
+		*) echo "  $f: $(cat "$f")" ;;
+		esac
+	done)
 	echo "/sys/class/rdma_rs_rnbd_server/ctl/devices:"
 	(cd /sys/class/rdma_rs_rnbd_server/ctl/devices && for f in */block_dev */sessions/*/*; do
 		case "$f" in
@@ -155,12 +162,15 @@ rnbd_show() {
 	done)
 }
 rnbd_teardown() {
-	umount "$tmpd/rmnt" && rnbd_unmap rnbd0 demo && rmmod rnbd_client rtrs_client rtrs_core &&
-		rmmod rdma_rs_rnbd_server rdma_rs_rtrs && rmmod brd && rdma link delete cxr &&
+	umount "$tmpd/rmnt" &&
+		echo normal > /sys/class/rdma_rs_rnbd_client/ctl/devices/ram0@demo/unmap_device &&
+		[ ! -b /dev/rsrnbd0 ] && rmmod rdma_rs_rnbd_client &&
+		rmmod rdma_rs_rnbd_server rdma_rs_rtrs && rmmod brd &&
+		echo 0 > "$cfs/rxi/enable" && rmdir "$cfs/rxi" &&
 		echo 0 > "$cfs/rxr/enable" && rmdir "$cfs/rxr" && ip netns del demo_r
 }
 ktap_check "rnbd_server_ours_exports_ram0" rnbd_setup
-ktap_check "rnbd_client_kernels_maps_it" rnbd_map
+ktap_check "rnbd_client_ours_maps_it" rnbd_map
 ktap_check "rnbd_ext4_file_survives_remount" rnbd_fs
 show rnbd_show
 ktap_check "rnbd_teardown" rnbd_teardown

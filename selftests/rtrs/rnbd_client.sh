@@ -165,16 +165,24 @@ k_discard() {
 	d=$(cat "$tmpd/k")
 	[ "$(cat "/sys/block/$d/queue/discard_max_bytes")" -gt 0 ] ||
 		{ echo "no discard announced"; return 1; }
-	dd if=/dev/urandom of="$tmpd/dz" bs=4096 count=16 2> /dev/null &&
-		dd if="$tmpd/dz" of="/dev/$d" bs=4096 count=16 seek=6000 oflag=direct 2> /dev/null &&
-		blkdiscard -o $((6004 * 4096)) -l $((8 * 4096)) "/dev/$d" || return 1
+	if ! dd if=/dev/urandom of="$tmpd/dz" bs=4096 count=16 2> /dev/null ||
+		! dd if="$tmpd/dz" of="/dev/$d" bs=4096 count=16 seek=6000 oflag=direct 2>&1; then
+		echo "write before the discard failed"
+		return 1
+	fi
+	# -f: the disk holds ext4 (k_ext4), which blkdiscard guards.
+	blkdiscard -f -o $((6004 * 4096)) -l $((8 * 4096)) "/dev/$d" ||
+		{ echo "blkdiscard failed"; dmesg | tail -5; return 1; }
 	head -c $((4 * 4096)) "$tmpd/dz" > "$tmpd/dz_want" &&
 		head -c $((8 * 4096)) /dev/zero >> "$tmpd/dz_want" &&
 		tail -c $((4 * 4096)) "$tmpd/dz" >> "$tmpd/dz_want" &&
-		dd if=/dev/ram0 of="$tmpd/dz_got" bs=4096 count=16 skip=6000 iflag=direct 2> /dev/null &&
+		dd if=/dev/ram0 of="$tmpd/dz_got" bs=4096 count=16 skip=6000 iflag=direct 2>&1 &&
 		cmp "$tmpd/dz_want" "$tmpd/dz_got" || return 1
-	dd if="$tmpd/dz" of="/dev/$d" bs=4096 count=1 seek=6100 oflag=direct,sync 2> /dev/null &&
-		sync "/dev/$d"
+	# conv=fsync: busybox's dd has no oflag=sync.
+	if ! dd if="$tmpd/dz" of="/dev/$d" bs=4096 count=1 seek=6100 oflag=direct conv=fsync 2>&1; then
+		echo "synchronous write or flush failed"
+		return 1
+	fi
 }
 
 # A normal unmap: the disk, the directory and both sessions go.
@@ -234,15 +242,37 @@ written() { # TAG
 		cmp "$tmpd/$1" "$tmpd/$1.back"
 }
 
-# One path down and up again under a writer.
+# The state file of rc_o's path to ADDR.
+path_state() {
+	for p in "$rtrs"/rc_o/paths/*"$1"*; do cat "$p/state"; return; done
+}
+
+# A path waited for up to 60 s to reach STATE (connected or not).
+path_wait() { # ADDR STATE
+	for _ in $(seq 600); do
+		case "$2:$(path_state "$1")" in
+		connected:connected | down:disconnected) return 0 ;;
+		esac
+		sleep 0.1
+	done
+	echo "path to $1: $(path_state "$1"), not $2"
+	return 1
+}
+
+# One path down until the client fails it, under a writer; then up again
+# and connected again. The writer's bytes are all on ram1.
 o_flap() {
 	d=$(cat "$tmpd/o")
 	writer "$d" flap &
 	w=$!
 	sleep 0.5
-	in_c ip link set rtv8 down && sleep 3 && in_c ip link set rtv8 up || return 1
+	if ! in_c ip link set rtv8 down || ! path_wait 10.80.7.2 down ||
+		! in_c ip link set rtv8 up || ! path_wait 10.80.7.2 connected; then
+		wait "$w"
+		return 1
+	fi
 	wait "$w"
-	written flap
+	written flap && [ "$(path_state 10.80.8.2)" = connected ]
 }
 
 # The server module unloaded and loaded again under a writer: the mapping
