@@ -119,21 +119,22 @@ ktap_check "cm_teardown" cm_teardown
 
 # A block device over our stack end to end: our RNBD server
 # (rdma_rs_rnbd_server, in namespace demo_r on our rxe rxr) exports a RAM
-# disk; our RNBD client (rdma_rs_rnbd_client, on our rxe rxi) maps it as
+# disk; our RNBD client (rdma_rs_rnbd_client, on our rxe rxi in namespace
+# demo_i: the initial one has the kernel's rxe on RoCE's port) maps it as
 # /dev/rsrnbd0; an ext4 file system made on it holds a file whose
 # checksum survives a remount.
 rnbd_setup() {
-	modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r &&
-		netns_veth - dri demo_r drr && netns_addr - dri 10.86.0.1/24 &&
-		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr &&
-		rxe_item_new rxi && echo dri > "$cfs/rxi/netdev" && echo 1 > "$cfs/rxi/enable" &&
-		ping -c 1 -W 5 10.86.0.2 > /dev/null &&
+	modprobe brd rd_nr=1 rd_size=32768 && netns_add demo_r demo_i &&
+		netns_veth demo_i dri demo_r drr && netns_addr demo_i dri 10.86.0.1/24 &&
+		netns_addr demo_r drr 10.86.0.2/24 && rxe_bind demo_r drr rxr && rxe_bind demo_i dri rxi &&
+		ip netns exec demo_i ping -c 1 -W 5 10.86.0.2 > /dev/null &&
 		ip netns exec demo_r modprobe rdma_rs_rnbd_server dev_search_path=/dev &&
 		modprobe rdma_rs_rnbd_client
 }
 rnbd_map() {
-	echo "sessname=demo path=ip:10.86.0.2 device_path=ram0" \
-		> /sys/class/rdma_rs_rnbd_client/ctl/map_device && [ -b /dev/rsrnbd0 ]
+	# The session opens in the namespace of the process that maps.
+	ip netns exec demo_i sh -c "echo 'sessname=demo path=ip:10.86.0.2 device_path=ram0' \
+		> /sys/class/rdma_rs_rnbd_client/ctl/map_device" && [ -b /dev/rsrnbd0 ]
 }
 rnbd_fs() {
 	mkdir -p "$tmpd/rmnt" && mkfs.ext4 -q -F /dev/rsrnbd0 && mount /dev/rsrnbd0 "$tmpd/rmnt" &&
@@ -167,7 +168,7 @@ rnbd_teardown() {
 		[ ! -b /dev/rsrnbd0 ] && rmmod rdma_rs_rnbd_client &&
 		rmmod rdma_rs_rnbd_server rdma_rs_rtrs && rmmod brd &&
 		echo 0 > "$cfs/rxi/enable" && rmdir "$cfs/rxi" &&
-		echo 0 > "$cfs/rxr/enable" && rmdir "$cfs/rxr" && ip netns del demo_r
+		echo 0 > "$cfs/rxr/enable" && rmdir "$cfs/rxr" && ip netns del demo_r && ip netns del demo_i
 }
 ktap_check "rnbd_server_ours_exports_ram0" rnbd_setup
 ktap_check "rnbd_client_ours_maps_it" rnbd_map
