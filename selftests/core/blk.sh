@@ -8,6 +8,7 @@
 # unloaded after.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
+. ../lib/writers.sh
 
 dev=/dev/rdmarsblk0
 q=/sys/block/rdmarsblk0/queue
@@ -54,18 +55,7 @@ bytes() {
 }
 
 parallel() {
-	for i in 0 1 2 3; do
-		(
-			dd if=/dev/urandom of="$tmpd/w$i" bs=4096 count=64 2> /dev/null &&
-				dd if="$tmpd/w$i" of="$dev" bs=4096 count=64 seek=$((2048 + i * 64)) \
-					oflag=direct 2> /dev/null &&
-				dd if="$dev" of="$tmpd/r$i" bs=4096 count=64 skip=$((2048 + i * 64)) \
-					iflag=direct 2> /dev/null &&
-				cmp "$tmpd/w$i" "$tmpd/r$i" && touch "$tmpd/ok$i"
-		) &
-	done
-	wait
-	for i in 0 1 2 3; do [ -e "$tmpd/ok$i" ] || { echo "writer $i"; return 1; }; done
+	four_writers "$dev" 2048
 }
 
 past_end() {

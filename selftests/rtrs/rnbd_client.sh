@@ -15,12 +15,14 @@
 #   while the server module is unloaded and loaded again (the mapping
 #   shows "closed", its IO waits, the devices are opened again and the
 #   writer finishes); every byte is checked on ram1; an unmap while the
-#   disk is open is refused; unloading the module with a mapping left
-#   unmaps it.
+#   disk is open is refused; a forced unmap while the server is gone
+#   fails the IO that waits for it; unloading the module with a mapping
+#   left unmaps it.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/writers.sh
 . ../lib/rnbd.sh
 
 ctl=/sys/class/rdma_rs_rnbd_client/ctl
@@ -141,18 +143,7 @@ k_ext4() {
 # Four writers at once, each on its own 256 KiB, each reading back.
 k_parallel() {
 	d=$(cat "$tmpd/k")
-	for i in 0 1 2 3; do
-		(
-			dd if=/dev/urandom of="$tmpd/w$i" bs=4096 count=64 2> /dev/null &&
-				dd if="$tmpd/w$i" of="/dev/$d" bs=4096 count=64 seek=$((4096 + i * 64)) \
-					oflag=direct 2> /dev/null &&
-				dd if="/dev/$d" of="$tmpd/r$i" bs=16384 count=16 skip=$((1024 + i * 16)) \
-					iflag=direct 2> /dev/null &&
-				cmp "$tmpd/w$i" "$tmpd/r$i" && touch "$tmpd/ok$i"
-		) &
-	done
-	wait
-	for i in 0 1 2 3; do [ -e "$tmpd/ok$i" ] || { echo "writer $i"; return 1; }; done
+	four_writers "/dev/$d" 4096 || return 1
 	# What they wrote is on ram0.
 	cat "$tmpd/w0" "$tmpd/w1" "$tmpd/w2" "$tmpd/w3" > "$tmpd/wall" &&
 		dd if=/dev/ram0 of="$tmpd/rall" bs=4096 count=256 skip=4096 iflag=direct 2> /dev/null &&
@@ -319,6 +310,30 @@ o_unmap_busy() {
 		gone "$osrv/ram1/sessions/rc_o"
 }
 
+# A forced unmap while the server is gone and a writer's IO waits for
+# it: the unmap returns, the writer fails (never hangs), the disk and the
+# session go; the server comes back for the next case.
+o_force_unmap_down() {
+	map "sessname=rc_q path=ip:10.80.8.1@ip:10.80.8.2 device_path=ram1" || return 1
+	d=$(disk_of 'ram1@rc_q') || return 1
+	m=$ctl/devices/ram1@rc_q
+	rmmod "$osrv_mod" || return 1
+	for _ in $(seq 100); do
+		[ "$(cat "$m/state")" = closed ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$m/state")" = closed ] || { echo "state $(cat "$m/state")"; return 1; }
+	(dd if=/dev/zero of="/dev/$d" bs=65536 count=16 oflag=direct 2> /dev/null &&
+		touch "$tmpd/q.written") &
+	w=$!
+	sleep 1
+	echo force > "$m/unmap_device" || return 1
+	wait "$w"
+	[ ! -e "$tmpd/q.written" ] || { echo "the writer's IO passed with no server"; return 1; }
+	[ ! -b "/dev/$d" ] && gone "$m" && gone "$rtrs/rc_q" &&
+		ip netns exec rt_b modprobe "$osrv_mod" dev_search_path=/dev
+}
+
 # A mapping left when the module goes is unmapped by its exit.
 unload_mapped() {
 	map "sessname=rc_p path=ip:10.80.7.1@ip:10.80.7.2 device_path=ram1 access_mode=ro" || return 1
@@ -349,6 +364,7 @@ ktap_check o_map o_map
 ktap_check o_flap o_flap
 ktap_check o_reload o_reload
 ktap_check o_unmap_busy o_unmap_busy
+ktap_check o_force_unmap_down o_force_unmap_down
 ktap_check unload_mapped unload_mapped
 ktap_check teardown teardown
 cleanup_run

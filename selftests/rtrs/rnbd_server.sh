@@ -22,6 +22,7 @@
 . ../lib/cleanup.sh
 . ../lib/netns.sh
 . ../lib/rxe.sh
+. ../lib/writers.sh
 . ../lib/rnbd.sh
 
 ctl=/sys/class/rnbd-client/ctl
@@ -128,18 +129,7 @@ ext4_files() {
 # Four writers at once, each on its own 256 KiB, then each reads back.
 parallel_io() {
 	d=$(cat "$tmpd/dev_a")
-	for i in 0 1 2 3; do
-		(
-			dd if=/dev/urandom of="$tmpd/w$i" bs=4096 count=64 2> /dev/null &&
-				dd if="$tmpd/w$i" of="/dev/$d" bs=4096 count=64 seek=$((4096 + i * 64)) \
-					oflag=direct 2> /dev/null &&
-				dd if="/dev/$d" of="$tmpd/r$i" bs=16384 count=16 skip=$((1024 + i * 16)) \
-					iflag=direct 2> /dev/null &&
-				cmp "$tmpd/w$i" "$tmpd/r$i" && touch "$tmpd/ok$i"
-		) &
-	done
-	wait
-	for i in 0 1 2 3; do [ -e "$tmpd/ok$i" ] || { echo "writer $i"; return 1; }; done
+	four_writers "/dev/$d" 4096 || return 1
 }
 
 # A second rw map of ram0 is refused; ro maps read and cannot write; a

@@ -231,6 +231,8 @@ impl DevIo {
 
     /// Being unmapped: IO fails from now on, waiting IO included.
     pub(crate) fn unmapping(&self) {
+        // Set before the list is taken: a `park` that takes the lock
+        // after this one sees it (it looks under the lock).
         self.set_state(DevState::Unmapped);
         let waiting = core::mem::take(&mut *self.waiting.lock());
         for rq in waiting {
@@ -241,18 +243,27 @@ impl DevIo {
     /// Parks `rq` until a permit or the link is back. The service work
     /// looks once the device is open (at once if it is).
     fn park(&self, rq: BlkRequest) {
-        if self.state() == DevState::Unmapped {
-            rq.end(Err(EIO));
-            return;
-        }
-        {
-            // Room for the whole queue is reserved: no allocation here
-            // (were it to fail, the request's drop would end it: EIO).
-            let _ = self.waiting.lock().push(rq, GFP_ATOMIC);
-        }
-        if self.state() == DevState::Open {
+        if self.wait(rq) && self.state() == DevState::Open {
             self.sess.kick();
         }
+    }
+
+    /// Puts `rq` in `waiting` (true), or ends it with `EIO` if the
+    /// device is being unmapped (false).
+    fn wait(&self, rq: BlkRequest) -> bool {
+        let mut w = self.waiting.lock();
+        // Looked at under the lock: a request parked after `unmapping`
+        // took the list would wait forever, and the disk's removal with
+        // it.
+        if self.state() == DevState::Unmapped {
+            drop(w);
+            rq.end(Err(EIO));
+            return false;
+        }
+        // Room for the whole queue is reserved: no allocation here (were
+        // it to fail, the request's drop would end it: EIO).
+        let _ = w.push(rq, GFP_ATOMIC);
+        true
     }
 
     /// The buffer of `tag`, for `len` bytes.
@@ -384,9 +395,9 @@ impl DevIo {
                 continue;
             };
             if let Some(rq) = self.send(rq, kind, true) {
-                // No path: it waits for the link (room reserved, as in
-                // `park`).
-                let _ = self.waiting.lock().push(rq, GFP_ATOMIC);
+                // No path: it waits for the link (no kick: the link's
+                // return does it).
+                self.wait(rq);
                 return;
             }
         }
