@@ -4,6 +4,10 @@
 #   STACK perftest TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh:
 #   perftest's write, read, send bandwidth and send_lat, ours through
 #   rdma_rs_uverbs, the kernel's through ib_uverbs)
+#   STACK rnbd TEST SIZE REQUESTS NANOSECONDS P50 P99 (selftests/bench.sh:
+#   blkload on our rnbd client over our RTRS and rxe, and on the kernel's
+#   rnbd over the kernel's RTRS and rdma_rxe; TEST is the load and its
+#   queue depth, as randread-qd1; P50 and P99 the requests' latencies, ns)
 #   tagged|plain PATH TEST SIZE ITERATIONS NANOSECONDS (rdma_rxe_tm_bench:
 #   tagged messages over our rxe, and plain SENDs of the same sizes; their
 #   rows compare the two, "tagged/plain" as "ours/C" is read)
@@ -41,6 +45,9 @@ $1 == "ours" || $1 == "theirs" {
 	if ($5 == "failed") { failed[rk]++; next }
 	# Every run of the workload; the table takes the median.
 	runs[rk] = runs[rk] " " $6; it[rk] = $5
+	# rnbd: each run's requests (runs differ: they are bounded by time)
+	# and latencies.
+	if ($2 == "rnbd") { its[rk] = its[rk] " " $5; p50[rk] = p50[rk] " " $7; p99[rk] = p99[rk] " " $8 }
 	next
 }
 # Lowest and highest ours/C over the pairs of runs (see above), into
@@ -59,6 +66,14 @@ function spread(key, a, b,    o, t, no, nt, n, n2, i, r) {
 		if (hi == "" || r > hi) hi = r
 	}
 }
+# The rates (requests per second) of runs: REQUESTS and NANOSECONDS,
+# lists in the same order.
+function rates(reqs, nss,    a, b, n, i, out) {
+	n = split(reqs, a, " "); split(nss, b, " ")
+	out = ""
+	for (i = 1; i <= n; i++) out = out " " a[i] * 1e9 / b[i]
+	return out
+}
 function median(list,    a, n, i, j, t) {
 	n = split(list, a, " ")
 	for (i = 2; i <= n; i++)
@@ -71,7 +86,7 @@ END {
 	hdr = 0
 	for (i = 1; i <= n; i++) {
 		split(order[i], k, " ")
-		if (k[1] ~ /^rtrs-/) continue
+		if (k[1] ~ /^rtrs-/ || k[1] == "rnbd") continue
 		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
 		no = it["ours " order[i]]; nt = it["theirs " order[i]]
 		if (!hdr) {
@@ -117,6 +132,46 @@ END {
 		if (k[3] == 4096)
 			printf "%-9s %-9s %8s %7.0f IOPS %7.0f IOPS %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], no * 1e9 / o, nt * 1e9 / t, bo / bt, lo, hi
 	}
+	# Block devices: each run made as many requests as it could in its
+	# time, so a run's figure is its own rate (requests / time), and the
+	# row shows the median rate and latencies; min and max are the spread
+	# of the ratio of the rates over the pairs of runs.
+	hdr = 0
+	for (i = 1; i <= n; i++) {
+		split(order[i], k, " ")
+		if (k[1] != "rnbd") continue
+		ko = "ours " order[i]; kt = "theirs " order[i]
+		fo = failed[ko] + 0; ft = failed[kt] + 0
+		if (!hdr) {
+			print ""
+			print "Block devices: our rnbd client and server over our RTRS and rxe, the kernel's over its own (blkload, O_DIRECT):"
+			printf "%-15s %7s %11s %11s %7s %5s %5s %13s %13s\n", "test", "size", "ours", "C rnbd", "ours/C", "min", "max", "ours p50/p99", "C p50/p99"
+			hdr = 1
+		}
+		if (fo || ft || runs[ko] == "" || runs[kt] == "") {
+			printf "%-15s %7s   FAILED: ours %d of %d runs, C %d of %d\n", k[2], k[3], fo, tries[ko], ft, tries[kt]
+			failures++
+			continue
+		}
+		ro = rates(its[ko], runs[ko]); rt = rates(its[kt], runs[kt])
+		mo = median(ro); mt = median(rt)
+		nr = split(ro, a1, " "); n2 = split(rt, a2, " ")
+		if (n2 < nr) nr = n2
+		lo = hi = ""
+		for (j = 1; j <= nr; j++) {
+			r = a1[j] / a2[j]
+			if (lo == "" || r < lo) lo = r
+			if (hi == "" || r > hi) hi = r
+		}
+		if (k[3] >= 65536)
+			fig = sprintf("%6.1f MB/s %6.1f MB/s", mo * k[3] / 1e6, mt * k[3] / 1e6)
+		else
+			fig = sprintf("%6.0f IOPS %6.0f IOPS", mo, mt)
+		printf "%-15s %7s %s %7.2f %5.2f %5.2f %6.0f/%-6.0f %6.0f/%-6.0f\n", k[2], k[3], fig, mo / mt, lo, hi,
+			median(p50[ko]) / 1000, median(p99[ko]) / 1000, median(p50[kt]) / 1000, median(p99[kt]) / 1000
+	}
+	if (hdr)
+		print "(latencies in microseconds, submission to completion; IOPS and MB/s: requests ended per second)"
 	# Tag matching: tagged messages beside plain SENDs, on our rxe only.
 	hdr = 0
 	for (i = 1; i <= tn; i++) {

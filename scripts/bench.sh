@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench: our rxe against the kernel's rdma_rxe, and our RTRS against
-# the kernel's, the same kernel-space workloads in one guest boot, on the benchmark kernel (the test kernel
+# make bench: our rxe against the kernel's rdma_rxe, our RTRS against the
+# kernel's, and our RNBD against the kernel's, the same kernel-space workloads in one guest boot, on the benchmark kernel (the test kernel
 # without its debugging options: kernel/bench-kernel.config); writes the
 # table to .build/bench/table.txt and prints it. Documentation/bench.rst
 # says what is measured and how to read it.
@@ -9,10 +9,11 @@
 # sources under the cache, so the test build in the tree stays as it is.
 set -euo pipefail
 export KERNEL_FLAVOR=bench
-# BENCH=rxe, BENCH=rtrs or BENCH=perftest runs that part alone
-# (selftests/bench.sh); BENCH=tm the host part alone (no kernel, no guest).
+# BENCH=rxe, BENCH=rtrs, BENCH=rnbd or BENCH=perftest runs that part
+# alone (selftests/bench.sh); BENCH=tm the host part alone (no kernel, no
+# guest).
 part=${BENCH:-all}
-case "$part" in all | rxe | rtrs | perftest | tm) ;; *) echo "bench: BENCH=rxe, rtrs, perftest, tm or nothing, not '$part'" >&2; exit 2 ;; esac
+case "$part" in all | rxe | rtrs | rnbd | perftest | tm) ;; *) echo "bench: BENCH=rxe, rtrs, rnbd, perftest, tm or nothing, not '$part'" >&2; exit 2 ;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=env.sh
 . "$top/scripts/env.sh"
@@ -64,13 +65,16 @@ if [ "$part" = all ] || [ "$part" = rxe ]; then
 	grep -q "^ok .* rdma_rxe_bench" "$results" || missing+=("the rxe benchmark did not run to the end")
 	grep -q "^ok .* rdma_rxe_tm_bench" "$results" || missing+=("the tag-matching benchmark did not run to the end")
 fi
-if [ "$part" != rtrs ]; then
+if [ "$part" != rtrs ] && [ "$part" != rnbd ]; then
 	if ! grep -q "^ok .* perftest_ours" "$results" || ! grep -q "^ok .* perftest_theirs" "$results"; then
 		missing+=("perftest did not run on both stacks")
 	fi
 fi
 if [ "$part" = all ] || [ "$part" = rtrs ]; then
 	grep -q "^ok [0-9]* rtrs" "$results" || missing+=("the RTRS benchmark did not run to the end")
+fi
+if [ "$part" = all ] || [ "$part" = rnbd ]; then
+	grep -q "^ok [0-9]* rnbd$" "$results" || missing+=("the RNBD benchmark did not run to the end")
 fi
 
 # The table: one row per workload, ours and theirs side by side.

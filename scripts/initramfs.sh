@@ -138,6 +138,8 @@ gcc -static -O2 -Wall -Werror -o "$root/usr/bin/ucma_user" \
 # The user-space side of the netlink endpoint test (selftests/foundation).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
 	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"
+# The block-device load of `make bench` (selftests/bench.sh).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/blkload" "$RDMA_RS_TOP/selftests/tools/blkload.c"
 # Its comparison tool (tools/pktcmp, on our codec) and the hostile packet
 # sender of selftests/rxe/hostile.sh (tools/pktinject), static as well.
 (cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \

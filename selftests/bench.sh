@@ -15,6 +15,8 @@ cd "$(dirname "$0")/rxe" || exit 1
 . ../lib/netns.sh
 # shellcheck source=lib/rxe.sh
 . ../lib/rxe.sh
+# shellcheck source=lib/rnbd.sh
+. ../lib/rnbd.sh
 
 cfs=/sys/kernel/config/rdma_rs_rxe
 
@@ -163,15 +165,15 @@ done
 
 ktap_plan
 ktap_check "ours_on_veth" ours
-if [ "$part" = rtrs ]; then
-	ktap_skip "perftest_ours" "rdma_rs.bench=rtrs"
+if [ "$part" = rtrs ] || [ "$part" = rnbd ]; then
+	ktap_skip "perftest_ours" "rdma_rs.bench=$part"
 else
 	# Not through ktap_check, which keeps what a passing step prints:
 	# the "# bench:" lines go to the log.
 	if perftest_ours; then ktap_pass "perftest_ours"; else ktap_fail "perftest_ours" "a run failed"; fi
 fi
 ktap_check "theirs_on_veth" theirs
-if [ "$part" = rtrs ] || [ "$part" = perftest ]; then
+if [ "$part" = rtrs ] || [ "$part" = perftest ] || [ "$part" = rnbd ]; then
 	ktap_skip "rdma_rxe_bench" "rdma_rs.bench=$part"
 	ktap_skip "profile" "rdma_rs.bench=$part"
 	ktap_skip "rdma_rxe_tm_bench" "rdma_rs.bench=$part"
@@ -190,8 +192,8 @@ else
 	dmesg | sed -n 's/^.*rdma_rxe_tm_bench: bench: /# bench: /p'
 	rmmod rdma_rxe_tm_bench 2>/dev/null
 fi
-if [ "$part" = rtrs ]; then
-	ktap_skip "perftest_theirs" "rdma_rs.bench=rtrs"
+if [ "$part" = rtrs ] || [ "$part" = rnbd ]; then
+	ktap_skip "perftest_theirs" "rdma_rs.bench=$part"
 else
 	rmmod rxe_cpeer 2>/dev/null
 	if perftest_all theirs; then ktap_pass "perftest_theirs"; else ktap_fail "perftest_theirs" "a run failed"; fi
@@ -264,7 +266,65 @@ rtrs_profile() {
 	rtrs_report "$tmpd/cperf.data" "rtrs C profile"
 }
 
-if [ "$part" = rxe ] || [ "$part" = perftest ]; then
+# RNBD: a RAM disk of 64 MiB exported and mapped on each stack, ours
+# (rdma_rs_rnbd_server in bna on rbo0, rdma_rs_rnbd_client in bnb on
+# rbo1, over our RTRS) and the kernel's (rnbd_server and rnbd_client over
+# its RTRS, cbo1 to cbo0). Both RTRS servers: always_invalidate, 128
+# chunks of 256 KiB (a 128 KiB request is not split).
+orc=/sys/class/rdma_rs_rnbd_client/ctl
+rnbd_setup() {
+	modprobe brd rd_nr=2 rd_size=65536 || return 1
+	rmmod rtrs_bench rdma_rs_rtrs 2>/dev/null
+	modprobe rdma_rs_rtrs always_invalidate=Y sess_queue_depth=128 max_chunk_size=262144 &&
+		ip netns exec bna modprobe rdma_rs_rnbd_server dev_search_path=/dev &&
+		modprobe rdma_rs_rnbd_client &&
+		ip netns exec bnb sh -c "echo 'sessname=bo path=ip:10.83.0.2@ip:10.83.0.1 device_path=ram1' > $orc/map_device" &&
+		d=$(readlink "$orc/devices/ram1@bo/block") && echo "${d##*/}" > "$tmpd/ours_dev" || return 1
+	modprobe rtrs-server always_invalidate=Y sess_queue_depth=128 max_chunk_size=262144 &&
+		modprobe rnbd_server && modprobe rnbd_client &&
+		echo "sessname=bc path=ip:10.84.0.2@ip:10.84.0.1 device_path=/dev/ram0" > /sys/class/rnbd-client/ctl/map_device &&
+		rnbd_of bc > "$tmpd/theirs_dev" || return 1
+	for s in ours theirs; do
+		d=$(cat "$tmpd/${s}_dev")
+		echo "# rnbd: $s on /dev/$d, $(cat "/sys/block/$d/size") sectors, max $(cat "/sys/block/$d/queue/max_sectors_kb") KiB a request"
+		[ "$(cat "/sys/block/$d/size")" = 131072 ] || return 1
+	done
+}
+# One run of blkload on STACK's disk: the "# bench:" line, or a failed one.
+rnbd_run() { # ours|theirs TEST BS QD
+	d=$(cat "$tmpd/$1_dev")
+	if r=$(blkload "/dev/$d" "$2" "$3" "$4" 2 64 2> "$tmpd/blkload.err"); then
+		echo "# bench: $1 rnbd $2-qd$4 $3 $r"
+	else
+		sed 's/^/# /' "$tmpd/blkload.err"
+		echo "# bench: $1 rnbd $2-qd$4 $3 failed 1"
+		return 1
+	fi
+}
+# Three rounds, the stacks taking turns on each load. The sequential
+# write comes first: it fills the span the others read and write (brd
+# reads a page never written as zeroes, without touching memory).
+rnbd_rounds() {
+	ok=1
+	for r in 1 2 3; do
+		for load in "seqwrite 131072 16" "seqread 131072 16" "randwrite 4096 1" "randread 4096 1" \
+			"randwrite 4096 64" "randread 4096 64"; do
+			for s in ours theirs; do
+				# shellcheck disable=SC2086 # the load is three words
+				rnbd_run "$s" $load || ok=0
+			done
+		done
+	done
+	[ "$ok" = 1 ]
+}
+rnbd_teardown() {
+	echo normal > "$orc/devices/ram1@bo/unmap_device" &&
+		rnbd_unmap "$(cat "$tmpd/theirs_dev")" bc &&
+		rmmod rdma_rs_rnbd_client rdma_rs_rnbd_server rnbd_client rnbd_server rtrs_server &&
+		rmmod brd
+}
+
+if [ "$part" = rxe ] || [ "$part" = perftest ] || [ "$part" = rnbd ]; then
 	ktap_skip "rtrs" "rdma_rs.bench=$part"
 	ktap_skip "rtrs_profile" "rdma_rs.bench=$part"
 else
@@ -276,6 +336,15 @@ else
 	else
 		ktap_fail "rtrs_profile" "perf failed"
 	fi
+fi
+if [ "$part" = all ] || [ "$part" = rnbd ]; then
+	ktap_check "rnbd_setup" rnbd_setup
+	if rnbd_rounds; then ktap_pass "rnbd"; else ktap_fail "rnbd" "a run failed"; fi
+	ktap_check "rnbd_teardown" rnbd_teardown
+else
+	ktap_skip "rnbd_setup" "rdma_rs.bench=$part"
+	ktap_skip "rnbd" "rdma_rs.bench=$part"
+	ktap_skip "rnbd_teardown" "rdma_rs.bench=$part"
 fi
 ktap_check "teardown" sh -c "echo 0 > $cfs/rbo0/enable && echo 0 > $cfs/rbo1/enable &&
 	rmdir $cfs/rbo0 $cfs/rbo1 && ip netns del bna && ip netns del bnb &&

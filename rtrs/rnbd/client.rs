@@ -429,6 +429,41 @@ impl Clt {
         Ok(())
     }
 
+    /// `resize` of the mapping whose IO is `io`: its disk gets `nsectors`
+    /// sectors. As the kernel's client, only an open device (`ENOENT`);
+    /// unlike it, never more than the server's device has (its last OPEN
+    /// answer), which the server would refuse IO to (`EINVAL`).
+    pub(crate) fn resize(&self, io: &Arc<DevIo>, nsectors: u64) -> Result {
+        let _g = self.ops.lock();
+        let maps = self.maps.lock();
+        let m = maps.iter().find(|m| Arc::ptr_eq(&m.io, io)).ok_or(ENODEV)?;
+        if io.state() != DevState::Open {
+            pr_err!(
+                "rnbd_client: {}: resize: the device is not open\n",
+                io.path_str()
+            );
+            return Err(ENOENT);
+        }
+        let max = io.nsectors.load(Ordering::Acquire);
+        if nsectors > max {
+            pr_err!(
+                "rnbd_client: {}: resize: {} sectors, the server's device has {}\n",
+                io.path_str(),
+                nsectors,
+                max
+            );
+            return Err(EINVAL);
+        }
+        m.disk.set_capacity(nsectors);
+        pr_info!(
+            "rnbd_client: {}@{}: resized to {} sectors\n",
+            io.path_str(),
+            io.sess.name_str(),
+            nsectors
+        );
+        Ok(())
+    }
+
     /// Takes mapping `m` down; returns its directory, for the caller to
     /// drop outside `ops`.
     fn teardown(&self, m: Mapping, force: bool) -> Option<SysDir> {

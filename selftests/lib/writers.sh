@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # tmpd comes from cleanup.sh, sourced first
 # Four processes at once, each writing 64 random 4 KiB blocks of its own
 # with O_DIRECT and reading them back (16 KiB at a time), on a block
 # device (core/blk.sh, rtrs/rnbd_server.sh, rtrs/rnbd_client.sh). Writer i

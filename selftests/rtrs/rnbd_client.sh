@@ -16,8 +16,9 @@
 #   shows "closed", its IO waits, the devices are opened again and the
 #   writer finishes); every byte is checked on ram1; an unmap while the
 #   disk is open is refused; a forced unmap while the server is gone
-#   fails the IO that waits for it; unloading the module with a mapping
-#   left unmaps it.
+#   fails the IO that waits for it (remap_device and resize are refused
+#   then); unloading the module with a mapping left unmaps it.
+# resize and remap_device are tried on the kernel's server's mapping.
 . ../lib/ktap.sh
 . ../lib/cleanup.sh
 . ../lib/netns.sh
@@ -116,6 +117,46 @@ k_data() {
 		echo "a write past the end passed"
 		return 1
 	fi
+}
+
+# resize and remap_device on an open mapping: the disk shrinks (IO past
+# its new end refused, the last block kept works) and grows back to the
+# server's size, not beyond; bad values refused; remap of an open device
+# answers EALREADY.
+k_resize() {
+	d=$(cat "$tmpd/k")
+	m=$ctl/devices/!dev!ram0@rc_k
+	full=$(cat "/sys/block/$d/size")
+	[ "$(cat "$m/resize")" = "Usage: echo <new size in sectors> > resize" ] &&
+		[ "$(cat "$m/remap_device")" = "Usage: echo <1> > remap_device" ] &&
+		echo 2048 > "$m/resize" && [ "$(cat "/sys/block/$d/size")" = 2048 ] &&
+		dd if=/dev/urandom of="$tmpd/z1" bs=4096 count=1 2> /dev/null &&
+		dd if="$tmpd/z1" of="/dev/$d" bs=4096 count=1 seek=255 oflag=direct 2> /dev/null &&
+		dd if=/dev/ram0 of="$tmpd/z2" bs=4096 count=1 skip=255 iflag=direct 2> /dev/null &&
+		cmp "$tmpd/z1" "$tmpd/z2" || return 1
+	if dd if="$tmpd/z1" of="/dev/$d" bs=4096 count=1 seek=256 oflag=direct 2> /dev/null; then
+		echo "a write past the new end passed"
+		return 1
+	fi
+	for bad in $((full + 8)) -1 12x ""; do
+		if echo "$bad" > "$m/resize" 2> /dev/null; then
+			echo "resize to '$bad' passed"
+			return 1
+		fi
+	done
+	dmesg | grep -q "rnbd_client: /dev/ram0: resize: $((full + 8)) sectors, the server's device has $full" &&
+		dmesg | grep -q "rnbd_client: /dev/ram0: resize: invalid value" || return 1
+	echo "$full" > "$m/resize" && [ "$(cat "/sys/block/$d/size")" = "$full" ] || return 1
+	if echo 1 > "$m/remap_device" 2> "$tmpd/remap.err"; then
+		echo "remap of an open device passed"
+		return 1
+	fi
+	grep -q "already in progress" "$tmpd/remap.err" || { cat "$tmpd/remap.err"; return 1; }
+	if echo 2 > "$m/remap_device" 2> /dev/null; then
+		echo "remap_device took 2"
+		return 1
+	fi
+	dmesg | grep -q "rnbd_client: /dev/ram0: remap_device: invalid value" && [ "$(cat "$m/state")" = open ]
 }
 
 # ext4 through our client; e2fsck on the server's side; unmap refused
@@ -323,6 +364,16 @@ o_force_unmap_down() {
 		sleep 0.1
 	done
 	[ "$(cat "$m/state")" = closed ] || { echo "state $(cat "$m/state")"; return 1; }
+	# No path: remap_device cannot open it (ENOTCONN), resize refuses a
+	# device that is not open (ENOENT).
+	if echo 1 > "$m/remap_device" 2> "$tmpd/remap.err" || echo 100 > "$m/resize" 2> "$tmpd/resize.err"; then
+		echo "remap or resize of a closed device passed"
+		return 1
+	fi
+	if ! grep -q "not connected" "$tmpd/remap.err" || ! grep -q "No such file" "$tmpd/resize.err"; then
+		cat "$tmpd/remap.err" "$tmpd/resize.err"
+		return 1
+	fi
 	(dd if=/dev/zero of="/dev/$d" bs=65536 count=16 oflag=direct 2> /dev/null &&
 		touch "$tmpd/q.written") &
 	w=$!
@@ -355,6 +406,7 @@ ktap_plan
 ktap_check setup setup
 ktap_check k_map k_map
 ktap_check k_data k_data
+ktap_check k_resize k_resize
 ktap_check k_ext4 k_ext4
 ktap_check k_parallel k_parallel
 ktap_check k_discard k_discard

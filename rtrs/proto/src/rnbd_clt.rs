@@ -215,6 +215,28 @@ pub fn parse_ipv4(s: &[u8]) -> Result<[u8; 4], MapError> {
     Ok(a)
 }
 
+/// A size in sectors as the client's `resize` takes it (the kernel's
+/// `kstrtoul` with base 0): decimal digits, hex after `0x`, octal after a
+/// leading `0`; nothing else, no sign, no overflow.
+pub fn parse_sectors(v: &[u8]) -> Option<u64> {
+    let (digits, radix) = if let Some(h) = v.strip_prefix(b"0x").or(v.strip_prefix(b"0X")) {
+        (h, 16)
+    } else if v.len() > 1 && v[0] == b'0' {
+        (&v[1..], 8)
+    } else {
+        (v, 10)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in digits {
+        let d = (c as char).to_digit(radix)?;
+        n = n.checked_mul(u64::from(radix))?.checked_add(u64::from(d))?;
+    }
+    Some(n)
+}
+
 /// Writes into `out` the name of a mapping's directory in
 /// `ctl/devices/`: the device path with each `/` made `!`, `@`, the
 /// session's name (the C's link name). Returns its length;

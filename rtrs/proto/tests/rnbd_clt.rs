@@ -6,8 +6,8 @@
 
 use rtrs_proto::rnbd::{AccessMode, OpenRsp, RNBD_FUA, RNBD_WRITEBACK};
 use rtrs_proto::rnbd_clt::{
-    dev_dir_name, io_rw, parse_ipv4, DevLimits, MapError, MapOpts, PathSpec, MAP_MAX_PATHS,
-    RTRS_PORT,
+    dev_dir_name, io_rw, parse_ipv4, parse_sectors, DevLimits, MapError, MapOpts, PathSpec,
+    MAP_MAX_PATHS, RTRS_PORT,
 };
 use rtrs_proto::rnbd_srv::{BlockKind, BlockOp};
 use rtrs_proto::Error;
@@ -315,5 +315,29 @@ fn io_rw_as_the_server_reads_it() {
             assert_eq!(b.fua, fua || flush);
             assert_eq!(b.sync, kind == BlockKind::Read || sync || fua || flush);
         }
+    }
+}
+
+#[test]
+fn resize_sizes_as_kstrtoul_reads_them() {
+    assert_eq!(parse_sectors(b"1000"), Some(1000));
+    assert_eq!(parse_sectors(b"0"), Some(0));
+    assert_eq!(parse_sectors(b"0x10"), Some(16));
+    assert_eq!(parse_sectors(b"0X1f"), Some(31));
+    assert_eq!(parse_sectors(b"010"), Some(8));
+    assert_eq!(parse_sectors(b"18446744073709551615"), Some(u64::MAX));
+    for bad in [
+        &b""[..],
+        b"0x",
+        b"-1",
+        b"+1",
+        b"12a",
+        b"09",
+        b" 1",
+        b"1 ",
+        b"18446744073709551616",
+        b"0x10000000000000000",
+    ] {
+        assert_eq!(parse_sectors(bad), None, "{:?}", core::str::from_utf8(bad));
     }
 }

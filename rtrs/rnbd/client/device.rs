@@ -15,13 +15,13 @@
 //! Lock order: `slots`, `waiting`, each a leaf; none is held across a
 //! request, a copy or the end of a request.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 use rdma::kshim::blk::{BlkOps, BlkRequest, RqOp};
-use rdma::kshim::errno::{econnaborted, enotconn, eopnotsupp};
+use rdma::kshim::errno::{econnaborted, enotconn, eopnotsupp, etimedout};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::ratelimit::log_allowed;
 use rdma::kshim::vec;
@@ -68,6 +68,19 @@ impl DevState {
     }
 }
 
+/// `EALREADY` (asm-generic/errno.h), which the kernel crate does not name.
+const EALREADY_ERRNO: i32 = 114;
+
+/// Counts an attempt to reopen when it goes out of scope, after what the
+/// attempt set.
+struct ReopenCount<'a>(&'a AtomicU32);
+
+impl Drop for ReopenCount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// A request of the disk in flight on the session.
 struct Slot {
     rq: Option<BlkRequest>,
@@ -94,6 +107,10 @@ pub(crate) struct DevIo {
     /// Bytes a tag's buffer holds (the largest request).
     max_io: usize,
     state: AtomicU8,
+    /// Attempts to open the device again so far (`remap_device` waits for
+    /// the next), and the errno of the last one that failed.
+    reopens: AtomicU32,
+    reopen_err: AtomicI32,
     #[pin]
     slots: Mutex<KVec<Slot>>,
     /// Requests to send when a permit or the link is back; room for the
@@ -139,6 +156,8 @@ impl DevIo {
                 nsectors: AtomicU64::new(nsectors),
                 max_io,
                 state: AtomicU8::new(DevState::Init as u8),
+                reopens: AtomicU32::new(0),
+                reopen_err: AtomicI32::new(0),
                 slots <- new_mutex!(slots, "rnbd_client::DevIo::slots"),
                 waiting <- new_mutex!(waiting, "rnbd_client::DevIo::waiting"),
             }),
@@ -181,12 +200,22 @@ impl DevIo {
         );
     }
 
-    /// Opens the device on the server again (after the link came back).
+    /// Opens the device on the server again if it is closed (after the
+    /// link came back, or on `remap_device`); one that is open (its
+    /// reopen succeeded on an earlier pass) or being unmapped is left as
+    /// it is.
     pub(crate) fn reopen(&self, sess: &Arc<CltSess>) -> Result {
-        if self.state() == DevState::Unmapped {
+        // Counted when this returns, after what the attempt set (a waiter
+        // in `remap` reads the state once it sees the count move).
+        let _count = ReopenCount(&self.reopens);
+        if self.state() != DevState::Closed {
             return Ok(());
         }
-        match sess.open(&self.path, self.mode) {
+        let r = sess.open(&self.path, self.mode);
+        if let Err(e) = &r {
+            self.reopen_err.store(e.to_errno(), Ordering::Release);
+        }
+        match r {
             Ok(rsp) => {
                 self.id.store(rsp.device_id, Ordering::Release);
                 let old = self.nsectors.swap(rsp.nsectors, Ordering::AcqRel);
@@ -227,6 +256,42 @@ impl DevIo {
     /// The device's name on the server, for the log.
     pub(crate) fn path_str(&self) -> &str {
         core::str::from_utf8(&self.path).unwrap_or("?")
+    }
+
+    /// `remap_device`: a closed device opened again now, as the kernel's
+    /// client does on request. The session's service work makes the
+    /// attempt (so that it never races the attempts it makes after a
+    /// reconnect); this waits for its outcome, at most 10 s. `EALREADY`
+    /// if the device is open, `ENOTCONN` while the session has no path,
+    /// `ENODEV` once it is being unmapped, `EBUSY` while being mapped.
+    pub(crate) fn remap(&self) -> Result {
+        match self.state() {
+            DevState::Open => return Err(Error::from_errno(-EALREADY_ERRNO)),
+            DevState::Unmapped => return Err(ENODEV),
+            DevState::Init => return Err(EBUSY),
+            DevState::Closed if !self.sess.is_up() => return Err(enotconn()),
+            DevState::Closed => {}
+        }
+        pr_info!(
+            "rnbd_client: {}@{}: remapping\n",
+            self.path_str(),
+            self.sess.name_str()
+        );
+        let before = self.reopens.load(Ordering::Acquire);
+        self.sess.reopen_all();
+        for _ in 0..500 {
+            if self.reopens.load(Ordering::Acquire) != before {
+                return match self.state() {
+                    DevState::Open => Ok(()),
+                    DevState::Unmapped => Err(ENODEV),
+                    _ => Err(Error::from_errno(
+                        self.reopen_err.load(Ordering::Acquire).min(-1),
+                    )),
+                };
+            }
+            rdma::kshim::time::msleep(20);
+        }
+        Err(etimedout())
     }
 
     /// Being unmapped: IO fails from now on, waiting IO included.

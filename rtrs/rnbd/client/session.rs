@@ -182,6 +182,12 @@ impl CltSess {
         self.up.load(Ordering::Acquire)
     }
 
+    /// Has the service work open the closed devices again now.
+    pub(crate) fn reopen_all(self: &Arc<Self>) {
+        self.need_reopen.store(true, Ordering::Release);
+        self.kick();
+    }
+
     /// Queues the service work (devices to reopen, IO to send).
     pub(crate) fn kick(self: &Arc<Self>) {
         if let Some(clt) = Clt::get() {

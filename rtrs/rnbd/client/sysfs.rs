@@ -16,6 +16,8 @@
 //!     access_mode    r   ro, rw or migration
 //!     nr_poll_queues r   0 (no poll queues)
 //!     unmap_device   rw  usage; takes normal or force
+//!     resize         rw  usage; takes the disk's new size in sectors
+//!     remap_device   rw  usage; takes 1: a closed device opened again
 //! ```
 
 use core::fmt::Write;
@@ -27,6 +29,7 @@ use kernel::sync::Arc;
 
 use rdma::kshim::blk::BlkDisk;
 use rdma::kshim::class::{Page, SysClass, SysDir, SysFile, SysFiles};
+use rtrs::proto::rnbd_clt::parse_sectors;
 use rtrs::proto::rnbd_srv::mode_name;
 
 use super::device::DevIo;
@@ -115,6 +118,8 @@ const MAPPING_PATH: u32 = 2;
 const ACCESS_MODE: u32 = 3;
 const NR_POLL_QUEUES: u32 = 4;
 const UNMAP_DEVICE: u32 = 5;
+const RESIZE: u32 = 6;
+const REMAP_DEVICE: u32 = 7;
 
 const DEV_FILES: &[SysFile] = &[
     SysFile {
@@ -147,6 +152,16 @@ const DEV_FILES: &[SysFile] = &[
         id: UNMAP_DEVICE,
         writable: true,
     },
+    SysFile {
+        name: c_str!("resize"),
+        id: RESIZE,
+        writable: true,
+    },
+    SysFile {
+        name: c_str!("remap_device"),
+        id: REMAP_DEVICE,
+        writable: true,
+    },
 ];
 
 /// A mapping's files.
@@ -163,16 +178,45 @@ impl SysFiles for DevFiles {
             MAPPING_PATH => writeln!(out, "{}", io.path_str()),
             ACCESS_MODE => writeln!(out, "{}", mode_name(io.mode)),
             NR_POLL_QUEUES => writeln!(out, "0"),
+            RESIZE => writeln!(out, "Usage: echo <new size in sectors> > resize"),
+            REMAP_DEVICE => writeln!(out, "Usage: echo <1> > remap_device"),
             _ => writeln!(out, "Usage: echo <normal|force> > unmap_device"),
         }
         .map_err(|_| EINVAL)
     }
 
     fn store(&self, id: u32, input: &[u8]) -> Result {
-        if id != UNMAP_DEVICE {
-            return Err(EACCES);
-        }
         let v = input.strip_suffix(b"\n").unwrap_or(input);
+        match id {
+            UNMAP_DEVICE => {}
+            RESIZE => {
+                let Some(n) = parse_sectors(v) else {
+                    pr_err!(
+                        "rnbd_client: {}: resize: invalid value\n",
+                        self.io.path_str()
+                    );
+                    return Err(EINVAL);
+                };
+                return Clt::get().ok_or(ENODEV)?.resize(&self.io, n);
+            }
+            REMAP_DEVICE => {
+                if v != b"1" {
+                    pr_err!(
+                        "rnbd_client: {}: remap_device: invalid value\n",
+                        self.io.path_str()
+                    );
+                    return Err(EINVAL);
+                }
+                return self.io.remap().inspect_err(|e| {
+                    pr_err!(
+                        "rnbd_client: {}: remap_device: {}\n",
+                        self.io.path_str(),
+                        e.to_errno()
+                    )
+                });
+            }
+            _ => return Err(EACCES),
+        }
         let force = match v {
             b"normal" => false,
             b"force" => true,
