@@ -122,7 +122,7 @@ k_data() {
 # resize and remap_device on an open mapping: the disk shrinks (IO past
 # its new end refused, the last block kept works) and grows back to the
 # server's size, not beyond; bad values refused; remap of an open device
-# answers EALREADY.
+# answers EALREADY (-114).
 k_resize() {
 	d=$(cat "$tmpd/k")
 	m=$ctl/devices/!dev!ram0@rc_k
@@ -147,11 +147,13 @@ k_resize() {
 	dmesg | grep -q "rnbd_client: /dev/ram0: resize: $((full + 8)) sectors, the server's device has $full" &&
 		dmesg | grep -q "rnbd_client: /dev/ram0: resize: invalid value" || return 1
 	echo "$full" > "$m/resize" && [ "$(cat "/sys/block/$d/size")" = "$full" ] || return 1
-	if echo 1 > "$m/remap_device" 2> "$tmpd/remap.err"; then
+	# (The shell reports any failed write as an I/O error: the errno is
+	# read from the client's log line.)
+	if echo 1 > "$m/remap_device" 2> /dev/null; then
 		echo "remap of an open device passed"
 		return 1
 	fi
-	grep -q "already in progress" "$tmpd/remap.err" || { cat "$tmpd/remap.err"; return 1; }
+	dmesg | grep -q "rnbd_client: /dev/ram0: remap_device: -114$" || return 1
 	if echo 2 > "$m/remap_device" 2> /dev/null; then
 		echo "remap_device took 2"
 		return 1
@@ -364,16 +366,14 @@ o_force_unmap_down() {
 		sleep 0.1
 	done
 	[ "$(cat "$m/state")" = closed ] || { echo "state $(cat "$m/state")"; return 1; }
-	# No path: remap_device cannot open it (ENOTCONN), resize refuses a
-	# device that is not open (ENOENT).
-	if echo 1 > "$m/remap_device" 2> "$tmpd/remap.err" || echo 100 > "$m/resize" 2> "$tmpd/resize.err"; then
+	# No path: remap_device cannot open it (ENOTCONN, -107), resize
+	# refuses a device that is not open (ENOENT).
+	if echo 1 > "$m/remap_device" 2> /dev/null || echo 100 > "$m/resize" 2> /dev/null; then
 		echo "remap or resize of a closed device passed"
 		return 1
 	fi
-	if ! grep -q "not connected" "$tmpd/remap.err" || ! grep -q "No such file" "$tmpd/resize.err"; then
-		cat "$tmpd/remap.err" "$tmpd/resize.err"
-		return 1
-	fi
+	dmesg | grep -q "rnbd_client: ram1: remap_device: -107$" &&
+		dmesg | grep -q "rnbd_client: ram1: resize: the device is not open" || return 1
 	(dd if=/dev/zero of="/dev/$d" bs=65536 count=16 oflag=direct 2> /dev/null &&
 		touch "$tmpd/q.written") &
 	w=$!
