@@ -74,7 +74,7 @@ if [ "$part" = all ] || [ "$part" = rtrs ]; then
 	grep -q "^ok [0-9]* rtrs" "$results" || missing+=("the RTRS benchmark did not run to the end")
 fi
 if [ "$part" = all ] || [ "$part" = rnbd ]; then
-	grep -q "^ok [0-9]* rnbd$" "$results" || missing+=("the RNBD benchmark did not run to the end")
+	grep -Eq "^ok [0-9]+ rnbd[[:space:]]*$" "$results" || missing+=("the RNBD benchmark did not run to the end")
 fi
 
 # The table: one row per workload, ours and theirs side by side.
