@@ -434,7 +434,7 @@ impl Clt {
     /// unlike it, never more than the server's device has (its last OPEN
     /// answer), which the server would refuse IO to (`EINVAL`).
     pub(crate) fn resize(&self, io: &Arc<DevIo>, nsectors: u64) -> Result {
-        let _g = self.ops.lock();
+        // Under `maps`, the mapping (and its disk) cannot be taken down.
         let maps = self.maps.lock();
         let m = maps.iter().find(|m| Arc::ptr_eq(&m.io, io)).ok_or(ENODEV)?;
         if io.state() != DevState::Open {

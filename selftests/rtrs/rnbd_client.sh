@@ -309,6 +309,18 @@ o_flap() {
 	written flap && [ "$(path_state 10.80.8.2)" = connected ]
 }
 
+# Unloads our server and waits (10 s at most) for mapping directory M
+# to show "closed".
+server_gone() { # M
+	rmmod "$osrv_mod" || return 1
+	for _ in $(seq 100); do
+		[ "$(cat "$1/state")" = closed ] && return 0
+		sleep 0.1
+	done
+	echo "state $(cat "$1/state")"
+	return 1
+}
+
 # The server module unloaded and loaded again under a writer: the mapping
 # is closed meanwhile, its IO waits, and it is open again after.
 o_reload() {
@@ -318,12 +330,7 @@ o_reload() {
 	writer "$d" reload &
 	w=$!
 	sleep 0.5
-	rmmod "$osrv_mod" || return 1
-	for _ in $(seq 100); do
-		[ "$(cat "$m/state")" = closed ] && break
-		sleep 0.1
-	done
-	[ "$(cat "$m/state")" = closed ] || { echo "state $(cat "$m/state")"; return 1; }
+	server_gone "$m" || return 1
 	ip netns exec rt_b modprobe "$osrv_mod" dev_search_path=/dev || return 1
 	wait "$w"
 	written reload || return 1
@@ -360,12 +367,7 @@ o_force_unmap_down() {
 	map "sessname=rc_q path=ip:10.80.8.1@ip:10.80.8.2 device_path=ram1" || return 1
 	d=$(disk_of 'ram1@rc_q') || return 1
 	m=$ctl/devices/ram1@rc_q
-	rmmod "$osrv_mod" || return 1
-	for _ in $(seq 100); do
-		[ "$(cat "$m/state")" = closed ] && break
-		sleep 0.1
-	done
-	[ "$(cat "$m/state")" = closed ] || { echo "state $(cat "$m/state")"; return 1; }
+	server_gone "$m" || return 1
 	# No path: remap_device cannot open it (ENOTCONN, -107), resize
 	# refuses a device that is not open (ENOENT).
 	if echo 1 > "$m/remap_device" 2> /dev/null || echo 100 > "$m/resize" 2> /dev/null; then

@@ -215,9 +215,10 @@ pub fn parse_ipv4(s: &[u8]) -> Result<[u8; 4], MapError> {
     Ok(a)
 }
 
-/// A size in sectors as the client's `resize` takes it (the kernel's
-/// `kstrtoul` with base 0): decimal digits, hex after `0x`, octal after a
-/// leading `0`; nothing else, no sign, no overflow.
+/// A size in sectors as the client's `resize` takes it (as the kernel's
+/// `kstrtoul` with base 0 reads it, but without its optional `+`):
+/// decimal digits, hex after `0x`, octal after a leading `0`; nothing
+/// else, no overflow.
 pub fn parse_sectors(v: &[u8]) -> Option<u64> {
     let (digits, radix) = if let Some(h) = v.strip_prefix(b"0x").or(v.strip_prefix(b"0X")) {
         (h, 16)

@@ -71,16 +71,6 @@ impl DevState {
 /// `EALREADY` (asm-generic/errno.h), which the kernel crate does not name.
 const EALREADY_ERRNO: i32 = 114;
 
-/// Counts an attempt to reopen when it goes out of scope, after what the
-/// attempt set.
-struct ReopenCount<'a>(&'a AtomicU32);
-
-impl Drop for ReopenCount<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
 /// A request of the disk in flight on the session.
 struct Slot {
     rq: Option<BlkRequest>,
@@ -205,17 +195,18 @@ impl DevIo {
     /// reopen succeeded on an earlier pass) or being unmapped is left as
     /// it is.
     pub(crate) fn reopen(&self, sess: &Arc<CltSess>) -> Result {
-        // Counted when this returns, after what the attempt set (a waiter
-        // in `remap` reads the state once it sees the count move).
-        let _count = ReopenCount(&self.reopens);
+        let r = self.try_reopen(sess);
+        // Counted after what the attempt set (a waiter in `remap` reads
+        // the state once it sees the count move).
+        self.reopens.fetch_add(1, Ordering::AcqRel);
+        r
+    }
+
+    fn try_reopen(&self, sess: &Arc<CltSess>) -> Result {
         if self.state() != DevState::Closed {
             return Ok(());
         }
-        let r = sess.open(&self.path, self.mode);
-        if let Err(e) = &r {
-            self.reopen_err.store(e.to_errno(), Ordering::Release);
-        }
-        match r {
+        match sess.open(&self.path, self.mode) {
             Ok(rsp) => {
                 self.id.store(rsp.device_id, Ordering::Release);
                 let old = self.nsectors.swap(rsp.nsectors, Ordering::AcqRel);
@@ -242,6 +233,7 @@ impl DevIo {
                 Ok(())
             }
             Err(e) => {
+                self.reopen_err.store(e.to_errno(), Ordering::Release);
                 pr_warn!(
                     "rnbd_client: {}@{}: reopen failed ({})\n",
                     self.path_str(),
