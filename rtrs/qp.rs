@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The QP of an RTRS connection, client's or server's: RC, one CQ for
-//! both queues handled in a workqueue, one receive SGE, no inline data,
+//! both queues (polled where the side says: the client's in softirq, the
+//! server's in a workqueue, as the kernel's), one receive SGE, no inline data,
 //! completions only where asked for; and the posting of its work
 //! requests, each completing into the handler its side gives.
 
@@ -18,17 +19,16 @@ use rdma::verbs::qp::{QpCap, QpCore, QpInitAttr};
 use rdma::verbs::wc::CqeDone;
 use rdma::verbs::wr::{RecvWr, SendWr};
 
-/// Creates the CQ and the QP of `id` with room for `send` and `recv`
-/// work requests and `send_sge` SGEs per send.
+/// Creates the CQ (polled in `poll`) and the QP of `id` with room for
+/// `send` and `recv` work requests and `send_sge` SGEs per send.
 pub(crate) fn create(
     id: &Arc<CmIdCore>,
     dev: &Arc<Device>,
     pd: &Pd,
-    send: u32,
-    recv: u32,
-    send_sge: u32,
+    (send, recv, send_sge): (u32, u32, u32),
+    poll: PollCtx,
 ) -> Result<(Cq, Arc<QpCore>)> {
-    let cq = Cq::alloc(dev, send + recv, PollCtx::Workqueue)?;
+    let cq = Cq::alloc(dev, send + recv, poll)?;
     id.create_qp(
         pd.core(),
         &QpInitAttr {

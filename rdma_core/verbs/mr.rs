@@ -131,6 +131,8 @@ struct MrState {
     /// The fast-registration pages; room for `max_segs` was reserved at
     /// allocation.
     segs: KVec<Segment>,
+    /// Empty, with the same room: the next `map_mr_sg` fills it.
+    spare: KVec<Segment>,
     /// `map_mr_sg` ran since the last registration.
     mapped: bool,
     /// Memory windows bound to the region (`super::mw`); under this lock
@@ -210,15 +212,20 @@ impl MrCore {
     /// boundary, every slice but the last ends on one) and returns how many.
     /// `EINVAL` if the MR is not a fast-registration MR or is valid now, if
     /// `page_size` is not a power of two of at least 4 KiB, or if no slice
-    /// can be mapped. Process context (the previous pages may be freed).
+    /// can be mapped. Any context but hard IRQ; never sleeps and never
+    /// allocates (room for `max_segs` pages is kept twice, the mapping's
+    /// and a spare; the previous pages' buffers are let go outside the
+    /// lock, where a last reference may free one).
     pub fn map_mr_sg(&self, slices: &[BufSlice<'_>], page_size: u32) -> Result<usize> {
-        crate::kshim::verb::might_sleep();
         if self.kind != MrKind::FastReg || !page_size.is_power_of_two() || page_size < 4096 {
             return Err(EINVAL);
         }
         let mask = u64::from(page_size) - 1;
-        let mut fresh = KVec::with_capacity(self.max_segs as usize, GFP_KERNEL)?;
+        // How many slices the page rules take, checked before anything
+        // changes.
+        let mut n = 0;
         let mut total: u64 = 0;
+        let mut prev_end = 0u64;
         for (i, s) in slices.iter().enumerate() {
             if i as u32 >= self.max_segs || s.len == 0 {
                 break;
@@ -227,42 +234,49 @@ impl MrCore {
             if !s.buf.contains(addr, s.len as u64) {
                 return Err(EINVAL);
             }
-            if i > 0 && addr & mask != 0 {
+            // Every slice but the first starts on a boundary, and the
+            // previous one ends on one.
+            if i > 0 && (addr & mask != 0 || prev_end & mask != 0) {
                 break;
             }
-            if i > 0 {
-                // The previous slice must end on a boundary.
-                let prev: &Segment = &fresh[i - 1];
-                if (prev.addr + prev.len) & mask != 0 {
-                    break;
-                }
-            }
-            fresh.push(
-                Segment {
-                    buf: s.buf.clone(),
-                    addr,
-                    len: s.len as u64,
-                },
-                GFP_KERNEL,
-            )?;
+            prev_end = addr + s.len as u64;
             total += s.len as u64;
+            n += 1;
         }
-        if fresh.is_empty() {
+        if n == 0 {
             return Err(EINVAL);
         }
-        let n = fresh.len();
-        let old = {
+        let mut old = {
             let mut st = self.state.lock();
             if st.valid {
                 return Err(EINVAL);
+            }
+            let mut fresh = core::mem::take(&mut st.spare);
+            for s in slices.iter().take(n) {
+                // Within the room reserved at allocation: no allocation
+                // (`GFP_ATOMIC` should the spare be away).
+                fresh.push(
+                    Segment {
+                        buf: s.buf.clone(),
+                        addr: s.buf.addr(s.offset),
+                        len: s.len as u64,
+                    },
+                    GFP_ATOMIC,
+                )?;
             }
             st.iova = fresh[0].addr;
             st.length = total;
             st.mapped = true;
             core::mem::replace(&mut st.segs, fresh)
         };
-        // The old pages may hold the last reference to a buffer: freed here,
-        // outside the spinlock.
+        // The old pages may hold the last reference to a buffer: let go
+        // here, outside the spinlock; their room becomes the spare.
+        crate::kshim::vec::clear(&mut old);
+        let mut st = self.state.lock();
+        if st.spare.capacity() < old.capacity() {
+            core::mem::swap(&mut st.spare, &mut old);
+        }
+        drop(st);
         drop(old);
         Ok(n)
     }
@@ -573,6 +587,7 @@ impl Handle<MrCore> {
         let dev = pd.device();
         let _usage = dev.try_get().ok_or(ENODEV)?;
         let segs = KVec::with_capacity(max_segs as usize, GFP_KERNEL)?;
+        let spare = KVec::with_capacity(max_segs as usize, GFP_KERNEL)?;
         let pd_use = Use::take(pd)?;
         let index = dev.res.mr.reserve()?;
         let number = index.num();
@@ -583,6 +598,7 @@ impl Handle<MrCore> {
             iova,
             length,
             segs,
+            spare,
             mapped: false,
             windows: 0,
             retired: false,

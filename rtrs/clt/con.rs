@@ -17,7 +17,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use rdma::cma::{CmId, CmIdCore};
 use rdma::device::Device;
 use rdma::kshim::mem::Sge;
-use rdma::verbs::cq::Cq;
+use rdma::verbs::cq::{Cq, PollCtx};
 use rdma::verbs::pd::Pd;
 use rdma::verbs::qp::QpCore;
 use rdma::verbs::wc::CqeDone;
@@ -86,7 +86,7 @@ impl ClCon {
         let send = 3 * depth + 32;
         let recv = 2 * depth + 16;
         // And the INFO_RSP receive of cid 0.
-        let (cq, qp) = crate::qp::create(&id, dev, pd, send, recv + 1, 2)?;
+        let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv + 1, 2), PollCtx::Softirq)?;
         let qpn = qp.qpn();
         let core = (*id).clone();
         Arc::pin_init(

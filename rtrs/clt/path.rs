@@ -20,9 +20,15 @@
 //! A path knows its session only as a [`PathOwner`], which the session
 //! implements: the session's file uses this one, not the other way.
 //!
+//! Completions are handled in softirq (the kernel's client polls its IO
+//! connections there too): what they touch is guarded by IRQ-safe
+//! spinlocks and nothing there allocates but the events of a connect.
+//!
 //! Locks: `ClPath::st` guards the phase, the connections, the memory and
-//! the chunks; `ClPath::ev` the rdma_cm events of a connect in progress.
-//! Neither is held across a post, a wait or a call into the session.
+//! the chunks; `ClPath::ev` the rdma_cm events of a connect in progress
+//! (both IRQ-safe spinlocks, nothing under them sleeps or allocates with
+//! `GFP_KERNEL`). Neither is held across a post, a wait or a call into
+//! the session; `ClPath::dirs` is a mutex (sysfs).
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -35,6 +41,7 @@ use rdma::cma::{CmEvent, CmHandler, CmId, CmIdCore, ConnParam, Disposition, Even
 use rdma::device::Device;
 use rdma::kshim::class::SysDir;
 use rdma::kshim::route::NetNs;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::spec::opcodes::{WcFlags, WcOpcode, WcStatus};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::pd::Pd;
@@ -102,7 +109,7 @@ pub(crate) trait PathOwner: Send + Sync {
     /// A path failed.
     fn path_down(&self);
     /// The requests in flight on failed path `p` go elsewhere or fail.
-    fn failover(&self, p: &Arc<ClPath>);
+    fn failover(&self, p: &Arc<ClPath>, old: Option<&Res>);
     /// Removes path `p` (from a work item).
     fn remove_path(&self, p: &Arc<ClPath>);
     /// The response to request `msg_id` arrived on `p`.
@@ -179,7 +186,8 @@ struct PathSt {
 
 /// An rdma_cm event or the end of the INFO exchange, for a connect.
 struct Ev {
-    /// `None`: INFO_RSP arrived (`status` 0) or was bad.
+    /// `None`: INFO_RSP arrived (`status`: its length) or a completion
+    /// failed (`status` negative).
     kind: Option<EventKind>,
     status: i32,
     data: KVec<u8>,
@@ -228,9 +236,9 @@ pub struct ClPath {
     pub(crate) index: usize,
     uuid: Uuid,
     #[pin]
-    st: Mutex<PathSt>,
+    st: SpinLockIrq<PathSt>,
     #[pin]
-    ev: Mutex<KVec<Ev>>,
+    ev: SpinLockIrq<KVec<Ev>>,
     #[pin]
     ev_cv: CondVar,
     /// Requests in flight on it.
@@ -317,7 +325,7 @@ impl ClPath {
                 addr,
                 index,
                 uuid: random_uuid(),
-                st <- new_mutex!(
+                st <- rdma::new_spinlock_irq!(
                     PathSt {
                         phase: Phase::Connecting,
                         cons: KVec::new(),
@@ -336,7 +344,7 @@ impl ClPath {
                     },
                     "rtrs::clt::ClPath::st"
                 ),
-                ev <- new_mutex!(KVec::new(), "rtrs::clt::ClPath::ev"),
+                ev <- rdma::new_spinlock_irq!(KVec::new(), "rtrs::clt::ClPath::ev"),
                 ev_cv <- new_condvar!("rtrs::clt::ClPath::ev_cv"),
                 inflight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
@@ -416,8 +424,9 @@ impl ClPath {
 
     // -- connecting --------------------------------------------------------
 
+    /// Any context (completions push theirs in softirq).
     fn push_ev(&self, ev: Ev) {
-        let _ = self.ev.lock().push(ev, GFP_KERNEL);
+        let _ = self.ev.lock().push(ev, GFP_ATOMIC);
         self.ev_cv.notify_all();
     }
 
@@ -507,6 +516,11 @@ impl ClPath {
             )
         };
         drop(core::mem::take(&mut *self.ev.lock()));
+        // Room for every connection, so that publishing one under the
+        // spinlock never allocates.
+        let room = KVec::with_capacity(usize::from(cid_num), GFP_KERNEL)?;
+        let old = core::mem::replace(&mut self.st.lock().cons, room);
+        drop(old);
         let mut dev_pd: Option<(Arc<Device>, Pd)> = None;
         let mut limits: Option<(Limits, ChunkGeometry, bool)> = None;
         let mut recvs = 0u32;
@@ -564,7 +578,7 @@ impl ClPath {
             }
             // Published at once: a failure tears down every connection
             // made so far (`connect`).
-            self.st.lock().cons.push(con, GFP_KERNEL)?;
+            self.st.lock().cons.push(con, GFP_ATOMIC)?;
         }
         let (l, g, new_rkey) = limits.ok_or(EINVAL)?;
         let (dev, pd) = dev_pd.ok_or(EINVAL)?;
@@ -609,9 +623,8 @@ impl ClPath {
             &cqe,
         )?;
         let info = self.wait_ev(None, STEP_SECS)?;
-        if info.status != 0 {
-            return Err(eproto());
-        }
+        let len = usize::try_from(info.status).map_err(|_| eproto())?;
+        self.parse_info_rsp(len)?;
         let mut st = self.st.lock();
         if st.rbufs.len() < l.queue_depth as usize {
             return Err(eproto());
@@ -627,19 +640,18 @@ impl ClPath {
         let st = self.st.lock();
         let mut v = KVec::new();
         for c in st.cons.iter() {
-            if v.push(c.clone(), GFP_KERNEL).is_err() {
+            if v.push(c.clone(), GFP_ATOMIC).is_err() {
                 break;
             }
         }
         v
     }
 
-    /// INFO_RSP arrived (`len` bytes).
+    /// INFO_RSP arrived (`len` bytes, softirq): the connect parses it.
     fn on_info_rsp(&self, len: u32) {
-        let r = self.parse_info_rsp(len as usize);
         self.push_ev(Ev {
             kind: None,
-            status: r.err().map_or(0, |e| e.to_errno()),
+            status: i32::try_from(len).unwrap_or(i32::MAX),
             data: KVec::new(),
         });
     }
@@ -709,11 +721,13 @@ impl ClPath {
             c.teardown();
         }
         drop(cons);
-        drop(res);
         if was_up {
             pr_info!("rtrs clt: path {} disconnected\n", self.index);
         }
-        self.sess.failover(self);
+        // The memory goes after the failover, which reads the user
+        // messages of the requests it moves from it.
+        self.sess.failover(self, res.as_deref());
+        drop(res);
         if reconnect {
             self.schedule_reconnect();
         } else {

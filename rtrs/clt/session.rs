@@ -7,15 +7,22 @@
 //!
 //! A request is one permit's: the permit's number is the chunk it is
 //! written into on whichever path carries it, and the message ID of its
-//! response. Its user message and data slices are kept until it
-//! completes, so that a request in flight on a path that fails is posted
-//! again, whole, on another (or completed with `-econnaborted()` when no
-//! path is left). Each request completes exactly once.
+//! response. Its user message is written once, into the header area of
+//! the path that carries it; its data slices are kept (in room reserved
+//! when the session learnt its queue depth: a request allocates nothing)
+//! until it completes, so that a request in flight on a path that fails
+//! is posted again, whole, on another, its user message taken from the
+//! failed path's header area (or completed with `-econnaborted()` when
+//! no path is left). Each request completes exactly once.
 //!
-//! Locks, in order: `SessInner::paths`, then `reqs`, then a path's `st`
-//! (a request is placed on a path only while it is connected, checked
-//! under `reqs`); `permits` is a leaf. No lock is held across a post, a connect, a
-//! wait or a call into the ULP.
+//! Responses are handled in softirq, where the ULP's [`IoDone`] is
+//! called: `reqs` and `permits` are IRQ-safe spinlocks, and no buffer
+//! reference, permit or handler is let go under them.
+//!
+//! Locks, in order: `SessInner::paths` (a mutex), then `reqs`, then a
+//! path's `st` (a request is placed on a path only while it is connected,
+//! checked under `reqs`); `permits` is a leaf. No lock is held across a
+//! post, a connect, a wait or a call into the ULP.
 //!
 //! The session is what its paths know as their `PathOwner` and its sysfs
 //! files as their `SessCtl` (both traits implemented here).
@@ -30,6 +37,7 @@ use kernel::workqueue::{impl_has_work, new_work, Queue, Work, WorkItem};
 use rdma::kshim::class::SysDir;
 use rdma::kshim::mem::{Buffer, Sge};
 use rdma::kshim::route::NetNs;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::{Access, SendFlags};
 use rdma::verbs::mr::BufSlice;
@@ -46,6 +54,10 @@ use crate::proto::mpath::{choose, PathView, PermitMap, Policy};
 use crate::proto::msg::{RdmaMsg, RdmaRead, RdmaWrite, SgDesc};
 use crate::ticker::Ticker;
 use rdma::kshim::errno::{econnaborted, enotconn, eproto};
+
+/// Room for the RTRS message after the user message (a read's header and
+/// one descriptor).
+const MSG_ROOM: usize = crate::proto::msg::RDMA_READ_HDR_LEN + crate::proto::msg::SG_DESC_LEN;
 
 /// Which connection a permit's requests use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +119,10 @@ pub struct Attrs {
 
 /// The completion of a request: `errno` is 0 or negative.
 pub trait IoDone: Send + Sync {
-    /// Request `tag` is done (process context).
+    /// Request `tag` is done: in softirq (a response from the server) or
+    /// process context (a failover, the session's close). Must not sleep.
+    /// The ULP keeps its handler alive until the session is closed (the
+    /// session's last reference to it must not be the one let go here).
     fn done(&self, tag: u64, errno: i32);
 }
 
@@ -134,6 +149,7 @@ impl Permit {
 }
 
 impl Drop for Permit {
+    /// Any context; never sleeps.
     fn drop(&mut self) {
         let _ = self.sess.permits.lock().as_mut().map(|m| m.put(self.id));
         self.sess.permit_cv.notify_all();
@@ -154,34 +170,71 @@ struct Slot {
     stage: Stage,
     dir: Dir,
     con: ConType,
-    usr: KVec<u8>,
+    /// Bytes of the user message, at the start of the permit's header
+    /// area of the path that carries the request.
+    usr_len: u16,
+    /// The data slices (buffer, offset, length); room for the session's
+    /// `max_segments` reserved once.
     data: KVec<(Arc<Buffer>, usize, usize)>,
     data_len: u32,
     done: Option<Arc<dyn IoDone>>,
     tag: u64,
     /// Held until the request completes.
-    _permit: Option<Permit>,
+    permit: Option<Permit>,
     path: Option<Arc<ClPath>>,
     /// The key its data MR was registered under (0: no data MR).
     mr_key: u32,
 }
 
+/// What a finished request lets go, outside the lock.
+struct Released {
+    done: Option<Arc<dyn IoDone>>,
+    tag: u64,
+    permit: Option<Permit>,
+    path: Option<Arc<ClPath>>,
+    data: KVec<(Arc<Buffer>, usize, usize)>,
+}
+
 impl Slot {
-    fn empty() -> Slot {
-        Slot {
+    /// A free slot with room for `max_segments` data slices.
+    fn new(max_segments: u32) -> Result<Slot> {
+        Ok(Slot {
             stage: Stage::Free,
             dir: Dir::Read,
             con: ConType::Io,
-            usr: KVec::new(),
-            data: KVec::new(),
+            usr_len: 0,
+            data: KVec::with_capacity(max_segments as usize, GFP_KERNEL)?,
             data_len: 0,
             done: None,
             tag: 0,
-            _permit: None,
+            permit: None,
             path: None,
             mr_key: 0,
+        })
+    }
+
+    /// Frees the slot (under `reqs`): what it held, to be let go outside
+    /// the lock (its data room comes back with [`SessInner::give_room`]).
+    fn release(&mut self) -> Released {
+        self.stage = Stage::Free;
+        self.mr_key = 0;
+        Released {
+            done: self.done.take(),
+            tag: self.tag,
+            permit: self.permit.take(),
+            path: self.path.take(),
+            data: core::mem::take(&mut self.data),
         }
     }
+}
+
+/// Where a request's user message comes from when it is posted.
+#[derive(Clone, Copy)]
+enum Usr<'a> {
+    /// The ULP's bytes (the first post).
+    Bytes(&'a [u8]),
+    /// The header area of the path it was on (a failover).
+    From(&'a Res),
 }
 
 /// The session's state.
@@ -205,11 +258,11 @@ pub struct SessInner {
     #[pin]
     paths: Mutex<KVec<Arc<ClPath>>>,
     #[pin]
-    permits: Mutex<Option<PermitMap>>,
+    permits: SpinLockIrq<Option<PermitMap>>,
     #[pin]
     permit_cv: CondVar,
     #[pin]
-    reqs: Mutex<KVec<Slot>>,
+    reqs: SpinLockIrq<KVec<Slot>>,
     /// The keeper's pace and stop flag.
     #[pin]
     keeper: Ticker,
@@ -281,9 +334,9 @@ impl Session {
                 link,
                 attrs <- new_mutex!(None, "rtrs::clt::SessInner::attrs"),
                 paths <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::paths"),
-                permits <- new_mutex!(None, "rtrs::clt::SessInner::permits"),
+                permits <- rdma::new_spinlock_irq!(None, "rtrs::clt::SessInner::permits"),
                 permit_cv <- new_condvar!("rtrs::clt::SessInner::permit_cv"),
-                reqs <- new_mutex!(KVec::new(), "rtrs::clt::SessInner::reqs"),
+                reqs <- rdma::new_spinlock_irq!(KVec::new(), "rtrs::clt::SessInner::reqs"),
                 keeper <- Ticker::new(),
                 any_up: AtomicBool::new(false),
                 keeper_work <- new_work!("rtrs::clt::SessInner::keeper_work"),
@@ -396,38 +449,35 @@ impl Session {
             return Err(EINVAL);
         }
         let id = permit.id;
-        let mut kept = KVec::with_capacity(data.len(), GFP_KERNEL)?;
-        for d in data.iter() {
-            kept.push((d.buf.clone(), d.offset, d.len), GFP_KERNEL)?;
-        }
-        let mut u = KVec::new();
-        u.extend_from_slice(usr, GFP_KERNEL)?;
+        let usr_len = u16::try_from(usr.len()).map_err(|_| EINVAL)?;
         {
             let mut reqs = s.reqs.lock();
             let slot = reqs.get_mut(id as usize).ok_or(EINVAL)?;
-            if slot.stage != Stage::Free {
+            if slot.stage != Stage::Free || slot.data.capacity() < data.len() {
                 return Err(EBUSY);
             }
-            *slot = Slot {
-                stage: Stage::Posted,
-                dir,
-                con: permit.con,
-                usr: u,
-                data: kept,
-                data_len: data_len as u32,
-                done: Some(done),
-                tag,
-                _permit: Some(permit),
-                path: None,
-                mr_key: 0,
-            };
+            for d in data.iter() {
+                // Within the slot's room: no allocation.
+                slot.data
+                    .push((d.buf.clone(), d.offset, d.len), GFP_ATOMIC)?;
+            }
+            slot.stage = Stage::Posted;
+            slot.dir = dir;
+            slot.con = permit.con;
+            slot.usr_len = usr_len;
+            slot.data_len = data_len as u32;
+            slot.done = Some(done);
+            slot.tag = tag;
+            slot.permit = Some(permit);
+            slot.path = None;
+            slot.mr_key = 0;
         }
-        match s.post_anywhere(id, None) {
+        match s.post_anywhere(id, None, Usr::Bytes(usr), data) {
             Ok(()) => Ok(()),
             Err(e) => {
                 // Not posted: the slot is freed, done is not called.
-                let slot = core::mem::replace(&mut s.reqs.lock()[id as usize], Slot::empty());
-                drop(slot);
+                let rel = s.reqs.lock()[id as usize].release();
+                s.give_room(id, rel);
                 Err(e)
             }
         }
@@ -535,16 +585,22 @@ impl SessInner {
         paths.get(i).cloned()
     }
 
-    /// Posts request `id` on a connected path (not `skip`), trying the
-    /// others if posting fails.
-    fn post_anywhere(&self, id: u32, skip: Option<&Arc<ClPath>>) -> Result {
+    /// Posts request `id` (user message from `usr`, data `data`) on a
+    /// connected path (not `skip`), trying the others if posting fails.
+    fn post_anywhere(
+        &self,
+        id: u32,
+        skip: Option<&Arc<ClPath>>,
+        usr: Usr<'_>,
+        data: &[BufSlice<'_>],
+    ) -> Result {
         // No connected path: what the kernel's client returns.
         let mut last = econnaborted();
         for _ in 0..MAX_PATHS {
             let Some(p) = self.choose_path(skip) else {
                 break;
             };
-            match self.post_on(&p, id) {
+            match self.post_on(&p, id, usr, data) {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     last = e;
@@ -558,63 +614,48 @@ impl SessInner {
         Err(last)
     }
 
-    /// Builds request `id` in `p`'s memory and posts it.
-    fn post_on(&self, p: &Arc<ClPath>, id: u32) -> Result {
-        let (dir, con, usr, data, data_len) = {
+    /// Builds request `id` in `p`'s memory and posts it. Nothing is
+    /// allocated: the user message goes straight into the permit's header
+    /// area, the data slices into the permit's MR.
+    fn post_on(&self, p: &Arc<ClPath>, id: u32, usr: Usr<'_>, data: &[BufSlice<'_>]) -> Result {
+        let (dir, con, usr_len, data_len) = {
             let reqs = self.reqs.lock();
             let s = reqs.get(id as usize).ok_or(EINVAL)?;
-            let mut usr = KVec::new();
-            usr.extend_from_slice(&s.usr, GFP_KERNEL)?;
-            let mut data = KVec::with_capacity(s.data.len(), GFP_KERNEL)?;
-            for d in s.data.iter() {
-                data.push((d.0.clone(), d.1, d.2), GFP_KERNEL)?;
-            }
-            (s.dir, s.con, usr, data, s.data_len)
+            (s.dir, s.con, s.usr_len, s.data_len)
         };
+        let ulen = usize::from(usr_len);
         let ctx = p.io_ctx(con == ConType::Admin, id)?;
         let res: &Res = &ctx.res;
         let mr = res.mrs.get(id as usize).ok_or(EINVAL)?;
-        let usr_len = u16::try_from(usr.len()).map_err(|_| EINVAL)?;
         let mut key = 0;
         let mut data_sge = Sge::default();
         if data_len > 0 {
-            let mut slices = KVec::with_capacity(data.len(), GFP_KERNEL)?;
-            for (buf, offset, len) in data.iter() {
-                slices.push(
-                    BufSlice {
-                        buf,
-                        offset: *offset,
-                        len: *len,
-                    },
-                    GFP_KERNEL,
-                )?;
-            }
-            let n = mr.map_mr_sg(&slices, 4096)?;
-            if n != slices.len() {
+            let n = mr.map_mr_sg(data, 4096)?;
+            if n != data.len() {
                 // Slices that do not make one virtually contiguous region.
                 return Err(EINVAL);
             }
             let old = mr.rkey();
             key = (old & !0xff) | (old.wrapping_add(1) & 0xff);
             data_sge = Sge {
-                addr: data[0].0.addr(data[0].1),
+                addr: data[0].buf.addr(data[0].offset),
                 length: data_len,
                 lkey: key,
             };
         }
-        // The user message and the RTRS message, in the permit's header.
-        let at = Res::hdr_at(id);
-        let mut hdr = [0u8; HDR_ROOM];
-        hdr[..usr.len()].copy_from_slice(&usr);
-        let (layout, hlen) = match dir {
+        // The RTRS message follows the user message in the permit's
+        // header area.
+        let mut m = [0u8; MSG_ROOM];
+        let (layout, mlen) = match dir {
             Dir::Write => {
                 let l = ctx
                     .geometry
                     .write_request(id, data_len, usr_len)
                     .map_err(|_| EINVAL)?;
-                let m = RdmaMsg::Write(RdmaWrite { usr_len });
-                let n = m.write(&mut hdr[usr.len()..]).map_err(|_| EINVAL)?;
-                (l, usr.len() + n)
+                let n = RdmaMsg::Write(RdmaWrite { usr_len })
+                    .write(&mut m)
+                    .map_err(|_| EINVAL)?;
+                (l, n)
             }
             Dir::Read => {
                 let descs = [SgDesc {
@@ -629,16 +670,26 @@ impl SessInner {
                     .map_err(|_| EINVAL)?;
                 let flags = if cnt > 0 { RTRS_MSG_NEED_INVAL_F } else { 0 };
                 let n = RdmaRead::new(usr_len, flags, &descs[..cnt])
-                    .and_then(|r| r.write(&mut hdr[usr.len()..]))
+                    .and_then(|r| r.write(&mut m))
                     .map_err(|_| EINVAL)?;
-                (l, usr.len() + n)
+                (l, n)
             }
         };
-        if hlen > ctx.max_hdr_size as usize {
+        let hlen = ulen + mlen;
+        if hlen > ctx.max_hdr_size as usize || hlen > HDR_ROOM {
             // What the kernel's client refuses too (EMSGSIZE).
             return Err(EINVAL);
         }
-        res.hdr.write(at, &hdr[..hlen])?;
+        let at = Res::hdr_at(id);
+        match usr {
+            Usr::Bytes(b) => res.hdr.write(at, b)?,
+            Usr::From(old) => {
+                let mut b = [0u8; HDR_ROOM];
+                old.hdr.read(at, &mut b[..ulen])?;
+                res.hdr.write(at, &b[..ulen])?;
+            }
+        }
+        res.hdr.write(at + ulen, &m[..mlen])?;
         let hdr_sge = res.hdr.sge(at, hlen as u32, res.hdr_mr.lkey())?;
         let sg_w = [data_sge, hdr_sge];
         let sg_r = [hdr_sge];
@@ -651,28 +702,23 @@ impl SessInner {
             Dir::Write => Access::LOCAL_WRITE,
             Dir::Read => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
         };
-        let mut wrs = KVec::with_capacity(2, GFP_KERNEL)?;
-        if data_len > 0 {
-            let mut w = SendWr::new(
-                wr::IO,
-                SendOp::RegMr {
-                    mr: mr.core(),
-                    key,
-                    access,
-                },
-                &[],
-            );
-            w.flags = SendFlags::NONE;
-            wrs.push(w, GFP_KERNEL)?;
-        }
+        let mut reg = SendWr::new(
+            wr::IO,
+            SendOp::RegMr {
+                mr: mr.core(),
+                key,
+                access,
+            },
+            &[],
+        );
+        reg.flags = SendFlags::NONE;
         let op = SendOp::WriteWithImm {
             remote_addr: ctx.rbuf.addr + u64::from(layout.rdma_off),
             rkey: ctx.rbuf.rkey,
             imm: layout.imm,
         };
-        let mut w = SendWr::new(wr::IO, op, sg);
-        w.flags = SendFlags::NONE;
-        wrs.push(w, GFP_KERNEL)?;
+        let mut io = SendWr::new(wr::IO, op, sg);
+        io.flags = SendFlags::NONE;
         {
             // The path is still connected when the request is placed on
             // it, under `reqs`: a path that fails changes its phase
@@ -684,19 +730,32 @@ impl SessInner {
                 return Err(enotconn());
             }
             let s = reqs.get_mut(id as usize).ok_or(EINVAL)?;
-            s.path = Some(p.clone());
+            // Set under the lock, let go outside it (the slot held none:
+            // it was not on a path).
+            let old = s.path.replace(p.clone());
             s.mr_key = key;
             p.inflight.fetch_add(1, Ordering::Relaxed);
+            drop(reqs);
+            drop(old);
         }
-        if let Err(e) = ctx.con.post_send(&mut wrs, &ctx.res.cqe) {
+        let posted = if data_len > 0 {
+            ctx.con.post_send(&mut [reg, io], &ctx.res.cqe)
+        } else {
+            ctx.con.post_send(&mut [io], &ctx.res.cqe)
+        };
+        if let Err(e) = posted {
             // Unless the path's failure took it already.
-            if let Some(s) = self.reqs.lock().get_mut(id as usize) {
+            let mut reqs = self.reqs.lock();
+            let mut old = None;
+            if let Some(s) = reqs.get_mut(id as usize) {
                 if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
-                    s.path = None;
+                    old = s.path.take();
                     s.mr_key = 0;
                     p.inflight.fetch_sub(1, Ordering::Relaxed);
                 }
             }
+            drop(reqs);
+            drop(old);
             return Err(e);
         }
         let stats = &p.stats;
@@ -717,23 +776,75 @@ impl SessInner {
         Ok(())
     }
 
-    /// Completes request `id` with `errno`.
+    /// Completes request `id` with `errno`. Softirq or process context.
     fn finish(&self, id: u32, errno: i32) {
-        let slot = {
+        let rel = {
             let mut reqs = self.reqs.lock();
             match reqs.get_mut(id as usize) {
-                Some(s) if s.stage != Stage::Free => core::mem::replace(s, Slot::empty()),
+                Some(s) if s.stage != Stage::Free => s.release(),
                 _ => return,
             }
         };
-        if let Some(p) = &slot.path {
+        if let Some(p) = &rel.path {
             p.inflight.fetch_sub(1, Ordering::Relaxed);
         }
-        if let Some(d) = &slot.done {
-            d.done(slot.tag, errno);
+        if let Some(d) = &rel.done {
+            d.done(rel.tag, errno);
         }
         // The permit goes back last, after the ULP heard.
-        drop(slot);
+        self.give_room(id, rel);
+    }
+
+    /// Lets go what a freed slot held, outside the lock, and gives its
+    /// data room back; the permit goes last (the slot is not reused
+    /// before).
+    fn give_room(&self, id: u32, rel: Released) {
+        let Released {
+            done,
+            permit,
+            path,
+            mut data,
+            ..
+        } = rel;
+        rdma::kshim::vec::clear(&mut data);
+        drop(done);
+        drop(path);
+        {
+            let mut reqs = self.reqs.lock();
+            if let Some(s) = reqs.get_mut(id as usize) {
+                if s.data.capacity() < data.capacity() {
+                    core::mem::swap(&mut s.data, &mut data);
+                }
+            }
+        }
+        drop(data);
+        drop(permit);
+    }
+
+    /// Posts request `id` again, elsewhere than `p`: its data slices from
+    /// the slot, its user message from `old`.
+    fn repost(&self, id: u32, p: &Arc<ClPath>, old: &Res) -> Result {
+        let kept = {
+            let reqs = self.reqs.lock();
+            let s = reqs.get(id as usize).ok_or(EINVAL)?;
+            let mut v = KVec::with_capacity(s.data.len(), GFP_ATOMIC)?;
+            for d in s.data.iter() {
+                v.push((d.0.clone(), d.1, d.2), GFP_ATOMIC)?;
+            }
+            v
+        };
+        let mut slices = KVec::with_capacity(kept.len(), GFP_KERNEL)?;
+        for (buf, offset, len) in kept.iter() {
+            slices.push(
+                BufSlice {
+                    buf,
+                    offset: *offset,
+                    len: *len,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        self.post_anywhere(id, Some(p), Usr::From(old), &slices)
     }
 
     /// The keeper: every second, heartbeats and reconnects, until the
@@ -839,11 +950,16 @@ impl PathOwner for SessInner {
                     max_segments: self.max_segments,
                 });
                 drop(attrs);
-                *self.permits.lock() = Some(PermitMap::new(l.queue_depth).map_err(|_| EINVAL)?);
-                let mut reqs = self.reqs.lock();
+                // Built outside the spinlocks, then placed.
+                let mut slots = KVec::with_capacity(l.queue_depth as usize, GFP_KERNEL)?;
                 for _ in 0..l.queue_depth {
-                    reqs.push(Slot::empty(), GFP_KERNEL)?;
+                    slots.push(Slot::new(self.max_segments)?, GFP_KERNEL)?;
                 }
+                let map = PermitMap::new(l.queue_depth).map_err(|_| EINVAL)?;
+                // Both were empty: nothing is let go under the locks.
+                *self.permits.lock() = Some(map);
+                let old = core::mem::replace(&mut *self.reqs.lock(), slots);
+                drop(old);
                 Ok(())
             }
             Some(a) if l.queue_depth >= a.queue_depth && l.max_io_size >= a.max_io_size => Ok(()),
@@ -902,39 +1018,61 @@ impl PathOwner for SessInner {
         }
     }
 
-    /// The requests in flight on failed path `p` go to another path, or
-    /// complete with `-econnaborted()` if none is left. Process context.
-    fn failover(&self, p: &Arc<ClPath>) {
-        let mut moved = KVec::new();
-        let mut answered = KVec::new();
+    /// The requests in flight on failed path `p` go to another path (their
+    /// user messages read from `old`, the memory `p` had), or complete
+    /// with `-econnaborted()` if none is left. Process context.
+    fn failover(&self, p: &Arc<ClPath>, old: Option<&Res>) {
+        let n = self.reqs.lock().len();
+        let (Ok(mut moved), Ok(mut answered)) = (
+            KVec::<u32>::with_capacity(n, GFP_KERNEL),
+            KVec::<(u32, i32)>::with_capacity(n, GFP_KERNEL),
+        ) else {
+            // No memory to sort them: every request of the path fails.
+            for id in 0..n {
+                let on_p = self.reqs.lock()[id]
+                    .path
+                    .as_ref()
+                    .is_some_and(|q| Arc::ptr_eq(q, p));
+                if on_p {
+                    self.finish(id as u32, econnaborted().to_errno());
+                }
+            }
+            return;
+        };
         {
             let mut reqs = self.reqs.lock();
             for (i, s) in reqs.iter_mut().enumerate() {
                 if !s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
                     continue;
                 }
-                s.path = None;
-                s.mr_key = 0;
-                p.inflight.fetch_sub(1, Ordering::Relaxed);
+                // Within the room reserved above: no allocation.
                 match s.stage {
                     Stage::Posted => {
-                        let _ = moved.push(i as u32, GFP_KERNEL);
+                        let _ = moved.push(i as u32, GFP_ATOMIC);
                     }
                     Stage::Inval(e) => {
-                        let _ = answered.push((i as u32, e), GFP_KERNEL);
+                        let _ = answered.push((i as u32, e), GFP_ATOMIC);
                     }
                     Stage::Free => {}
                 }
+                s.mr_key = 0;
+                p.inflight.fetch_sub(1, Ordering::Relaxed);
+                // `p` itself, which the caller holds: never the last
+                // reference, let go under the lock.
+                s.path = None;
             }
         }
         for (id, e) in answered.iter() {
             self.finish(*id, *e);
         }
         for id in moved.iter() {
-            let to_close = self.is_closing();
-            if to_close || self.post_anywhere(*id, Some(p)).is_err() {
+            let r = match (self.is_closing(), old) {
+                (false, Some(old)) => self.repost(*id, p, old),
+                _ => Err(econnaborted()),
+            };
+            if r.is_err() {
                 self.finish(*id, econnaborted().to_errno());
-            } else if let Some(q) = self.reqs.lock()[*id as usize].path.clone() {
+            } else if let Some(q) = self.reqs.lock()[*id as usize].path.as_ref() {
                 q.stats.failovers.fetch_add(1, Ordering::Relaxed);
             }
         }

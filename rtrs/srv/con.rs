@@ -26,7 +26,7 @@ use rdma::cma::{CmId, CmIdCore, ConnParam};
 use rdma::device::Device;
 use rdma::kshim::mem::Sge;
 use rdma::spec::opcodes::{Access, SendFlags};
-use rdma::verbs::cq::Cq;
+use rdma::verbs::cq::{Cq, PollCtx};
 use rdma::verbs::pd::Pd;
 use rdma::verbs::qp::QpCore;
 use rdma::verbs::wc::CqeDone;
@@ -88,7 +88,7 @@ impl Con {
         // Per request at most: an invalidation, the data, a registration,
         // a SEND with invalidate, the response.
         let (send, recv) = (5 * qd + 16, qd + 16);
-        let (cq, qp) = crate::qp::create(&id, dev, pd, send, recv, 1)?;
+        let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv, 1), PollCtx::Workqueue)?;
         let core = (*id).clone();
         let qpn = qp.qpn();
         let con = Arc::pin_init(

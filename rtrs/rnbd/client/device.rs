@@ -12,18 +12,20 @@
 //! back and the device is open again on the server). An unmap ends the
 //! waiting requests with `EIO` and refuses new ones.
 //!
-//! Lock order: `slots`, `waiting`, each a leaf; none is held across a
-//! request, a copy or the end of a request.
+//! Completions come in softirq: `slots` and `waiting` are IRQ-safe
+//! spinlocks, each a leaf; none is held across a request, a copy or the
+//! end of a request, and no buffer is let go under them.
 
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::Arc;
 
 use rdma::kshim::blk::{BlkOps, BlkRequest, RqOp};
 use rdma::kshim::errno::{econnaborted, enotconn, eopnotsupp, etimedout};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::ratelimit::log_allowed;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::vec;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Dir, IoDone};
@@ -102,11 +104,11 @@ pub(crate) struct DevIo {
     reopens: AtomicU32,
     reopen_err: AtomicI32,
     #[pin]
-    slots: Mutex<KVec<Slot>>,
+    slots: SpinLockIrq<KVec<Slot>>,
     /// Requests to send when a permit or the link is back; room for the
     /// whole queue is reserved, so parking never allocates.
     #[pin]
-    waiting: Mutex<KVec<BlkRequest>>,
+    waiting: SpinLockIrq<KVec<BlkRequest>>,
 }
 
 impl DevIo {
@@ -148,8 +150,8 @@ impl DevIo {
                 state: AtomicU8::new(DevState::Init as u8),
                 reopens: AtomicU32::new(0),
                 reopen_err: AtomicI32::new(0),
-                slots <- new_mutex!(slots, "rnbd_client::DevIo::slots"),
-                waiting <- new_mutex!(waiting, "rnbd_client::DevIo::waiting"),
+                slots <- rdma::new_spinlock_irq!(slots, "rnbd_client::DevIo::slots"),
+                waiting <- rdma::new_spinlock_irq!(waiting, "rnbd_client::DevIo::waiting"),
             }),
             GFP_KERNEL,
         )
@@ -334,7 +336,20 @@ impl DevIo {
         let b = Buffer::new(self.max_io)?;
         let mut g = self.slots.lock();
         let slot = g.get_mut(tag as usize).ok_or(EINVAL)?;
-        Ok(slot.buf.get_or_insert(b).clone())
+        match &slot.buf {
+            // One tag is one request at a time: never set meanwhile (were
+            // it, `b` would be let go after the lock).
+            Some(old) => {
+                let old = old.clone();
+                drop(g);
+                drop(b);
+                Ok(old)
+            }
+            None => {
+                slot.buf = Some(b.clone());
+                Ok(b)
+            }
+        }
     }
 
     /// Sends `rq` (of `kind`) on the session; with `wait`, waits for a

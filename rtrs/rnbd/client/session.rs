@@ -7,8 +7,13 @@
 //! service work, which opens every device again after the link comes
 //! back and sends the IO that waited for a permit or a path.
 //!
+//! Completions come in softirq (RTRS polls there): `devs` and the
+//! answer's lock are IRQ-safe spinlocks, and a device's IO is completed
+//! under `devs` (so no device, and no session with it, is let go there).
+//!
 //! Lock order: `devs`, then a device's locks (`device.rs`). No lock is
-//! held across a request, a wait or a call into the block layer.
+//! held across a request or a wait; `devs` only across the end of a
+//! completed request.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,6 +25,8 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use rdma::kshim::errno::{eproto, etimedout};
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::ratelimit::log_allowed;
+use rdma::kshim::sync::SpinLockIrq;
+use rdma::kshim::vec;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Dir, IoDone, LinkOps, Session};
 use rtrs::proto::rnbd::{
@@ -53,7 +60,7 @@ const ADMIN_TAG: u64 = 1 << 63;
 #[pin_data]
 struct AdminWait {
     #[pin]
-    errno: Mutex<(u64, Option<i32>)>,
+    errno: SpinLockIrq<(u64, Option<i32>)>,
     #[pin]
     cv: CondVar,
 }
@@ -66,7 +73,7 @@ pub(crate) struct CltSess {
     pub(crate) rtrs: Session,
     /// Its devices, by the index in the high half of their IO tags.
     #[pin]
-    devs: Mutex<KVec<Option<Arc<DevIo>>>>,
+    devs: SpinLockIrq<KVec<Option<Arc<DevIo>>>>,
     /// One session message at a time.
     #[pin]
     admin: Mutex<()>,
@@ -151,10 +158,10 @@ impl CltSess {
             pin_init!(CltSess {
                 name: n,
                 rtrs,
-                devs <- new_mutex!(KVec::new(), "rnbd_client::CltSess::devs"),
+                devs <- rdma::new_spinlock_irq!(KVec::new(), "rnbd_client::CltSess::devs"),
                 admin <- new_mutex!((), "rnbd_client::CltSess::admin"),
                 answer <- pin_init!(AdminWait {
-                    errno <- new_mutex!((0, None), "rnbd_client::AdminWait::errno"),
+                    errno <- rdma::new_spinlock_irq!((0, None), "rnbd_client::AdminWait::errno"),
                     cv <- new_condvar!("rnbd_client::AdminWait::cv"),
                 }),
                 need_reopen: AtomicBool::new(false),
@@ -200,7 +207,7 @@ impl CltSess {
         let g = self.devs.lock();
         let mut v = KVec::new();
         for d in g.iter().flatten() {
-            if v.push(d.clone(), GFP_KERNEL).is_err() {
+            if v.push(d.clone(), GFP_ATOMIC).is_err() {
                 break;
             }
         }
@@ -214,14 +221,23 @@ impl CltSess {
 
     /// Places `d` in the table: the index its IO tags carry.
     pub(crate) fn attach(&self, d: Arc<DevIo>) -> Result<u32> {
+        // Room for one more, reserved outside the spinlock.
+        let n = self.devs.lock().len();
+        let mut room = KVec::with_capacity(n + 1, GFP_KERNEL)?;
         let mut g = self.devs.lock();
+        if g.capacity() == g.len() && room.capacity() > g.len() {
+            while let Some(x) = vec::remove(&mut g, 0) {
+                room.push(x, GFP_ATOMIC)?;
+            }
+            core::mem::swap(&mut *g, &mut room);
+        }
         let idx = match g.iter().position(Option::is_none) {
             Some(i) => {
                 g[i] = Some(d);
                 i
             }
             None => {
-                g.push(Some(d), GFP_KERNEL)?;
+                g.push(Some(d), GFP_ATOMIC)?;
                 g.len() - 1
             }
         };
@@ -392,8 +408,10 @@ impl IoDone for CltSess {
             return;
         }
         let idx = (tag >> 32) as usize;
-        let d = self.devs.lock().get(idx).and_then(Option::clone);
-        match d {
+        // Completed under `devs`: the device cannot be let go meanwhile,
+        // and no reference to it is dropped here.
+        let g = self.devs.lock();
+        match g.get(idx).and_then(Option::as_ref) {
             Some(d) => d.complete(tag as u32, errno),
             None => {
                 if log_allowed() {

@@ -12,7 +12,7 @@
 
 use kernel::error::code::{EINVAL, EIO};
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::sync::{new_condvar, Arc, CondVar};
 use kernel::time::msecs_to_jiffies;
 
 use kernel::str::CStr;
@@ -20,6 +20,7 @@ use kernel::str::CStr;
 use rdma::device;
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::route::NetNs;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Dir, IoDone, Session};
 use rtrs::proto::rnbd::{
@@ -31,14 +32,15 @@ use rtrs::proto::rnbd::{
 #[pin_data]
 pub(crate) struct Waiter {
     #[pin]
-    done: Mutex<KVec<(u64, i32)>>,
+    done: SpinLockIrq<KVec<(u64, i32)>>,
     #[pin]
     cv: CondVar,
 }
 
 impl IoDone for Waiter {
     fn done(&self, tag: u64, errno: i32) {
-        let _ = self.done.lock().push((tag, errno), GFP_KERNEL);
+        // Softirq: no sleeping allocation.
+        let _ = self.done.lock().push((tag, errno), GFP_ATOMIC);
         self.cv.notify_all();
     }
 }
@@ -47,7 +49,7 @@ impl Waiter {
     pub(crate) fn new() -> Result<Arc<Waiter>> {
         Arc::pin_init(
             pin_init!(Waiter {
-                done <- new_mutex!(KVec::new(), "rnbd_clt::Waiter::done"),
+                done <- rdma::new_spinlock_irq!(KVec::new(), "rnbd_clt::Waiter::done"),
                 cv <- new_condvar!("rnbd_clt::Waiter::cv"),
             }),
             GFP_KERNEL,

@@ -26,11 +26,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::error::code::{EAGAIN, EINVAL, EIO};
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::sync::{new_condvar, Arc, CondVar};
 use kernel::time::{msecs_to_jiffies, Ktime};
 
 use rdma::cma::{IpAddr, SockAddr};
 use rdma::kshim::mem::Buffer;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Config, Dir, IoDone, PathAddr, Session};
 use rtrs::srv::{Params, Server, SrvOps, SrvRequest};
@@ -110,7 +111,7 @@ impl State {
 #[pin_data]
 struct Flight {
     #[pin]
-    st: Mutex<State>,
+    st: SpinLockIrq<State>,
     #[pin]
     cv: CondVar,
 }
@@ -140,7 +141,7 @@ impl Flight {
         };
         Arc::pin_init(
             pin_init!(Flight {
-                st <- new_mutex!(st, "rtrs_bench::Flight::st"),
+                st <- rdma::new_spinlock_irq!(st, "rtrs_bench::Flight::st"),
                 cv <- new_condvar!("rtrs_bench::Flight::cv"),
             }),
             GFP_KERNEL,
