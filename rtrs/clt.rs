@@ -30,4 +30,4 @@ pub mod sysfs;
 pub use crate::dir::Dir;
 pub use crate::proto::mpath::Policy;
 pub use path::{ClPath, PathAddr, Phase};
-pub use session::{Attrs, ConType, Config, IoDone, LinkOps, Permit, Session};
+pub use session::{pages_fit, Attrs, ConType, Config, IoDone, LinkOps, Permit, Session};

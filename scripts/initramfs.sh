@@ -140,6 +140,9 @@ gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
 	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"
 # The block-device load of `make bench` (selftests/bench.sh).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/blkload" "$RDMA_RS_TOP/selftests/tools/blkload.c"
+# One O_DIRECT request scattered over pieces of pages (rnbd_client.sh's
+# bounce path).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/scatterio" "$RDMA_RS_TOP/selftests/tools/scatterio.c"
 # Its comparison tool (tools/pktcmp, on our codec) and the hostile packet
 # sender of selftests/rxe/hostile.sh (tools/pktinject), static as well.
 (cd "$RDMA_RS_TOP" && RUSTFLAGS="-C target-feature=+crt-static" \

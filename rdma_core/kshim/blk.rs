@@ -32,6 +32,7 @@ use kernel::ThisModule;
 use crate::kshim::bindings;
 use crate::kshim::class::SysDir;
 use crate::kshim::mem::Buffer;
+use crate::kshim::pages::{PageSlice, SharedPage};
 
 /// What a disk announces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -186,6 +187,63 @@ impl BlkRequest {
     /// `EINVAL` as [`BlkRequest::copy_out`].
     pub fn copy_in(&self, buf: &Buffer, offset: usize, len: u32) -> Result {
         self.copy(buf, offset, len, true)
+    }
+
+    /// Appends the request's data to `out` as pieces of pages, one page
+    /// each, in order, each holding a reference of its own on its page
+    /// (so the pages outlive the request if a piece does). `E2BIG`
+    /// (nothing appended) if they need more than `out`'s spare room: no
+    /// allocation here.
+    pub fn pages(&self, out: &mut KVec<PageSlice>) -> Result {
+        const STEP: usize = 16;
+        let start = out.len();
+        let mut skip = 0u32;
+        loop {
+            let mut raw = [bindings::rdma_rs_rq_piece {
+                page: core::ptr::null_mut(),
+                offset: 0,
+                len: 0,
+            }; STEP];
+            // SAFETY: a started request (type invariant), whose pages are
+            // the caller's until it ends; `raw` has room for `STEP`
+            // pieces, and each piece filled comes with a page reference
+            // taken for us.
+            let n = unsafe {
+                bindings::rdma_rs_rq_pieces(self.rq.as_ptr(), skip, raw.as_mut_ptr(), STEP as u32)
+            };
+            let n = (n.max(0) as usize).min(STEP);
+            let mut full = false;
+            for r in raw.iter().take(n) {
+                let Some(page) = NonNull::new(r.page) else {
+                    continue;
+                };
+                // SAFETY: the glue took this reference for us (above); it
+                // becomes the piece's.
+                let page = unsafe { SharedPage::adopt(page) };
+                let piece = PageSlice {
+                    page,
+                    offset: r.offset as usize,
+                    len: r.len as usize,
+                };
+                if full || out.len() == out.capacity() {
+                    // Dropped: its reference goes.
+                    full = true;
+                    drop(piece);
+                    continue;
+                }
+                out.push(piece, GFP_ATOMIC).map_err(|_| E2BIG)?;
+            }
+            if full {
+                while out.len() > start {
+                    drop(crate::kshim::vec::pop(out));
+                }
+                return Err(E2BIG);
+            }
+            if n < STEP {
+                return Ok(());
+            }
+            skip += STEP as u32;
+        }
     }
 
     /// Ends the request: `Ok` or the error it failed with. Any context.

@@ -211,6 +211,31 @@ int rdma_rs_rq_copy(struct request *rq, void *buf, u32 len, bool to_rq)
 	return done == len ? 0 : -EINVAL;
 }
 
+/*
+ * The request's data segments, one page each, from the skip-th on: at
+ * most max of them into out, each page with a reference taken for the
+ * caller. Returns how many were filled.
+ */
+int rdma_rs_rq_pieces(struct request *rq, u32 skip, struct rdma_rs_rq_piece *out, u32 max)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+	u32 i = 0, n = 0;
+
+	rq_for_each_segment(bv, rq, iter) {
+		if (n == max)
+			break;
+		if (i++ < skip)
+			continue;
+		get_page(bv.bv_page);
+		out[n].page = bv.bv_page;
+		out[n].offset = bv.bv_offset;
+		out[n].len = bv.bv_len;
+		n++;
+	}
+	return n;
+}
+
 void rdma_rs_rq_end(struct request *rq, int err)
 {
 	blk_mq_end_request(rq, errno_to_blk_status(err));

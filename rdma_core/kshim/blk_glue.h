@@ -62,6 +62,15 @@ u64 rdma_rs_rq_pos(struct request *rq);
 u32 rdma_rs_rq_bytes(struct request *rq);
 u32 rdma_rs_rq_tag(struct request *rq);
 int rdma_rs_rq_copy(struct request *rq, void *buf, u32 len, bool to_rq);
+
+/* A piece of a request's data: a page (referenced), an offset, a length. */
+struct rdma_rs_rq_piece {
+	struct page *page;
+	u32 offset;
+	u32 len;
+};
+
+int rdma_rs_rq_pieces(struct request *rq, u32 skip, struct rdma_rs_rq_piece *out, u32 max);
 void rdma_rs_rq_end(struct request *rq, int err);
 
 #endif

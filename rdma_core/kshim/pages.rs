@@ -82,7 +82,7 @@ impl SharedPage {
     /// # Safety
     ///
     /// `page` must be valid with a reference that becomes this value's.
-    unsafe fn adopt(page: NonNull<bindings::page>) -> SharedPage {
+    pub(crate) unsafe fn adopt(page: NonNull<bindings::page>) -> SharedPage {
         // INVARIANT: the caller hands its reference over.
         SharedPage { page }
     }
@@ -187,6 +187,29 @@ impl Drop for SharedPage {
     fn drop(&mut self) {
         // SAFETY: the reference this value holds (type invariant).
         unsafe { bindings::rdma_rs_page_put(self.as_raw()) };
+    }
+}
+
+/// A piece of one page: `len` bytes from byte `offset`, the page held by
+/// a reference of the piece's own (a block request's data, mapped by a
+/// fast-registration MR without a copy).
+pub struct PageSlice {
+    /// The page.
+    pub page: SharedPage,
+    /// Offset of the first byte in the page.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl PageSlice {
+    /// Another piece of the same bytes, with a reference of its own.
+    pub fn share(&self) -> PageSlice {
+        PageSlice {
+            page: self.page.clone(),
+            offset: self.offset,
+            len: self.len,
+        }
     }
 }
 

@@ -38,6 +38,8 @@ use kernel::sync::Arc;
 use crate::device::Device;
 use crate::kshim::errno::eopnotsupp;
 use crate::kshim::mem::{self, Buffer, Sge};
+pub use crate::kshim::pages::PageSlice;
+use crate::kshim::pages::{page_size, SharedPage};
 use crate::kshim::sync::SpinLockIrq;
 use crate::spec::opcodes::Access;
 use crate::verbs::object::{Handle, Life, Object, Use};
@@ -69,6 +71,8 @@ enum Piece<'a> {
     Live(u64),
     /// Pages of a user region, from a byte offset into it.
     Pages(&'a crate::kshim::pages::PageList, usize),
+    /// One page of a fast registration, from a byte offset into it.
+    Page(&'a SharedPage, usize),
 }
 
 impl Piece<'_> {
@@ -77,6 +81,7 @@ impl Piece<'_> {
             Piece::Buffer(b, a) => b.write_at(*a, data),
             Piece::Live(a) => mem::dma_write(*a, data),
             Piece::Pages(l, o) => l.write(*o, data),
+            Piece::Page(p, o) => p.write(*o, data),
         }
         .map_err(|_| AccessError::Bounds)
     }
@@ -86,6 +91,7 @@ impl Piece<'_> {
             Piece::Buffer(b, a) => b.read_at(*a, out),
             Piece::Live(a) => mem::dma_read(*a, out),
             Piece::Pages(l, o) => l.read(*o, out),
+            Piece::Page(p, o) => p.read(*o, out),
         }
         .map_err(|_| AccessError::Bounds)
     }
@@ -114,10 +120,21 @@ pub struct BufSlice<'a> {
     pub len: usize,
 }
 
+/// Where the I/O virtual addresses of a mapping of pages start: above
+/// every kernel address, so that no such address is taken for one.
+pub const PAGES_IOVA: u64 = 1 << 56;
+
+/// The memory of a piece of a fast-registration MR.
+enum SegMem {
+    /// A buffer; `Segment::addr` is the device address of the first byte.
+    Buf(Arc<Buffer>),
+    /// A page; `Segment::addr` is the offset of the first byte in it.
+    Page(SharedPage),
+}
+
 /// A contiguous piece of a fast-registration MR.
 struct Segment {
-    buf: Arc<Buffer>,
-    /// Device address of the first byte.
+    mem: SegMem,
     addr: u64,
     len: u64,
 }
@@ -246,7 +263,7 @@ impl MrCore {
         if n == 0 {
             return Err(EINVAL);
         }
-        let mut old = {
+        let old = {
             let mut st = self.state.lock();
             if st.valid {
                 return Err(EINVAL);
@@ -257,7 +274,7 @@ impl MrCore {
                 // (`GFP_ATOMIC` should the spare be away).
                 fresh.push(
                     Segment {
-                        buf: s.buf.clone(),
+                        mem: SegMem::Buf(s.buf.clone()),
                         addr: s.buf.addr(s.offset),
                         len: s.len as u64,
                     },
@@ -269,8 +286,77 @@ impl MrCore {
             st.mapped = true;
             core::mem::replace(&mut st.segs, fresh)
         };
-        // The old pages may hold the last reference to a buffer: let go
-        // here, outside the spinlock; their room becomes the spare.
+        self.keep_spare(old);
+        Ok(n)
+    }
+
+    /// Sets the pages of a fast-registration MR to pieces of pages
+    /// (`ib_map_mr_sg` of a scatter list of pages, as a block request's):
+    /// the region starts at [`PAGES_IOVA`] plus the first piece's offset
+    /// and runs through the pieces in order. Every piece lies in its page,
+    /// every piece but the first starts the page and every piece but the
+    /// last ends it; maps as many as these rules allow (at most the MR's
+    /// `max_segs`) and returns how many; `EINVAL` as
+    /// [`MrCore::map_mr_sg`]. Each mapped page gets a reference of the
+    /// MR's own, held until the next mapping or the MR's release.
+    /// Contexts as [`MrCore::map_mr_sg`].
+    pub fn map_mr_pages(&self, slices: &[PageSlice]) -> Result<usize> {
+        if self.kind != MrKind::FastReg {
+            return Err(EINVAL);
+        }
+        let ps = page_size();
+        let mut n = 0;
+        let mut total: u64 = 0;
+        let mut prev_end = ps;
+        for (i, s) in slices.iter().enumerate() {
+            if i as u32 >= self.max_segs || s.len == 0 {
+                break;
+            }
+            if s.offset > ps || s.len > ps - s.offset {
+                return Err(EINVAL);
+            }
+            if i > 0 && (s.offset != 0 || prev_end != ps) {
+                break;
+            }
+            prev_end = s.offset + s.len;
+            total += s.len as u64;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        let first = slices[0].offset as u64;
+        let old = {
+            let mut st = self.state.lock();
+            if st.valid {
+                return Err(EINVAL);
+            }
+            let mut fresh = core::mem::take(&mut st.spare);
+            for s in slices.iter().take(n) {
+                // Within the room reserved at allocation, as above. A
+                // page reference is taken here: no sleeping.
+                fresh.push(
+                    Segment {
+                        mem: SegMem::Page(s.page.clone()),
+                        addr: s.offset as u64,
+                        len: s.len as u64,
+                    },
+                    GFP_ATOMIC,
+                )?;
+            }
+            st.iova = PAGES_IOVA + first;
+            st.length = total;
+            st.mapped = true;
+            core::mem::replace(&mut st.segs, fresh)
+        };
+        self.keep_spare(old);
+        Ok(n)
+    }
+
+    /// The previous mapping's pieces may hold the last reference to a
+    /// buffer or a page: let go here, outside the spinlock; their room
+    /// becomes the spare.
+    fn keep_spare(&self, mut old: KVec<Segment>) {
         crate::kshim::vec::clear(&mut old);
         let mut st = self.state.lock();
         if st.spare.capacity() < old.capacity() {
@@ -278,7 +364,32 @@ impl MrCore {
         }
         drop(st);
         drop(old);
-        Ok(n)
+    }
+
+    /// Lets go of the pages (and buffers) of a fast-registration MR
+    /// invalidated since its last mapping: they are not reachable any
+    /// more, and would otherwise stay referenced until the next
+    /// `map_mr_sg` or `map_mr_pages` (a block request's pages long after
+    /// the request ended). Nothing if the MR is valid or mapped for its
+    /// next registration. Contexts as [`MrCore::map_mr_sg`].
+    pub fn drop_pages(&self) {
+        let mut old = {
+            let mut st = self.state.lock();
+            if self.kind != MrKind::FastReg || st.valid || st.mapped || st.segs.is_empty() {
+                return;
+            }
+            st.iova = 0;
+            st.length = 0;
+            core::mem::take(&mut st.segs)
+        };
+        crate::kshim::vec::clear(&mut old);
+        // The room comes back: the next mapping allocates nothing.
+        let mut st = self.state.lock();
+        if st.segs.is_empty() && st.segs.capacity() < old.capacity() {
+            core::mem::swap(&mut st.segs, &mut old);
+        }
+        drop(st);
+        drop(old);
     }
 
     /// Executes a `REG_MR` work request: the mapped pages become valid under
@@ -381,7 +492,10 @@ impl MrCore {
                         continue;
                     }
                     let n = core::cmp::min(s.len - off, left);
-                    f(Piece::Buffer(&s.buf, s.addr + off), n as usize)?;
+                    match &s.mem {
+                        SegMem::Buf(b) => f(Piece::Buffer(b, s.addr + off), n as usize)?,
+                        SegMem::Page(p) => f(Piece::Page(p, (s.addr + off) as usize), n as usize)?,
+                    }
                     left -= n;
                     off = 0;
                 }
@@ -510,6 +624,7 @@ impl MrCore {
                     Piece::Buffer(b, a) => b.atomic_at(a, &f),
                     Piece::Live(a) => mem::dma_atomic(a, &f),
                     Piece::Pages(l, o) => l.atomic(o, &f),
+                    Piece::Page(pg, o) => pg.atomic(o, &f),
                 });
             }
             Ok(())

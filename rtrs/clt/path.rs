@@ -415,6 +415,17 @@ impl ClPath {
         })
     }
 
+    /// Lets go of the pages permit `id`'s MR still holds (its request
+    /// completed: the MR is invalid). Any context. Under `st`, so that
+    /// no reference to the path's memory is let go here; the pages' own
+    /// may be (a page may be freed in any context).
+    pub(crate) fn drop_mr_pages(&self, id: u32) {
+        let st = self.st.lock();
+        if let Some(mr) = st.res.as_ref().and_then(|r| r.mrs.get(id as usize)) {
+            mr.drop_pages();
+        }
+    }
+
     /// The connection of QP number `qpn` and the path's memory.
     fn con_by_qpn(&self, qpn: u32) -> Option<(Arc<ClCon>, Arc<Res>)> {
         let st = self.st.lock();

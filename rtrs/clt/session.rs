@@ -40,7 +40,7 @@ use rdma::kshim::route::NetNs;
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::{Access, SendFlags};
-use rdma::verbs::mr::BufSlice;
+use rdma::verbs::mr::{BufSlice, PageSlice};
 use rdma::verbs::wr::{SendOp, SendWr};
 
 use crate::clt::con::wr;
@@ -173,9 +173,10 @@ struct Slot {
     /// Bytes of the user message, at the start of the permit's header
     /// area of the path that carries the request.
     usr_len: u16,
-    /// The data slices (buffer, offset, length); room for the session's
-    /// `max_segments` reserved once.
+    /// The data slices (buffer, offset, length), or the pieces of pages;
+    /// room for the session's `max_segments` of each reserved once.
     data: KVec<(Arc<Buffer>, usize, usize)>,
+    pages: KVec<PageSlice>,
     data_len: u32,
     done: Option<Arc<dyn IoDone>>,
     tag: u64,
@@ -193,6 +194,7 @@ struct Released {
     permit: Option<Permit>,
     path: Option<Arc<ClPath>>,
     data: KVec<(Arc<Buffer>, usize, usize)>,
+    pages: KVec<PageSlice>,
 }
 
 impl Slot {
@@ -204,6 +206,7 @@ impl Slot {
             con: ConType::Io,
             usr_len: 0,
             data: KVec::with_capacity(max_segments as usize, GFP_KERNEL)?,
+            pages: KVec::with_capacity(max_segments as usize, GFP_KERNEL)?,
             data_len: 0,
             done: None,
             tag: 0,
@@ -224,8 +227,47 @@ impl Slot {
             permit: self.permit.take(),
             path: self.path.take(),
             data: core::mem::take(&mut self.data),
+            pages: core::mem::take(&mut self.pages),
         }
     }
+}
+
+/// A request's data, as the ULP gives it.
+#[derive(Clone, Copy)]
+enum Data<'a> {
+    /// Slices of buffers ([`Session::request`]).
+    Bufs(&'a [BufSlice<'a>]),
+    /// Pieces of pages ([`Session::request_pages`]: a block request's own
+    /// pages, no copy).
+    Pages(&'a [PageSlice]),
+}
+
+impl Data<'_> {
+    /// How many slices or pieces.
+    fn count(&self) -> usize {
+        match self {
+            Data::Bufs(d) => d.len(),
+            Data::Pages(p) => p.len(),
+        }
+    }
+
+    /// How many bytes.
+    fn bytes(&self) -> u64 {
+        match self {
+            Data::Bufs(d) => d.iter().map(|x| x.len as u64).sum(),
+            Data::Pages(p) => p.iter().map(|x| x.len as u64).sum(),
+        }
+    }
+}
+
+/// Whether pieces of pages make one region for a fast registration
+/// (`proto::pieces`): every piece inside its page, every piece but the
+/// first starting its page, every piece but the last ending it.
+pub fn pages_fit(pages: &[PageSlice]) -> bool {
+    crate::proto::pieces::pieces_fit(
+        pages.iter().map(|x| (x.offset, x.len)),
+        rdma::kshim::pages::page_size(),
+    )
 }
 
 /// Where a request's user message comes from when it is posted.
@@ -435,16 +477,47 @@ impl Session {
         done: Arc<dyn IoDone>,
         tag: u64,
     ) -> Result {
+        self.submit(dir, permit, usr, Data::Bufs(data), done, tag)
+    }
+
+    /// [`Session::request`] with the data in pieces of pages (a block
+    /// request's own pages): they go to the wire, or the server's bytes
+    /// into them, without a copy. Every piece but the first starts its
+    /// page and every piece but the last ends it, at most
+    /// [`Attrs::max_segments`] of them (`EINVAL` otherwise: the caller
+    /// copies through a buffer then). The request keeps a reference on
+    /// each page until it completes.
+    pub fn request_pages(
+        &self,
+        dir: Dir,
+        permit: Permit,
+        usr: &[u8],
+        pages: &[PageSlice],
+        done: Arc<dyn IoDone>,
+        tag: u64,
+    ) -> Result {
+        if !pages_fit(pages) {
+            return Err(EINVAL);
+        }
+        self.submit(dir, permit, usr, Data::Pages(pages), done, tag)
+    }
+
+    fn submit(
+        &self,
+        dir: Dir,
+        permit: Permit,
+        usr: &[u8],
+        data: Data<'_>,
+        done: Arc<dyn IoDone>,
+        tag: u64,
+    ) -> Result {
         let s = &self.inner;
         let attrs = self.query()?;
-        let mut data_len: u64 = 0;
-        for d in data.iter() {
-            data_len += d.len as u64;
-        }
+        let data_len = data.bytes();
         if data_len > u64::from(attrs.max_io_size)
-            || data.len() > attrs.max_segments as usize
+            || data.count() > attrs.max_segments as usize
             || usr.len() + 64 > HDR_ROOM
-            || (dir == Dir::Read && data_len == 0 && !data.is_empty())
+            || (dir == Dir::Read && data_len == 0 && data.count() > 0)
         {
             return Err(EINVAL);
         }
@@ -453,13 +526,25 @@ impl Session {
         {
             let mut reqs = s.reqs.lock();
             let slot = reqs.get_mut(id as usize).ok_or(EINVAL)?;
-            if slot.stage != Stage::Free || slot.data.capacity() < data.len() {
+            if slot.stage != Stage::Free
+                || slot.data.capacity() < data.count()
+                || slot.pages.capacity() < data.count()
+            {
                 return Err(EBUSY);
             }
-            for d in data.iter() {
-                // Within the slot's room: no allocation.
-                slot.data
-                    .push((d.buf.clone(), d.offset, d.len), GFP_ATOMIC)?;
+            // Within the slot's room: no allocation.
+            match data {
+                Data::Bufs(d) => {
+                    for x in d.iter() {
+                        slot.data
+                            .push((x.buf.clone(), x.offset, x.len), GFP_ATOMIC)?;
+                    }
+                }
+                Data::Pages(p) => {
+                    for x in p.iter() {
+                        slot.pages.push(x.share(), GFP_ATOMIC)?;
+                    }
+                }
             }
             slot.stage = Stage::Posted;
             slot.dir = dir;
@@ -592,7 +677,7 @@ impl SessInner {
         id: u32,
         skip: Option<&Arc<ClPath>>,
         usr: Usr<'_>,
-        data: &[BufSlice<'_>],
+        data: Data<'_>,
     ) -> Result {
         // No connected path: what the kernel's client returns.
         let mut last = econnaborted();
@@ -617,7 +702,7 @@ impl SessInner {
     /// Builds request `id` in `p`'s memory and posts it. Nothing is
     /// allocated: the user message goes straight into the permit's header
     /// area, the data slices into the permit's MR.
-    fn post_on(&self, p: &Arc<ClPath>, id: u32, usr: Usr<'_>, data: &[BufSlice<'_>]) -> Result {
+    fn post_on(&self, p: &Arc<ClPath>, id: u32, usr: Usr<'_>, data: Data<'_>) -> Result {
         let (dir, con, usr_len, data_len) = {
             let reqs = self.reqs.lock();
             let s = reqs.get(id as usize).ok_or(EINVAL)?;
@@ -630,15 +715,18 @@ impl SessInner {
         let mut key = 0;
         let mut data_sge = Sge::default();
         if data_len > 0 {
-            let n = mr.map_mr_sg(data, 4096)?;
-            if n != data.len() {
+            let n = match data {
+                Data::Bufs(d) => mr.map_mr_sg(d, 4096)?,
+                Data::Pages(pg) => mr.map_mr_pages(pg)?,
+            };
+            if n != data.count() {
                 // Slices that do not make one virtually contiguous region.
                 return Err(EINVAL);
             }
             let old = mr.rkey();
             key = (old & !0xff) | (old.wrapping_add(1) & 0xff);
             data_sge = Sge {
-                addr: data[0].buf.addr(data[0].offset),
+                addr: mr.iova(),
                 length: data_len,
                 lkey: key,
             };
@@ -791,6 +879,12 @@ impl SessInner {
         if let Some(d) = &rel.done {
             d.done(rel.tag, errno);
         }
+        if !rel.pages.is_empty() {
+            // The request's pages: not kept by its (now invalid) MR.
+            if let Some(p) = &rel.path {
+                p.drop_mr_pages(id);
+            }
+        }
         // The permit goes back last, after the ULP heard.
         self.give_room(id, rel);
     }
@@ -804,9 +898,11 @@ impl SessInner {
             permit,
             path,
             mut data,
+            mut pages,
             ..
         } = rel;
         rdma::kshim::vec::clear(&mut data);
+        rdma::kshim::vec::clear(&mut pages);
         drop(done);
         drop(path);
         {
@@ -815,24 +911,35 @@ impl SessInner {
                 if s.data.capacity() < data.capacity() {
                     core::mem::swap(&mut s.data, &mut data);
                 }
+                if s.pages.capacity() < pages.capacity() {
+                    core::mem::swap(&mut s.pages, &mut pages);
+                }
             }
         }
         drop(data);
+        drop(pages);
         drop(permit);
     }
 
     /// Posts request `id` again, elsewhere than `p`: its data slices from
     /// the slot, its user message from `old`.
     fn repost(&self, id: u32, p: &Arc<ClPath>, old: &Res) -> Result {
-        let kept = {
+        let (kept, pages) = {
             let reqs = self.reqs.lock();
             let s = reqs.get(id as usize).ok_or(EINVAL)?;
             let mut v = KVec::with_capacity(s.data.len(), GFP_ATOMIC)?;
             for d in s.data.iter() {
                 v.push((d.0.clone(), d.1, d.2), GFP_ATOMIC)?;
             }
-            v
+            let mut pg = KVec::with_capacity(s.pages.len(), GFP_ATOMIC)?;
+            for x in s.pages.iter() {
+                pg.push(x.share(), GFP_ATOMIC)?;
+            }
+            (v, pg)
         };
+        if !pages.is_empty() {
+            return self.post_anywhere(id, Some(p), Usr::From(old), Data::Pages(&pages));
+        }
         let mut slices = KVec::with_capacity(kept.len(), GFP_KERNEL)?;
         for (buf, offset, len) in kept.iter() {
             slices.push(
@@ -844,7 +951,7 @@ impl SessInner {
                 GFP_KERNEL,
             )?;
         }
-        self.post_anywhere(id, Some(p), Usr::From(old), &slices)
+        self.post_anywhere(id, Some(p), Usr::From(old), Data::Bufs(&slices))
     }
 
     /// The keeper: every second, heartbeats and reconnects, until the

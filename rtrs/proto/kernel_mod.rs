@@ -21,6 +21,8 @@ mod le;
 pub mod mpath;
 #[path = "src/msg.rs"]
 pub mod msg;
+#[path = "src/pieces.rs"]
+pub mod pieces;
 #[path = "src/rnbd.rs"]
 pub mod rnbd;
 #[path = "src/rnbd_clt.rs"]

@@ -93,9 +93,24 @@ k_map() {
 		dmesg | grep -q "rnbd_client: /dev/ram0@rc_k mapped as $d (rw, 65536 sectors"
 }
 
-# Bytes both ways; the last block; nothing past the end.
+# A field of a device's `copies` file (ours alone): reads and writes
+# sent from their own pages (zero_copy) or through a buffer (bounced).
+copies() {
+	awk -v k="$2" '$1 == k { print $2 }' "$ctl/devices/$1/copies"
+}
+
+# Bytes both ways; the last block; nothing past the end. Aligned direct
+# IO goes from and into its own pages (no copy); pieces of pages that
+# make no one region go through the tag's buffer.
 k_data() {
 	d=$(cat "$tmpd/k")
+	m='!dev!ram0@rc_k'
+	zc0=$(copies "$m" zero_copy)
+	bo0=$(copies "$m" bounced)
+	if [ -z "$zc0" ] || [ -z "$bo0" ]; then
+		echo "no copies file for $d"
+		return 1
+	fi
 	dd if=/dev/urandom of="$tmpd/p1" bs=4096 count=64 2> /dev/null &&
 		dd if="$tmpd/p1" of="/dev/$d" bs=4096 count=64 seek=100 oflag=direct 2> /dev/null &&
 		dd if=/dev/ram0 of="$tmpd/b1" bs=4096 count=64 skip=100 iflag=direct 2> /dev/null &&
@@ -104,6 +119,28 @@ k_data() {
 		dd if="$tmpd/p2" of=/dev/ram0 bs=131072 count=8 seek=20 oflag=direct 2> /dev/null &&
 		dd if="/dev/$d" of="$tmpd/b2" bs=131072 count=8 skip=20 iflag=direct 2> /dev/null &&
 		cmp "$tmpd/p2" "$tmpd/b2" || return 1
+	# Those went from and into their own pages: no copy, none bounced.
+	zc1=$(copies "$m" zero_copy)
+	bo1=$(copies "$m" bounced)
+	if [ $((zc1 - zc0)) -lt 72 ] || [ "$bo1" -ne "$bo0" ]; then
+		echo "aligned direct IO: zero_copy $zc0 -> $zc1, bounced $bo0 -> $bo1"
+		return 1
+	fi
+	# Pieces of pages that make no one region go through the buffer,
+	# both ways, their bytes intact.
+	head -c 4096 "$tmpd/p2" > "$tmpd/s1" &&
+		scatterio "/dev/$d" write 4000 "$tmpd/s1" &&
+		dd if=/dev/ram0 of="$tmpd/s2" bs=4096 count=1 skip=500 iflag=direct 2> /dev/null &&
+		cmp "$tmpd/s1" "$tmpd/s2" || return 1
+	head -c 4096 "$tmpd/p1" > "$tmpd/s3" &&
+		dd if="$tmpd/s3" of=/dev/ram0 bs=4096 count=1 seek=501 oflag=direct 2> /dev/null &&
+		scatterio "/dev/$d" read 4008 "$tmpd/s4" &&
+		cmp "$tmpd/s3" "$tmpd/s4" || return 1
+	bo2=$(copies "$m" bounced)
+	if [ $((bo2 - bo1)) -lt 2 ]; then
+		echo "scattered pieces: bounced $bo1 -> $bo2"
+		return 1
+	fi
 	# Odd sizes and offsets through the page cache, then synced.
 	dd if="$tmpd/p1" of="/dev/$d" bs=1536 count=7 seek=9999 conv=fsync 2> /dev/null &&
 		dd if=/dev/ram0 of="$tmpd/b3" bs=1536 count=7 skip=9999 iflag=direct 2> /dev/null &&

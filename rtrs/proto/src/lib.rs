@@ -33,6 +33,8 @@
 //! - [`rnbd_clt`]: what an RNBD client decides: the `map_device`
 //!   options, a mapping's directory name, the disk limits an OPEN answer
 //!   may give, the `rw` word of an IO (uses `error`, `rnbd`, `rnbd_srv`).
+//! - [`pieces`]: whether a request's pieces of pages make one region a
+//!   fast registration maps without a copy (no dependencies).
 //! - [`mpath`]: the decisions of a multipath client session: the
 //!   multipath policy and the choice of a path for each IO, the reconnect
 //!   schedule, the heartbeat miss counter and round trip, and the permit
@@ -54,6 +56,7 @@ pub mod imm;
 mod le;
 pub mod mpath;
 pub mod msg;
+pub mod pieces;
 pub mod rnbd;
 pub mod rnbd_clt;
 pub mod rnbd_srv;

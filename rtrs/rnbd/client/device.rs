@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A mapped device's IO ([`DevIo`], the [`BlkOps`] of its disk): each
-//! request of the disk becomes one RNBD IO on the session, its data
-//! copied through a buffer of the request's tag; its completion ends the
-//! request.
+//! request of the disk becomes one RNBD IO on the session; its completion
+//! ends the request. A read's or write's data goes between the request's
+//! own pages and the wire without a copy (RTRS maps the pages into the
+//! request's memory region) when the pages make one region (every piece
+//! but the first starts its page, every piece but the last ends it, no
+//! more pieces than RTRS takes); otherwise it is copied through a buffer
+//! of the request's tag. The `copies` file counts both.
 //!
 //! A request that cannot go now waits in `waiting`, in order: when no
 //! permit is free (the session's work sends it, waiting for one), and
@@ -27,7 +31,7 @@ use rdma::kshim::mem::Buffer;
 use rdma::kshim::ratelimit::log_allowed;
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::vec;
-use rdma::verbs::mr::BufSlice;
+use rdma::verbs::mr::{BufSlice, PageSlice};
 use rtrs::clt::{ConType, Dir, IoDone};
 use rtrs::proto::rnbd::{AccessMode, Io, IO_LEN};
 use rtrs::proto::rnbd_clt::io_rw;
@@ -78,8 +82,13 @@ struct Slot {
     rq: Option<BlkRequest>,
     kind: BlockKind,
     len: u32,
+    /// The data went without a copy (nothing to copy back).
+    zero_copy: bool,
     /// The tag's buffer, kept for its next request.
     buf: Option<Arc<Buffer>>,
+    /// Room for the pieces of a request's pages (lent out while one is
+    /// sent).
+    pages: KVec<PageSlice>,
 }
 
 /// What the disk's requests need: the session, the server's id of the
@@ -103,6 +112,10 @@ pub(crate) struct DevIo {
     /// the next), and the errno of the last one that failed.
     reopens: AtomicU32,
     reopen_err: AtomicI32,
+    /// Reads and writes sent from their own pages, and through the
+    /// tag's buffer (`copies`).
+    pub(crate) zero_copy: AtomicU64,
+    pub(crate) bounced: AtomicU64,
     #[pin]
     slots: SpinLockIrq<KVec<Slot>>,
     /// Requests to send when a permit or the link is back; room for the
@@ -126,13 +139,19 @@ impl DevIo {
         let mut p = KVec::with_capacity(path.len(), GFP_KERNEL)?;
         p.extend_from_slice(path, GFP_KERNEL)?;
         let mut slots = KVec::with_capacity(depth as usize, GFP_KERNEL)?;
+        // A request's pieces: one per page, one more when it does not
+        // start a page; never more than RTRS takes.
+        let room = (max_io / rdma::kshim::pages::page_size() + 1)
+            .min(sess.rtrs.query().map_or(0, |a| a.max_segments as usize));
         for _ in 0..depth {
             slots.push(
                 Slot {
                     rq: None,
                     kind: BlockKind::Read,
                     len: 0,
+                    zero_copy: false,
                     buf: None,
+                    pages: KVec::with_capacity(room, GFP_KERNEL)?,
                 },
                 GFP_KERNEL,
             )?;
@@ -150,6 +169,8 @@ impl DevIo {
                 state: AtomicU8::new(DevState::Init as u8),
                 reopens: AtomicU32::new(0),
                 reopen_err: AtomicI32::new(0),
+                zero_copy: AtomicU64::new(0),
+                bounced: AtomicU64::new(0),
                 slots <- rdma::new_spinlock_irq!(slots, "rnbd_client::DevIo::slots"),
                 waiting <- rdma::new_spinlock_irq!(waiting, "rnbd_client::DevIo::waiting"),
             }),
@@ -352,6 +373,35 @@ impl DevIo {
         }
     }
 
+    /// The pieces of `rq`'s pages in the room of `tag`, if they make one
+    /// region RTRS can map (`None`: the data goes through the tag's
+    /// buffer).
+    fn own_pages(&self, rq: &BlkRequest, tag: u32) -> Option<KVec<PageSlice>> {
+        let mut pg = {
+            let mut g = self.slots.lock();
+            core::mem::take(&mut g.get_mut(tag as usize)?.pages)
+        };
+        if rq.pages(&mut pg).is_ok() && !pg.is_empty() && rtrs::clt::pages_fit(&pg) {
+            return Some(pg);
+        }
+        self.give_pages(tag, pg);
+        None
+    }
+
+    /// Lets the pieces go (outside the lock) and gives their room back
+    /// to `tag`.
+    fn give_pages(&self, tag: u32, mut pg: KVec<PageSlice>) {
+        vec::clear(&mut pg);
+        let mut g = self.slots.lock();
+        if let Some(slot) = g.get_mut(tag as usize) {
+            if slot.pages.capacity() < pg.capacity() {
+                core::mem::swap(&mut slot.pages, &mut pg);
+            }
+        }
+        drop(g);
+        drop(pg);
+    }
+
     /// Sends `rq` (of `kind`) on the session; with `wait`, waits for a
     /// permit. Returns the request if it must wait (no permit, no path).
     fn send(&self, rq: BlkRequest, kind: BlockKind, wait: bool) -> Option<BlkRequest> {
@@ -371,7 +421,14 @@ impl DevIo {
             rq.end(Err(EIO));
             return None;
         }
-        let buf = if len > 0 {
+        // The request's own pages, if they make one region; the tag's
+        // buffer otherwise.
+        let pages = if len > 0 && matches!(kind, BlockKind::Read | BlockKind::Write) {
+            self.own_pages(&rq, tag)
+        } else {
+            None
+        };
+        let buf = if len > 0 && pages.is_none() {
             match self.buffer(tag) {
                 Ok(b) => Some(b),
                 Err(e) => {
@@ -419,27 +476,42 @@ impl DevIo {
             slot.rq = Some(rq);
             slot.kind = kind;
             slot.len = len;
+            slot.zero_copy = pages.is_some();
         }
         let done: Arc<dyn IoDone> = self.sess.clone();
         let wire_tag = (u64::from(self.idx()) << 32) | u64::from(tag);
-        let sent = match &buf {
-            Some(b) => self.sess.rtrs.request(
-                dir,
-                permit,
-                &m[..n],
-                &[BufSlice {
-                    buf: b,
-                    offset: 0,
-                    len: len as usize,
-                }],
-                done,
-                wire_tag,
-            ),
-            None => self
+        let sent = match (&buf, &pages) {
+            (_, Some(pg)) => {
+                self.zero_copy.fetch_add(1, Ordering::Relaxed);
+                self.sess
+                    .rtrs
+                    .request_pages(dir, permit, &m[..n], pg, done, wire_tag)
+            }
+            (Some(b), None) => {
+                self.bounced.fetch_add(1, Ordering::Relaxed);
+                self.sess.rtrs.request(
+                    dir,
+                    permit,
+                    &m[..n],
+                    &[BufSlice {
+                        buf: b,
+                        offset: 0,
+                        len: len as usize,
+                    }],
+                    done,
+                    wire_tag,
+                )
+            }
+            (None, None) => self
                 .sess
                 .rtrs
                 .request(dir, permit, &m[..n], &[], done, wire_tag),
         };
+        // The request holds its own references now: the pieces' go, and
+        // their room back to the tag.
+        if let Some(pg) = pages {
+            self.give_pages(tag, pg);
+        }
         match sent {
             Ok(()) => None,
             Err(e) => {
@@ -477,7 +549,7 @@ impl DevIo {
 
     /// Request `tag` completed with `errno`.
     pub(crate) fn complete(&self, tag: u32, errno: i32) {
-        let (rq, kind, len, buf) = {
+        let (rq, kind, len, zero_copy, buf) = {
             let mut g = self.slots.lock();
             let Some(slot) = g.get_mut(tag as usize) else {
                 return;
@@ -485,7 +557,7 @@ impl DevIo {
             let Some(rq) = slot.rq.take() else {
                 return;
             };
-            (rq, slot.kind, slot.len, slot.buf.clone())
+            (rq, slot.kind, slot.len, slot.zero_copy, slot.buf.clone())
         };
         if errno == econnaborted().to_errno() && self.state() != DevState::Unmapped {
             // No path left: it goes again once the link is back.
@@ -503,7 +575,7 @@ impl DevIo {
             Err(server_err(errno))
         } else {
             match (kind, &buf) {
-                (BlockKind::Read, Some(b)) => rq.copy_in(b, 0, len),
+                (BlockKind::Read, Some(b)) if !zero_copy => rq.copy_in(b, 0, len),
                 _ => Ok(()),
             }
         };

@@ -21,6 +21,7 @@
 //! ```
 
 use core::fmt::Write;
+use core::sync::atomic::Ordering;
 
 use kernel::c_str;
 use kernel::prelude::*;
@@ -120,6 +121,9 @@ const NR_POLL_QUEUES: u32 = 4;
 const UNMAP_DEVICE: u32 = 5;
 const RESIZE: u32 = 6;
 const REMAP_DEVICE: u32 = 7;
+/// Ours alone: reads and writes sent from their own pages and through a
+/// buffer.
+const COPIES: u32 = 8;
 
 const DEV_FILES: &[SysFile] = &[
     SysFile {
@@ -162,6 +166,11 @@ const DEV_FILES: &[SysFile] = &[
         id: REMAP_DEVICE,
         writable: true,
     },
+    SysFile {
+        name: c_str!("copies"),
+        id: COPIES,
+        writable: false,
+    },
 ];
 
 /// A mapping's files.
@@ -180,6 +189,12 @@ impl SysFiles for DevFiles {
             NR_POLL_QUEUES => writeln!(out, "0"),
             RESIZE => writeln!(out, "Usage: echo <new size in sectors> > resize"),
             REMAP_DEVICE => writeln!(out, "Usage: echo <1> > remap_device"),
+            COPIES => writeln!(
+                out,
+                "zero_copy {}\nbounced {}",
+                io.zero_copy.load(Ordering::Relaxed),
+                io.bounced.load(Ordering::Relaxed)
+            ),
             _ => writeln!(out, "Usage: echo <normal|force> > unmap_device"),
         }
         .map_err(|_| EINVAL)

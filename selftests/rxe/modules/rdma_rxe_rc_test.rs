@@ -23,13 +23,14 @@ use kernel::sync::{new_spinlock, Arc, SpinLock};
 use rdma::device::event::{Element, Event, EventHandler, EventKind};
 use rdma::device::{self, Device};
 use rdma::kshim::mem::{Buffer, Sge};
+use rdma::kshim::pages::{PageSlice, SharedPage};
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::time;
 use rdma::spec::opcodes::{Access, SendFlags, WcFlags, WcOpcode, WcStatus};
 use rdma::spec::qp_state::{AttrMask, QpState, QpType};
 use rdma::verbs::cq::CqCore;
 use rdma::verbs::cq::{Cq, PollCtx};
-use rdma::verbs::mr::{BufSlice, Mr};
+use rdma::verbs::mr::{BufSlice, Mr, PAGES_IOVA};
 use rdma::verbs::mw::{Mw, MwType};
 use rdma::verbs::pd::PdFlags;
 use rdma::verbs::qp::QpAttr;
@@ -514,6 +515,119 @@ fn local_and_read_invalidate(a: Port<'_>, b: Port<'_>) -> Result {
         .map_err(|(_, e)| e)?;
     expect(&y.cq, 5, WcStatus::Success, Some(WcOpcode::LocalInv))?;
     check(!yfr.is_valid(), "invalid after LOCAL_INV")?;
+    remote_failure(&x, &y, w, 64)
+}
+
+/// Compares `len` bytes of `buf` at `off` with the pieces' bytes, in
+/// order.
+fn same_as_pieces(buf: &Buffer, off: usize, pieces: &[PageSlice]) -> Result<bool> {
+    let mut at = off;
+    for p in pieces.iter() {
+        let mut a = [0u8; 512];
+        let mut b = [0u8; 512];
+        let mut done = 0;
+        while done < p.len {
+            let n = (p.len - done).min(512);
+            buf.read(at + done, &mut a[..n])?;
+            p.page.read(p.offset + done, &mut b[..n])?;
+            if a[..n] != b[..n] {
+                return Ok(false);
+            }
+            done += n;
+        }
+        at += p.len;
+    }
+    Ok(true)
+}
+
+/// A fast-registration MR over pieces of pages (`map_mr_pages`, what the
+/// RNBD client maps a block request's own pages with): the page rules,
+/// a peer's WRITE landing in the pieces in order, a READ of them back,
+/// LOCAL_INV, and the pages let go after it (`drop_pages`).
+fn fast_reg_pages(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let pages = [
+        SharedPage::alloc()?,
+        SharedPage::alloc()?,
+        SharedPage::alloc()?,
+    ];
+    // 3 KiB ending the first page, the second whole, 512 bytes starting
+    // the third: one region of 7.5 KiB.
+    let piece = |i: usize, offset: usize, len: usize| PageSlice {
+        page: pages[i].clone(),
+        offset,
+        len,
+    };
+    let pieces = [piece(0, 1024, 3072), piece(1, 0, 4096), piece(2, 0, 512)];
+    let total = 3072 + 4096 + 512;
+    let fr = Mr::alloc_fast_reg(y.pd.core(), 4)?;
+    // The rules: a piece past its page is refused; a hole ends the
+    // mapping there.
+    check(
+        fr.map_mr_pages(&[piece(0, 4000, 200)]).is_err(),
+        "a piece past its page refused",
+    )?;
+    check(
+        fr.map_mr_pages(&[piece(0, 0, 512), piece(1, 0, 4096)])? == 1,
+        "a hole ends the mapping",
+    )?;
+    check(fr.map_mr_pages(&pieces)? == 3, "three pieces mapped")?;
+    check(
+        fr.iova() == PAGES_IOVA + 1024,
+        "the region starts at the first piece",
+    )?;
+    check(fr.length() == total as u64, "as long as the pieces")?;
+    let key = (fr.lkey() & !0xff) | 0x41;
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let reg = SendOp::RegMr {
+        mr: fr.core(),
+        key,
+        access,
+    };
+    y.qp.post_send(&[SendWr::new(1, reg, &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 1, WcStatus::Success, Some(WcOpcode::RegMr))?;
+    // A peer's WRITE lands in the pieces, in order.
+    fill_pattern(&x.buf, 0, total, 81)?;
+    let sg = [x.sge(0, total)?];
+    let w = SendOp::Write {
+        remote_addr: fr.iova(),
+        rkey: key,
+    };
+    x.qp.post_send(&[SendWr::new(2, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 2, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(
+        same_as_pieces(&x.buf, 0, &pieces)?,
+        "the WRITE landed in the pieces",
+    )?;
+    // Bytes outside the pieces are untouched (the first page's start).
+    let mut head = [0xffu8; 1024];
+    pages[0].read(0, &mut head)?;
+    check(
+        head.iter().all(|&b| b == 0),
+        "the first page's head untouched",
+    )?;
+    // A READ of the region from 100 bytes in gets them back.
+    let rsg = [x.sge(16384, total - 100)?];
+    let r = SendOp::Read {
+        remote_addr: fr.iova() + 100,
+        rkey: key,
+    };
+    x.qp.post_send(&[SendWr::new(3, r, &rsg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 3, WcStatus::Success, Some(WcOpcode::RdmaRead))?;
+    check(
+        same(&x.buf, 100, &x.buf, 16384, total - 100)?,
+        "the READ got them back",
+    )?;
+    // Invalid after LOCAL_INV; then its pages go, and a WRITE is refused.
+    y.qp.post_send(&[SendWr::new(4, SendOp::LocalInv(key), &[])])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 4, WcStatus::Success, Some(WcOpcode::LocalInv))?;
+    check(!fr.is_valid(), "invalid after LOCAL_INV")?;
+    fr.drop_pages();
+    check(fr.length() == 0, "its pages let go")?;
     remote_failure(&x, &y, w, 64)
 }
 
@@ -1667,6 +1781,7 @@ const CASES: &[FnCase<Ports>] = &[
     case!("local_and_read_invalidate", |p| local_and_read_invalidate(
         p.a, p.b
     )),
+    case!("fast_reg_pages", |p| fast_reg_pages(p.a, p.b)),
 ];
 
 struct RxeRcTest;
