@@ -604,14 +604,17 @@ impl ClPath {
             )?,
             GFP_KERNEL,
         )?;
-        {
+        let old = {
             let mut st = self.st.lock();
-            st.res = Some(res.clone());
             st.geometry = Some(g);
             st.limits = Some(l);
             st.new_rkey = new_rkey;
             st.connecting = None;
-        }
+            st.res.replace(res.clone())
+        };
+        // Never let go under `st` (its buffers are vmalloc'ed); there is
+        // none unless an earlier connect left its memory behind.
+        drop(old);
         // INFO_RSP's receive is the first of cid 0: it consumes it.
         let cqe = res.cqe.clone();
         let cons = self.cons();
@@ -963,7 +966,15 @@ impl ClPath {
                         e.to_errno()
                     );
                 }
-                self.schedule_reconnect();
+                if self.phase() == Phase::Connected {
+                    // Connected but refused by the session (a server
+                    // restarted with a smaller queue or IO size): its
+                    // connections and memory go, and any request placed
+                    // on it meanwhile fails over, before the next try.
+                    self.fail_to(true);
+                } else {
+                    self.schedule_reconnect();
+                }
             }
         }
     }

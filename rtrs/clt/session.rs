@@ -818,6 +818,11 @@ impl SessInner {
                 return Err(enotconn());
             }
             let s = reqs.get_mut(id as usize).ok_or(EINVAL)?;
+            if s.stage != Stage::Posted || s.path.is_some() {
+                // Finished meanwhile (the session closed), or placed by
+                // another poster: it is not ours to post any more.
+                return Ok(());
+            }
             // Set under the lock, let go outside it (the slot held none:
             // it was not on a path).
             let old = s.path.replace(p.clone());
@@ -832,7 +837,9 @@ impl SessInner {
             ctx.con.post_send(&mut [io], &ctx.res.cqe)
         };
         if let Err(e) = posted {
-            // Unless the path's failure took it already.
+            // Unless the path's failure took it already: then the
+            // failover owns it (posts it elsewhere or finishes it), and
+            // this poster must not try again.
             let mut reqs = self.reqs.lock();
             let mut old = None;
             if let Some(s) = reqs.get_mut(id as usize) {
@@ -843,8 +850,13 @@ impl SessInner {
                 }
             }
             drop(reqs);
-            drop(old);
-            return Err(e);
+            return match old {
+                Some(q) => {
+                    drop(q);
+                    Err(e)
+                }
+                None => Ok(()),
+            };
         }
         let stats = &p.stats;
         match dir {
