@@ -204,10 +204,11 @@ impl BlkRequest {
                 offset: 0,
                 len: 0,
             }; STEP];
-            // SAFETY: a started request (type invariant), whose pages are
-            // the caller's until it ends; `raw` has room for `STEP`
-            // pieces, and each piece filled comes with a page reference
-            // taken for us.
+            // Why the call is sound: the request is started and not ended
+            // (type invariant), so its pages are the caller's; `raw` has
+            // room for the `STEP` pieces the glue may fill, and each
+            // piece filled comes with a page reference taken for us.
+            // SAFETY: as listed above.
             let n = unsafe {
                 bindings::rdma_rs_rq_pieces(self.rq.as_ptr(), skip, raw.as_mut_ptr(), STEP as u32)
             };

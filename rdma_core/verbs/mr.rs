@@ -263,30 +263,16 @@ impl MrCore {
         if n == 0 {
             return Err(EINVAL);
         }
-        let old = {
-            let mut st = self.state.lock();
-            if st.valid {
-                return Err(EINVAL);
-            }
-            let mut fresh = core::mem::take(&mut st.spare);
-            for s in slices.iter().take(n) {
-                // Within the room reserved at allocation: no allocation
-                // (`GFP_ATOMIC` should the spare be away).
-                fresh.push(
-                    Segment {
-                        mem: SegMem::Buf(s.buf.clone()),
-                        addr: s.buf.addr(s.offset),
-                        len: s.len as u64,
-                    },
-                    GFP_ATOMIC,
-                )?;
-            }
-            st.iova = fresh[0].addr;
-            st.length = total;
-            st.mapped = true;
-            core::mem::replace(&mut st.segs, fresh)
-        };
-        self.keep_spare(old);
+        let iova = slices[0].buf.addr(slices[0].offset);
+        self.install(
+            iova,
+            total,
+            slices.iter().take(n).map(|s| Segment {
+                mem: SegMem::Buf(s.buf.clone()),
+                addr: s.buf.addr(s.offset),
+                len: s.len as u64,
+            }),
+        )?;
         Ok(n)
     }
 
@@ -325,38 +311,40 @@ impl MrCore {
         if n == 0 {
             return Err(EINVAL);
         }
-        let first = slices[0].offset as u64;
-        let old = {
+        let iova = PAGES_IOVA + slices[0].offset as u64;
+        // A page reference is taken per piece: no sleeping.
+        self.install(
+            iova,
+            total,
+            slices.iter().take(n).map(|s| Segment {
+                mem: SegMem::Page(s.page.clone()),
+                addr: s.offset as u64,
+                len: s.len as u64,
+            }),
+        )?;
+        Ok(n)
+    }
+
+    /// Makes `segs` the mapping (`EINVAL` while the MR is valid), filled
+    /// into the spare's room (no allocation; `GFP_ATOMIC` should the
+    /// spare be away). The previous mapping's pieces may hold the last
+    /// reference to a buffer or a page: let go after the lock, their room
+    /// becoming the spare.
+    fn install(&self, iova: u64, total: u64, segs: impl Iterator<Item = Segment>) -> Result {
+        let mut old = {
             let mut st = self.state.lock();
             if st.valid {
                 return Err(EINVAL);
             }
             let mut fresh = core::mem::take(&mut st.spare);
-            for s in slices.iter().take(n) {
-                // Within the room reserved at allocation, as above. A
-                // page reference is taken here: no sleeping.
-                fresh.push(
-                    Segment {
-                        mem: SegMem::Page(s.page.clone()),
-                        addr: s.offset as u64,
-                        len: s.len as u64,
-                    },
-                    GFP_ATOMIC,
-                )?;
+            for seg in segs {
+                fresh.push(seg, GFP_ATOMIC)?;
             }
-            st.iova = PAGES_IOVA + first;
+            st.iova = iova;
             st.length = total;
             st.mapped = true;
             core::mem::replace(&mut st.segs, fresh)
         };
-        self.keep_spare(old);
-        Ok(n)
-    }
-
-    /// The previous mapping's pieces may hold the last reference to a
-    /// buffer or a page: let go here, outside the spinlock; their room
-    /// becomes the spare.
-    fn keep_spare(&self, mut old: KVec<Segment>) {
         crate::kshim::vec::clear(&mut old);
         let mut st = self.state.lock();
         if st.spare.capacity() < old.capacity() {
@@ -364,6 +352,7 @@ impl MrCore {
         }
         drop(st);
         drop(old);
+        Ok(())
     }
 
     /// Lets go of the pages (and buffers) of a fast-registration MR
