@@ -47,6 +47,7 @@ pub mod testing;
 pub mod time;
 pub mod timer;
 pub mod udp;
+pub mod usage;
 pub mod vec;
 pub mod verb;
 pub mod work;

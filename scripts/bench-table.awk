@@ -1,5 +1,8 @@
 # The benchmark table, from the guest's "bench: ..." lines (scripts/bench.sh):
-#   STACK PATH TEST SIZE ITERATIONS NANOSECONDS   (rdma_rxe_bench)
+#   STACK PATH TEST SIZE ITERATIONS NANOSECONDS   (rdma_rxe_bench; for
+#   the cpu-* tests the nanoseconds the CPU was busy, not the wall time)
+#   STACK memory qp|cq|mr DEPTH COUNT BYTES        (rdma_rxe_bench: RAM
+#   that COUNT objects took)
 #   STACK rtrs-Y|N TEST SIZE REQUESTS NANOSECONDS  (rtrs_bench, rtrs_cbench)
 #   STACK perftest TOOL SIZE ITERATIONS NANOSECONDS (selftests/bench.sh:
 #   perftest's write, read, send bandwidth and send_lat, ours through
@@ -61,6 +64,7 @@ function spread(key, a, b,    o, t, no, nt, n, n2, i, r) {
 	no = it[a " " key]; nt = it[b " " key]
 	lo = hi = ""
 	for (i = 1; i <= n; i++) {
+		if (o[i] + 0 == 0 || t[i] + 0 == 0) continue
 		r = no * t[i] / (nt * o[i])
 		if (lo == "" || r < lo) lo = r
 		if (hi == "" || r > hi) hi = r
@@ -86,7 +90,7 @@ END {
 	hdr = 0
 	for (i = 1; i <= n; i++) {
 		split(order[i], k, " ")
-		if (k[1] ~ /^rtrs-/ || k[1] == "rnbd") continue
+		if (k[1] ~ /^rtrs-/ || k[1] == "rnbd" || k[1] == "memory") continue
 		o = median(runs["ours " order[i]]); t = median(runs["theirs " order[i]])
 		no = it["ours " order[i]]; nt = it["theirs " order[i]]
 		if (!hdr) {
@@ -105,12 +109,47 @@ END {
 			printf "%-9s %-9s %8s %9.1f us %9.1f us %8.2f %6.2f %6.2f\n", k[1], "lat", k[3], uo, ut, ut / uo, lo, hi
 			continue
 		}
+		# CPU time per byte: microseconds busy per MB moved, inverted
+		# like latency (above 1: ours spends less).
+		if (k[2] ~ /^cpu-/) {
+			uo = o / 1000 / (k[3] * no / 1e6); ut = t / 1000 / (k[3] * nt / 1e6)
+			printf "%-9s %-9s %8s %6.0f us/MB %6.0f us/MB %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], uo, ut, ut / uo, lo, hi
+			continue
+		}
 		bo = mbs(k[3], no, o); bt = mbs(k[3], nt, t)
 		printf "%-9s %-9s %8s %7.1f MB/s %7.1f MB/s %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bo / bt, lo, hi
 		if (k[2] == "write" && k[3] == 64) {
 			ro = no * 1000 / o; rt = nt * 1000 / t
 			printf "%-9s %-9s %8s %7.4f Mpps %7.4f Mpps %8.2f %6.2f %6.2f\n", k[1], "msg rate", k[3], ro, rt, ro / rt, lo, hi
 		}
+	}
+	# Memory: bytes per object (COUNT made at once), inverted like
+	# latency (above 1: ours takes less).
+	hdr = 0
+	for (i = 1; i <= n; i++) {
+		split(order[i], k, " ")
+		if (k[1] != "memory") continue
+		ko = "ours " order[i]; kt = "theirs " order[i]
+		fo = failed[ko] + 0; ft = failed[kt] + 0
+		if (!hdr) {
+			print ""
+			print "Memory per object (RAM in use before and after making many; SIZE: queue depth, or pages of an MR):"
+			printf "%-9s %-9s %8s %12s %12s %8s %6s %6s\n", "path", "object", "size", "ours", "C rxe", "C/ours", "min", "max"
+			hdr = 1
+		}
+		if (fo || ft || runs[ko] == "" || runs[kt] == "") {
+			printf "%-9s %-9s %8s   FAILED: ours %d of %d runs, C %d of %d\n", k[1], k[2], k[3], fo, tries[ko], ft, tries[kt]
+			failures++
+			continue
+		}
+		o = median(runs[ko]); t = median(runs[kt])
+		if (o <= 0 || t <= 0) {
+			printf "%-9s %-9s %8s   no figure: RAM in use did not grow (ours %d, C %d bytes)\n", k[1], k[2], k[3], o, t
+			continue
+		}
+		spread(order[i])
+		bo = o / it[ko]; bt = t / it[kt]
+		printf "%-9s %-9s %8s %9.0f B %9.0f B %8.2f %6.2f %6.2f\n", k[1], k[2], k[3], bo, bt, bt / bo, lo, hi
 	}
 	# RTRS: the rows of rtrs-Y and rtrs-N, and the IO rate of the 4 KiB ones.
 	hdr = 0

@@ -10,6 +10,8 @@
 #include <linux/module.h>
 #include <linux/irq_work.h>
 #include <linux/jiffies.h>
+#include <linux/kernel_stat.h>
+#include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/ratelimit.h>
 #include <linux/timer.h>
@@ -81,6 +83,30 @@ void rdma_rs_msleep(unsigned int msecs)
 void rdma_rs_cond_resched(void)
 {
 	cond_resched();
+}
+
+void rdma_rs_usleep(unsigned long min_us, unsigned long max_us)
+{
+	usleep_range(min_us, max_us);
+}
+
+u64 rdma_rs_cpu_idle_ns(void)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_online_cpu(cpu)
+		sum += kcpustat_cpu(cpu).cpustat[CPUTIME_IDLE] +
+		       kcpustat_cpu(cpu).cpustat[CPUTIME_IOWAIT];
+	return sum;
+}
+
+u64 rdma_rs_ram_in_use(void)
+{
+	struct sysinfo i;
+
+	si_meminfo(&i);
+	return (u64)(i.totalram - i.freeram) * i.mem_unit;
 }
 
 unsigned int rdma_rs_nr_cpu_ids(void)

@@ -25,6 +25,11 @@ void rdma_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 bool rdma_rs_in_task(void);
 void rdma_rs_msleep(unsigned int msecs);
 void rdma_rs_cond_resched(void);
+void rdma_rs_usleep(unsigned long min_us, unsigned long max_us);
+/* Idle and iowait time of the online CPUs, as accounted (ns). */
+u64 rdma_rs_cpu_idle_ns(void);
+/* RAM not free (total minus free pages), in bytes. */
+u64 rdma_rs_ram_in_use(void);
 unsigned int rdma_rs_nr_cpu_ids(void);
 unsigned int rdma_rs_cpu_id(void);
 unsigned long rdma_rs_local_irq_save(void);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Sleeping, yielding the CPU and reading the clock: [`msleep`] and
-//! [`cond_resched`] for process context, and [`now_ms`], the monotonic
-//! milliseconds the management layers' (MAD, CM) deadlines are counted in.
+//! Sleeping, yielding the CPU and reading the clock: [`msleep`],
+//! [`usleep`] and [`cond_resched`] for process context, and [`now_ms`],
+//! the monotonic milliseconds the management layers' (MAD, CM) deadlines
+//! are counted in.
 
 use crate::kshim::bindings;
 
@@ -11,6 +12,15 @@ pub fn msleep(ms: u32) {
     // SAFETY: `msleep` has no preconditions besides process context, which
     // its own `might_sleep` checks.
     unsafe { bindings::rdma_rs_msleep(ms) }
+}
+
+/// Sleeps for `min_us` to `max_us` microseconds on a high-resolution
+/// timer (`usleep_range`): a pause shorter than a tick, for a loop that
+/// waits without spinning. Process context only.
+pub fn usleep(min_us: u32, max_us: u32) {
+    // SAFETY: `usleep_range` has no preconditions besides process context,
+    // which its own `might_sleep` checks.
+    unsafe { bindings::rdma_rs_usleep(min_us as usize, max_us.max(min_us) as usize) }
 }
 
 /// Gives the CPU to another task if one is due (`cond_resched`), so that

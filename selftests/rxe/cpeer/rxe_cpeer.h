@@ -132,6 +132,26 @@ int rxe_cpeer_attach_mcast(struct rxe_cpeer *p, const u8 *gid, u32 attach);
 void rxe_cpeer_destroy(struct rxe_cpeer *p);
 
 /*
+ * Objects in numbers (rxe_cpeer_objs.c), for the benchmark's memory rows:
+ * rxe_cpeer_objs_new makes a PD and a CQ of depth + 1 on device ibdev and
+ * room for n objects of a kind; rxe_cpeer_objs_make then makes the n
+ * objects, nothing else: RC QPs of depth sends and receives with one SGE
+ * each on that CQ, CQs of depth entries (IB_POLL_DIRECT), or fast
+ * registration MRs of depth pages. rxe_cpeer_objs_destroy lets all of it
+ * go, whether the objects were all made or not. n and depth: 1 to 4096.
+ */
+#define RXE_CPEER_OBJ_QP 0
+#define RXE_CPEER_OBJ_CQ 1
+#define RXE_CPEER_OBJ_MR 2
+
+struct rxe_cpeer_objs;
+
+int rxe_cpeer_objs_new(const char *ibdev, u32 kind, u32 n, u32 depth,
+		       struct rxe_cpeer_objs **out);
+int rxe_cpeer_objs_make(struct rxe_cpeer_objs *o);
+void rxe_cpeer_objs_destroy(struct rxe_cpeer_objs *o);
+
+/*
  * rdma_cm endpoints (rxe_cpeer_cm.c), on the kernel's C rdma_cm in init_net,
  * RC in the TCP port space (RDMA_PS_TCP): a listener that echoes and a
  * client, so our rdma_cm can be tried against the kernel's both ways.

@@ -707,3 +707,86 @@ impl Drop for CmPeer {
         unsafe { rxe_cpeer_cm_destroy(self.cm.as_ptr()) };
     }
 }
+
+/// Objects in numbers (rxe_cpeer_objs.c), for the benchmark's memory rows
+/// (the other test modules that include this file do not use them).
+#[allow(dead_code)]
+pub(crate) mod objs {
+    use super::*;
+
+    /// `struct rxe_cpeer_objs`, owned by the C module.
+    #[repr(C)]
+    struct RawObjs {
+        _opaque: [u8; 0],
+    }
+
+    extern "C" {
+        fn rxe_cpeer_objs_new(
+            ibdev: *const c_char,
+            kind: u32,
+            n: u32,
+            depth: u32,
+            out: *mut *mut RawObjs,
+        ) -> i32;
+        fn rxe_cpeer_objs_make(o: *mut RawObjs) -> i32;
+        fn rxe_cpeer_objs_destroy(o: *mut RawObjs);
+    }
+
+    /// What [`CObjects`] makes (`RXE_CPEER_OBJ_*`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u32)]
+    pub(crate) enum ObjKind {
+        /// RC QPs of `depth` sends and receives, one SGE each, on one CQ.
+        Qp = 0,
+        /// CQs of `depth` entries.
+        Cq = 1,
+        /// Fast registration MRs of `depth` pages.
+        Mr = 2,
+    }
+
+    /// Objects of the kernel's verbs made in numbers; all let go when dropped.
+    ///
+    /// # Invariants
+    ///
+    /// `o` is live, from `rxe_cpeer_objs_new`, destroyed only in `drop`.
+    pub(crate) struct CObjects {
+        o: NonNull<RawObjs>,
+    }
+
+    impl CObjects {
+        /// Room for `n` objects of `kind` on the kernel's device `name`, and
+        /// what they need (a PD, the QPs' CQ); none made yet.
+        pub(crate) fn new(name: &CStr, kind: ObjKind, n: u32, depth: u32) -> Result<CObjects> {
+            let mut o = ptr::null_mut();
+            // SAFETY: `name` is NUL-terminated and `o` writable for the call;
+            // the C side keeps neither pointer.
+            errno(unsafe {
+                rxe_cpeer_objs_new(
+                    name.as_char_ptr().cast::<c_char>(),
+                    kind as u32,
+                    n,
+                    depth,
+                    &mut o,
+                )
+            })?;
+            // INVARIANT: just made.
+            Ok(CObjects {
+                o: NonNull::new(o).ok_or(EINVAL)?,
+            })
+        }
+
+        /// Makes the `n` objects (those not made yet, after a failure).
+        pub(crate) fn make(&mut self) -> Result {
+            // SAFETY: `o` is live (type invariant); `&mut self` keeps calls
+            // apart.
+            errno(unsafe { rxe_cpeer_objs_make(self.o.as_ptr()) })
+        }
+    }
+
+    impl Drop for CObjects {
+        fn drop(&mut self) {
+            // SAFETY: `o` is live and is not used after this (type invariant).
+            unsafe { rxe_cpeer_objs_destroy(self.o.as_ptr()) };
+        }
+    }
+}

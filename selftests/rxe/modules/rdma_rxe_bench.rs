@@ -16,8 +16,18 @@
 //!   1 MiB with 64 requests outstanding (perftest's `-t 64`), every request
 //!   signaled; the 64-byte WRITE run also gives the message rate;
 //! - SEND ping-pong latency at 8 bytes (half the round trip);
+//! - CPU time per byte: WRITE, READ and SEND of 64 KiB (2048 of them) and
+//!   WRITE of 4 KiB (16384), 64 in flight, but the benchmark sleeps (50 to
+//!   100 us) instead of spinning while it waits for completions, and the
+//!   row is the time the guest's CPU was not idle during the run
+//!   (`cpu-write` and so on: wall time less the idle time the tick
+//!   accounted);
+//! - throughput with 1, 4, 16 and 64 QPs: 4 KiB WRITEs, 64 in flight in
+//!   all, an even share on each QP (`1qp` to `64qp`), each QP on its own
+//!   endpoints (PD, CQs, MR);
 //! - and first the guest's memcpy bandwidth, the ceiling of a software
-//!   provider.
+//!   provider, and the memory one QP, one CQ and one MR take on each
+//!   stack (`memory.rs` says how it is computed).
 //!
 //! Each workload runs three times on each stack, the two stacks taking
 //! turns; each run prints `bench: STACK PATH TEST SIZE ITERATIONS
@@ -36,7 +46,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::time::Ktime;
 
-use rdma::kshim::time;
+use rdma::kshim::{time, usage};
 use rdma::spec::attr::{Gid, Mtu};
 
 #[path = "../../lib/rc.rs"]
@@ -47,6 +57,7 @@ mod peer;
 // The C test peer's binding: the one module with `unsafe`.
 #[allow(dead_code)]
 mod cpeer_sys;
+mod memory;
 use peer::{Completion, Endpoint, Info, Op, Ours, Theirs, Wr};
 
 module! {
@@ -75,11 +86,19 @@ fn now() -> i64 {
     Ktime::ktime_get().to_ns()
 }
 
+/// CPU-time runs: requests of 4 KiB, and of 64 KiB.
+const CPU_ITERATIONS: [u32; 2] = [16384, 2048];
+/// QP counts of the scaling rows, and their requests (4 KiB WRITEs).
+const QPS: [(u32, &str); 4] = [(1, "1qp"), (4, "4qp"), (16, "16qp"), (64, "64qp")];
+const QPS_ITERATIONS: u32 = 2048;
+
 /// Tracks progress: `Err(EAGAIN)` once nothing moved for `STALL_NS`, and
-/// lets other tasks run now and then while the caller spins.
+/// lets other tasks run now and then while the caller spins; or, if it
+/// sleeps, gives the CPU up for 50 to 100 us each time nothing moved.
 struct Spin {
     last: i64,
     spins: u32,
+    sleeps: bool,
 }
 
 impl Spin {
@@ -87,6 +106,14 @@ impl Spin {
         Spin {
             last: now(),
             spins: 0,
+            sleeps: false,
+        }
+    }
+
+    fn sleeping() -> Spin {
+        Spin {
+            sleeps: true,
+            ..Spin::new()
         }
     }
 
@@ -97,7 +124,10 @@ impl Spin {
 
     fn idle(&mut self) -> Result {
         self.spins += 1;
-        if self.spins % 32 == 0 {
+        if self.sleeps {
+            time::usleep(50, 100);
+        }
+        if self.sleeps || self.spins % 32 == 0 {
             time::cond_resched();
             if now() - self.last > STALL_NS {
                 pr_err!("rdma_rxe_bench: no progress for 10 s\n");
@@ -122,12 +152,14 @@ fn reap(e: &dyn Endpoint, recv: bool) -> Result<u32> {
 
 /// `iterations` requests of `op` and `size` bytes from `a` to `b`, 64 in
 /// flight: the nanoseconds from the first post to the last completion.
+/// `spin` says how to wait.
 fn bandwidth(
     a: &dyn Endpoint,
     b: &dyn Endpoint,
     op: Op,
     size: usize,
     iterations: u32,
+    mut spin: Spin,
 ) -> Result<i64> {
     let peer = b.info();
     let wr = Wr::new(0, op, 0, size as u32).to(&peer, 0);
@@ -140,7 +172,7 @@ fn bandwidth(
         }
     }
     let (mut posted, mut done) = (0u32, 0u32);
-    let mut spin = Spin::new();
+    spin.progressed();
     let start = now();
     while done < iterations {
         while posted < iterations && posted - done < OUTSTANDING {
@@ -174,6 +206,72 @@ fn bandwidth(
         while reap(b, true)? > 0 {}
     }
     Ok(ns)
+}
+
+/// [`bandwidth`] sleeping while it waits: the nanoseconds the guest's CPU
+/// was busy from the first post to the last completion (wall time less
+/// idle time, at least 1).
+fn cpu_time(
+    a: &dyn Endpoint,
+    b: &dyn Endpoint,
+    op: Op,
+    size: usize,
+    iterations: u32,
+) -> Result<i64> {
+    let idle = usage::cpu_idle_ns();
+    let start = now();
+    bandwidth(a, b, op, size, iterations, Spin::sleeping())?;
+    let wall = now() - start;
+    let idle = i64::try_from(usage::cpu_idle_ns().wrapping_sub(idle)).unwrap_or(i64::MAX);
+    Ok((wall - idle).max(1))
+}
+
+/// `iterations` RDMA WRITEs of `size` bytes spread over the pairs of
+/// `ends` (`a0, b0, a1, b1, ...`, from each `a` to its `b`),
+/// [`OUTSTANDING`] in flight in all, the same share on each QP (at least
+/// one): the nanoseconds from the first post to the last completion.
+fn spread_writes(ends: &[&dyn Endpoint], size: usize, iterations: u32) -> Result<i64> {
+    let pairs = ends.len() / 2;
+    if pairs == 0 {
+        return Err(EINVAL);
+    }
+    let share = (OUTSTANDING / pairs as u32).max(1);
+    let mut flight = KVec::from_elem(0u32, pairs, GFP_KERNEL)?;
+    let mut wrs = KVec::with_capacity(pairs, GFP_KERNEL)?;
+    for p in 0..pairs {
+        let peer = ends[2 * p + 1].info();
+        wrs.push(
+            Wr::new(0, Op::Write, 0, size as u32).to(&peer, 0),
+            GFP_KERNEL,
+        )?;
+    }
+    let (mut posted, mut done) = (0u32, 0u32);
+    let mut spin = Spin::new();
+    let start = now();
+    while done < iterations {
+        let mut moved = 0;
+        for p in 0..pairs {
+            let a = ends[2 * p];
+            while posted < iterations && flight[p] < share {
+                a.post_send(&Wr {
+                    wr_id: posted as u64,
+                    ..wrs[p]
+                })?;
+                posted += 1;
+                flight[p] += 1;
+            }
+            let got = reap(a, false)?;
+            flight[p] = flight[p].saturating_sub(got);
+            moved += got;
+        }
+        done += moved;
+        if moved > 0 {
+            spin.progressed();
+        } else {
+            spin.idle()?;
+        }
+    }
+    Ok(now() - start)
 }
 
 /// Waits for one receive on `e`, reaping its sends meanwhile.
@@ -265,11 +363,12 @@ fn gid(net: [u8; 3], host: u8) -> Gid {
     Gid::from_ipv4([net[0], net[1], net[2], host])
 }
 
-/// Two connected RC endpoints of `place`: on one device, or across the
-/// pair.
+/// Two connected RC endpoints of `place`, with buffers of `len` bytes: on
+/// one device, or across the pair.
 fn endpoints<E: Endpoint>(
     place: &Place,
     loopback: bool,
+    len: usize,
     new: fn(&CStr, Gid, bool, usize, u32) -> Result<E>,
 ) -> Result<(E, E)> {
     let (dev1, host1) = if loopback {
@@ -277,8 +376,8 @@ fn endpoints<E: Endpoint>(
     } else {
         (place.dev1, 2)
     };
-    let mut a = new(place.dev0, gid(place.net, 1), false, MAX + 8192, DEPTH)?;
-    let mut b = new(dev1, gid(place.net, host1), false, MAX + 8192, DEPTH)?;
+    let mut a = new(place.dev0, gid(place.net, 1), false, len, DEPTH)?;
+    let mut b = new(dev1, gid(place.net, host1), false, len, DEPTH)?;
     let (ai, bi): (Info, Info) = (a.info(), b.info());
     a.connect(&bi, 100, 200, Mtu::Mtu4096)?;
     b.connect(&ai, 200, 100, Mtu::Mtu4096)?;
@@ -290,45 +389,74 @@ const TESTS: [(&str, Op); 3] = [("write", Op::Write), ("read", Op::Read), ("send
 /// Times each workload is run on each stack; the table takes the median.
 const REPEAT: u32 = 3;
 
-/// One stack's two endpoints on one path, made again after a failed run
-/// (whose QPs are left in error).
+/// A workload: its figure (nanoseconds), from connected endpoints `a0,
+/// b0, a1, b1, ...`.
+type Workload<'a> = &'a dyn Fn(&[&dyn Endpoint]) -> Result<i64>;
+
+/// One stack's pairs of endpoints on one path, made again after a failed
+/// run (whose QPs are left in error).
 struct Side<E: Endpoint> {
     place: &'static Place,
     loopback: bool,
+    /// How many pairs, and their buffers' size.
+    count: usize,
+    len: usize,
     new: fn(&CStr, Gid, bool, usize, u32) -> Result<E>,
-    pair: Option<(E, E)>,
+    /// Empty until the first run, and after a failed one.
+    pairs: KVec<(E, E)>,
 }
 
 impl<E: Endpoint> Side<E> {
+    /// One pair, with buffers for the largest message.
     fn new(
         place: &'static Place,
         loopback: bool,
         new: fn(&CStr, Gid, bool, usize, u32) -> Result<E>,
     ) -> Self {
+        Side::many(place, loopback, 1, MAX + 8192, new)
+    }
+
+    /// `count` pairs, each with buffers of `len` bytes.
+    fn many(
+        place: &'static Place,
+        loopback: bool,
+        count: usize,
+        len: usize,
+        new: fn(&CStr, Gid, bool, usize, u32) -> Result<E>,
+    ) -> Self {
         Side {
             place,
             loopback,
+            count,
+            len,
             new,
-            pair: None,
+            pairs: KVec::new(),
         }
     }
 
     /// One run of `workload` on this stack: its nanoseconds, or the error
     /// of a run that failed (the endpoints are then dropped, to be made
     /// anew for the next run).
-    fn run(
-        &mut self,
-        workload: &dyn Fn(&dyn Endpoint, &dyn Endpoint) -> Result<i64>,
-    ) -> Result<i64> {
-        if self.pair.is_none() {
-            self.pair = Some(endpoints(self.place, self.loopback, self.new)?);
+    fn run(&mut self, workload: Workload<'_>) -> Result<i64> {
+        if self.pairs.is_empty() {
+            let mut pairs = KVec::with_capacity(self.count, GFP_KERNEL)?;
+            for _ in 0..self.count {
+                pairs.push(
+                    endpoints(self.place, self.loopback, self.len, self.new)?,
+                    GFP_KERNEL,
+                )?;
+            }
+            self.pairs = pairs;
         }
-        let Some((a, b)) = &self.pair else {
-            return Err(EINVAL);
-        };
-        let ns = workload(a, b);
+        let mut ends: KVec<&dyn Endpoint> = KVec::with_capacity(2 * self.count, GFP_KERNEL)?;
+        for (a, b) in self.pairs.iter() {
+            ends.push(a, GFP_KERNEL)?;
+            ends.push(b, GFP_KERNEL)?;
+        }
+        let ns = workload(&ends);
+        drop(ends);
         if ns.is_err() {
-            self.pair = None;
+            self.pairs = KVec::new();
         }
         ns
     }
@@ -367,7 +495,7 @@ fn run(path: &str, loopback: bool) -> bool {
     for (test, op) in TESTS {
         for (size, iterations) in SIZES {
             let workload =
-                move |a: &dyn Endpoint, b: &dyn Endpoint| bandwidth(a, b, op, size, iterations);
+                move |e: &[&dyn Endpoint]| bandwidth(e[0], e[1], op, size, iterations, Spin::new());
             for _ in 0..REPEAT {
                 all &= row(
                     OURS.stack,
@@ -388,7 +516,35 @@ fn run(path: &str, loopback: bool) -> bool {
             }
         }
     }
-    let workload = |a: &dyn Endpoint, b: &dyn Endpoint| pingpong(a, b, PINGS);
+    // CPU time (before the ping-pongs, which leave receives posted): the 64 KiB runs of each operation, and 4 KiB WRITEs.
+    let cpu_rows = [
+        ("cpu-write", Op::Write, 4096, CPU_ITERATIONS[0]),
+        ("cpu-write", Op::Write, 65536, CPU_ITERATIONS[1]),
+        ("cpu-read", Op::Read, 65536, CPU_ITERATIONS[1]),
+        ("cpu-send", Op::Send, 65536, CPU_ITERATIONS[1]),
+    ];
+    for (test, op, size, iterations) in cpu_rows {
+        let workload = move |e: &[&dyn Endpoint]| cpu_time(e[0], e[1], op, size, iterations);
+        for _ in 0..REPEAT {
+            all &= row(
+                OURS.stack,
+                path,
+                test,
+                size,
+                iterations,
+                ours.run(&workload),
+            );
+            all &= row(
+                THEIRS.stack,
+                path,
+                test,
+                size,
+                iterations,
+                theirs.run(&workload),
+            );
+        }
+    }
+    let workload = |e: &[&dyn Endpoint]| pingpong(e[0], e[1], PINGS);
     for _ in 0..REPEAT {
         all &= row(OURS.stack, path, "send_lat", 8, PINGS, ours.run(&workload));
         all &= row(
@@ -400,13 +556,69 @@ fn run(path: &str, loopback: bool) -> bool {
             theirs.run(&workload),
         );
     }
+    drop(ours);
+    drop(theirs);
+    all & run_qps(path, loopback)
+}
+
+/// The scaling rows of one path: 4 KiB WRITEs over 1, 4, 16 and 64 QPs.
+fn run_qps(path: &str, loopback: bool) -> bool {
+    let mut all = true;
+    for (count, test) in QPS {
+        let mut ours = Side::many(&OURS, loopback, count as usize, 8192, Ours::new);
+        let mut theirs = Side::many(&THEIRS, loopback, count as usize, 8192, Theirs::new);
+        let workload = |e: &[&dyn Endpoint]| spread_writes(e, 4096, QPS_ITERATIONS);
+        for _ in 0..REPEAT {
+            all &= row(
+                OURS.stack,
+                path,
+                test,
+                4096,
+                QPS_ITERATIONS,
+                ours.run(&workload),
+            );
+            all &= row(
+                THEIRS.stack,
+                path,
+                test,
+                4096,
+                QPS_ITERATIONS,
+                theirs.run(&workload),
+            );
+        }
+    }
+    all
+}
+
+/// The memory rows: bytes of RAM per QP, CQ and MR on each stack, the
+/// stacks taking turns.
+fn run_memory() -> bool {
+    let mut all = true;
+    for (name, kind) in memory::KINDS {
+        for _ in 0..REPEAT {
+            for (place, measure) in [
+                (&OURS, memory::ours as fn(&CStr, _) -> _),
+                (&THEIRS, memory::theirs),
+            ] {
+                let bytes = measure(place.dev0, kind).map(|b| i64::try_from(b).unwrap_or(i64::MAX));
+                all &= row(
+                    place.stack,
+                    "memory",
+                    name,
+                    memory::DEPTH as usize,
+                    memory::COUNT,
+                    bytes,
+                );
+            }
+        }
+    }
     all
 }
 
 /// The whole benchmark; `EIO` at the end if a run failed.
 fn bench() -> Result {
     memcpy_bandwidth()?;
-    let mut all = true;
+    let mut all = run_memory();
     for (path, loopback) in [("loopback", true), ("veth", false)] {
         all &= run(path, loopback);
     }
