@@ -529,6 +529,10 @@ impl kernel::Module for MpathTest {
 impl Drop for MpathTest {
     fn drop(&mut self) {
         self.load.stop();
+        // The load's work said it was done, but its code still runs until
+        // the work returns (and may drop the last reference to the load):
+        // this module's code must outlive it.
+        rdma::kshim::work::flush(&self.load.work);
         pr_info!("rtrs mpath: stopped\n");
     }
 }

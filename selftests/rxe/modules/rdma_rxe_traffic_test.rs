@@ -160,13 +160,18 @@ impl Flow {
         }
     }
 
-    /// Stops the worker and waits until it has.
+    /// Stops the worker and waits until it has returned: after its last
+    /// run said it stopped, that run's code (this module's) still ends and
+    /// may drop the last reference to the flow.
     fn halt(&self) {
         self.stop.store(true, Ordering::Release);
-        let mut stopped = self.stopped.lock();
-        while !*stopped {
-            let _ = self.cv.wait_interruptible_timeout(&mut stopped, 10);
+        {
+            let mut stopped = self.stopped.lock();
+            while !*stopped {
+                let _ = self.cv.wait_interruptible_timeout(&mut stopped, 10);
+            }
         }
+        rdma::kshim::work::flush(&self.work);
     }
 }
 
