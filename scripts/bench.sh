@@ -53,8 +53,9 @@ RDMA_RS_TOP=$src "$src/scripts/initramfs.sh" "$out/initramfs.cpio"
 # The guest keeps time by the TSC, or the 4 ms steps of jiffies would be
 # the resolution of every figure and of every timer (a 50 us sleep would
 # last until the next tick). Under TCG the guest's TSC is the host's, but
-# the benchmark kernel (no ACPI, so no HPET or PM timer) cannot calibrate
-# it against the emulated PIT: tsc_early_khz gives it the host's rate
+# the benchmark kernel (no ACPI, so no HPET or PM timer) can calibrate it
+# only against the emulated PIT, which fails now and then under TCG (the
+# kernel then falls back to jiffies): tsc_early_khz gives it the host's rate
 # (scripts/tsc-khz.c). tsc=reliable: the clocksource watchdog would find
 # the TSC skewed against jiffies under TCG and fall back to them.
 clock="tsc=reliable "

@@ -3,9 +3,10 @@
  * Prints the host's TSC rate in kHz, for make bench (scripts/bench.sh).
  *
  * Under TCG a guest's RDTSC reads the host's TSC, but the benchmark
- * kernel (no ACPI: no HPET, no PM timer) fails to calibrate it against
- * the emulated PIT, marks it unstable and keeps time by jiffies: a clock
- * and timers of 4 ms steps. bench.sh hands this rate to the guest as
+ * kernel (no ACPI: no HPET, no PM timer) can calibrate it only against
+ * the emulated PIT, which fails now and then under TCG; the kernel then
+ * marks it unstable and keeps time by jiffies: a clock and timers of 4 ms
+ * steps. bench.sh hands this rate to the guest as
  * tsc_early_khz= so that it keeps time by the TSC.
  *
  * The rate: TSC ticks over 200 ms of CLOCK_MONOTONIC_RAW, the best of
