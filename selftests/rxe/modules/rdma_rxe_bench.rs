@@ -485,9 +485,32 @@ fn row(stack: &str, path: &str, test: &str, size: usize, iterations: u32, ns: Re
     }
 }
 
-/// Every workload on one path, our stack and theirs taking turns so that
-/// a slow spell of the guest does not fall on one of them only. A run that
-/// fails is reported as failed and the others go on. Whether all ran.
+/// One row's runs: [`REPEAT`] of `workload` on each stack, ours and
+/// theirs taking turns so that a slow spell of the guest does not fall on
+/// one of them only, each reported by [`row`]. Whether all ran.
+fn turns(
+    ours: &mut Side<Ours>,
+    theirs: &mut Side<Theirs>,
+    (path, test, size, iterations): (&str, &str, usize, u32),
+    workload: Workload<'_>,
+) -> bool {
+    let mut all = true;
+    for _ in 0..REPEAT {
+        all &= row(OURS.stack, path, test, size, iterations, ours.run(workload));
+        all &= row(
+            THEIRS.stack,
+            path,
+            test,
+            size,
+            iterations,
+            theirs.run(workload),
+        );
+    }
+    all
+}
+
+/// Every workload on one path (see [`turns`]). A run that fails is
+/// reported as failed and the others go on. Whether all ran.
 fn run(path: &str, loopback: bool) -> bool {
     let mut ours = Side::new(&OURS, loopback, Ours::new);
     let mut theirs = Side::new(&THEIRS, loopback, Theirs::new);
@@ -496,27 +519,16 @@ fn run(path: &str, loopback: bool) -> bool {
         for (size, iterations) in SIZES {
             let workload =
                 move |e: &[&dyn Endpoint]| bandwidth(e[0], e[1], op, size, iterations, Spin::new());
-            for _ in 0..REPEAT {
-                all &= row(
-                    OURS.stack,
-                    path,
-                    test,
-                    size,
-                    iterations,
-                    ours.run(&workload),
-                );
-                all &= row(
-                    THEIRS.stack,
-                    path,
-                    test,
-                    size,
-                    iterations,
-                    theirs.run(&workload),
-                );
-            }
+            all &= turns(
+                &mut ours,
+                &mut theirs,
+                (path, test, size, iterations),
+                &workload,
+            );
         }
     }
-    // CPU time (before the ping-pongs, which leave receives posted): the 64 KiB runs of each operation, and 4 KiB WRITEs.
+    // CPU time, before the ping-pongs (which leave receives posted): the
+    // 64 KiB runs of each operation, and 4 KiB WRITEs.
     let cpu_rows = [
         ("cpu-write", Op::Write, 4096, CPU_ITERATIONS[0]),
         ("cpu-write", Op::Write, 65536, CPU_ITERATIONS[1]),
@@ -525,37 +537,20 @@ fn run(path: &str, loopback: bool) -> bool {
     ];
     for (test, op, size, iterations) in cpu_rows {
         let workload = move |e: &[&dyn Endpoint]| cpu_time(e[0], e[1], op, size, iterations);
-        for _ in 0..REPEAT {
-            all &= row(
-                OURS.stack,
-                path,
-                test,
-                size,
-                iterations,
-                ours.run(&workload),
-            );
-            all &= row(
-                THEIRS.stack,
-                path,
-                test,
-                size,
-                iterations,
-                theirs.run(&workload),
-            );
-        }
-    }
-    let workload = |e: &[&dyn Endpoint]| pingpong(e[0], e[1], PINGS);
-    for _ in 0..REPEAT {
-        all &= row(OURS.stack, path, "send_lat", 8, PINGS, ours.run(&workload));
-        all &= row(
-            THEIRS.stack,
-            path,
-            "send_lat",
-            8,
-            PINGS,
-            theirs.run(&workload),
+        all &= turns(
+            &mut ours,
+            &mut theirs,
+            (path, test, size, iterations),
+            &workload,
         );
     }
+    let workload = |e: &[&dyn Endpoint]| pingpong(e[0], e[1], PINGS);
+    all &= turns(
+        &mut ours,
+        &mut theirs,
+        (path, "send_lat", 8, PINGS),
+        &workload,
+    );
     drop(ours);
     drop(theirs);
     all & run_qps(path, loopback)
@@ -568,24 +563,12 @@ fn run_qps(path: &str, loopback: bool) -> bool {
         let mut ours = Side::many(&OURS, loopback, count as usize, 8192, Ours::new);
         let mut theirs = Side::many(&THEIRS, loopback, count as usize, 8192, Theirs::new);
         let workload = |e: &[&dyn Endpoint]| spread_writes(e, 4096, QPS_ITERATIONS);
-        for _ in 0..REPEAT {
-            all &= row(
-                OURS.stack,
-                path,
-                test,
-                4096,
-                QPS_ITERATIONS,
-                ours.run(&workload),
-            );
-            all &= row(
-                THEIRS.stack,
-                path,
-                test,
-                4096,
-                QPS_ITERATIONS,
-                theirs.run(&workload),
-            );
-        }
+        all &= turns(
+            &mut ours,
+            &mut theirs,
+            (path, test, 4096, QPS_ITERATIONS),
+            &workload,
+        );
     }
     all
 }
