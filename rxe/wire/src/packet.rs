@@ -691,15 +691,19 @@ pub fn assemble<'a>(
         .checked_sub(ip_len)
         .and_then(|n| u16::try_from(n).ok())
         .ok_or(Build(BuildError::TooLong))?;
-    // The headers through their codecs, as the two ends see them.
+    // The transport headers through their codecs, as the two ends see
+    // them; the IP header as `parse` decodes what `write_ip` writes (every
+    // field of ours goes through unchanged but the flow label, cut to its
+    // 20 bits; the lengths cannot be refused, a datagram holding at least
+    // UDP and BTH), without its checksum made and checked again.
     let small = |_: Truncated| Build(BuildError::BufferTooSmall { needed: len });
-    let mut ip_bytes = [0u8; IPV6_HEADER_LEN];
-    write_ip(&headers.ip, udp_len, &mut ip_bytes).map_err(small)?;
     let ip = match headers.ip {
-        IpHeader::V4(_) => parse_ipv4(&ip_bytes),
-        IpHeader::V6(_) => parse_ipv6(&ip_bytes),
-    }
-    .map_err(Parse)?;
+        IpHeader::V4(v4) => IpHeader::V4(v4),
+        IpHeader::V6(v6) => IpHeader::V6(Ipv6 {
+            flow_label: v6.flow_label & 0x000f_ffff,
+            ..v6
+        }),
+    };
     let mut bth = headers.bth;
     bth.pad = pad_for(payload.len());
     let mut bth_bytes = [0u8; BTH_LEN];
@@ -720,7 +724,7 @@ pub fn assemble<'a>(
     }
     Ok(Packet {
         headers: Headers {
-            ip: ip.ip,
+            ip,
             udp: headers.udp,
             bth,
             ext,
@@ -728,7 +732,7 @@ pub fn assemble<'a>(
         opcode,
         payload,
         icrc: 0,
-        len: ip.datagram_len,
+        len: ip_len + usize::from(udp_len),
     })
 }
 

@@ -41,6 +41,7 @@ use rdma::cma::{
 };
 use rdma::device::Device;
 use rdma::kshim::time;
+use rdma::kshim::work::OwnedQueue;
 use rdma::spec::attr::Gid;
 use rdma::spec::cm_msg::{
     tcp_service_id, Bytes, CmMessage, CmaHeader, RejReason, Req, ReqPath, REQ_PRIVATE_DATA_LEN,
@@ -407,17 +408,25 @@ struct Cleanup {
     server: Arc<Server>,
     listener: Option<CmId>,
     legit: Option<Arc<Legit>>,
+    /// The queue the client's loop runs on: drained before the module
+    /// may go, so that the loop's tail (after it says it is done) never
+    /// runs from freed module text.
+    queue: Option<OwnedQueue>,
 }
 
 impl Cleanup {
     /// Stops the client's loop and waits for it (its last connect
-    /// included: each of its steps waits 20 s at most).
+    /// included: each of its steps waits 20 s at most), then for its
+    /// work item to return.
     fn stop_legit(&mut self) {
         if let Some(l) = self.legit.take() {
             l.stop.store(true, Ordering::Release);
             while !l.done.load(Ordering::Acquire) {
                 time::msleep(10);
             }
+        }
+        if let Some(q) = &self.queue {
+            q.drain();
         }
     }
 }
@@ -444,6 +453,7 @@ fn flood_while_connecting() -> Result {
         server: server.clone(),
         listener: None,
         legit: None,
+        queue: None,
     };
     let rxa = server.ep.dev.arc().clone();
     let rxb = rdma::device::get_by_name(c_str!("rxb")).ok_or(ENODEV)?;
@@ -494,9 +504,17 @@ fn flood_while_connecting() -> Result {
     let stats = Arc::new(Legit::default(), GFP_KERNEL)?;
     cleanup.legit = Some(stats.clone());
     let s2 = stats.clone();
-    kernel::workqueue::system_long()
+    let queue = cleanup
+        .queue
+        .insert(OwnedQueue::new(c_str!("cm_flood_legit"))?);
+    if queue
         .try_spawn(GFP_KERNEL, move || legit_loop(s2))
-        .map_err(|_| ENOMEM)?;
+        .is_err()
+    {
+        // Never started: nothing to wait for.
+        cleanup.legit = None;
+        return Err(ENOMEM);
+    }
     let t0 = time::now_ms();
     let answers = flood(&flooder, &stats);
     let flood_ms = time::now_ms() - t0;
