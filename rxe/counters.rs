@@ -67,6 +67,10 @@ counters! {
     /// Of those, RC and UC packets handed over without a frame: no fault
     /// was armed on either device (`net/xmit.rs`).
     LoopbackDirect => "loopback_direct",
+    /// Of those, packets handed over in a run, after the run's first,
+    /// under the one taking of the receiving QP's lock that the first
+    /// made (`transport/req.rs`, `send_run`).
+    LoopbackRun => "loopback_run",
     /// Packets a QP took.
     RxPackets => "rx_packets",
     /// Packets for this device dropped, for any of the reasons below.

@@ -167,3 +167,11 @@ fn take(rd: &RxeDev, pkt: &Packet<'_>, frame: Option<&[u8]>) -> Result<(), Count
 pub(crate) fn receive_direct(rd: &RxeDev, pkt: &Packet<'_>) {
     deliver_now(rd, pkt, None);
 }
+
+/// The QP `qpn` of `rd` that a run of packets without frames goes to
+/// (`transport/req.rs`), if `rd` would take packets for it (as [`take`]
+/// checks for each packet; the partition is the sender's, the default).
+pub(crate) fn direct_qp(rd: &RxeDev, qpn: u32) -> Option<ProviderQp> {
+    let dev = rd.device()?;
+    ProviderQp::by_qpn(&dev, qpn)
+}

@@ -21,6 +21,8 @@
 //! sender gathered it and its trailer (pad and ICRC) go to the stack in
 //! parts, copied once into the skb (`send_split`).
 
+use kernel::sync::Arc;
+
 use rdma::provider::udp::RouteCache;
 
 use crate::counters::Counter;
@@ -109,6 +111,25 @@ fn goes_direct(rd: &RxeDev, target: &RxeDev, headers: &Headers) -> bool {
         .is_some_and(|op| matches!(op.transport(), Transport::Rc | Transport::Uc))
 }
 
+/// The device of ours an RC or UC QP's packets for `ip` and `dest_qpn`
+/// go to without a frame (as [`goes_direct`] decides for each packet), if
+/// any: where the requester may send a run of packets at once
+/// (`transport/req.rs`).
+pub(crate) fn direct_target(rd: &RxeDev, ip: &IpHeader, dest_qpn: u32) -> Option<Arc<RxeDev>> {
+    if rd.faults.armed() || dest_qpn == MULTICAST_QPN {
+        return None;
+    }
+    let target = rd.rxe().device_for(rd.netdev.net_id(), &dst_gid(ip))?;
+    (!target.faults.armed()).then_some(target)
+}
+
+/// Counts a packet sent to a device of ours without a frame.
+pub(crate) fn count_direct(rd: &RxeDev) {
+    rd.counters.inc(Counter::LoopbackPackets);
+    rd.counters.inc(Counter::LoopbackDirect);
+    rd.counters.inc(Counter::SentPkts);
+}
+
 /// Hands the packet of `headers` and `payload` to `target` without a frame
 /// (the module doc), with the outcomes of the frame path: a packet `build`
 /// refuses is the sender's error, one `parse` would refuse is counted as
@@ -123,9 +144,7 @@ fn send_direct(
     if let Err(AssembleError::Build(_)) = pkt {
         return Err(SendError::Build);
     }
-    rd.counters.inc(Counter::LoopbackPackets);
-    rd.counters.inc(Counter::LoopbackDirect);
-    rd.counters.inc(Counter::SentPkts);
+    count_direct(rd);
     match pkt {
         Ok(pkt) => crate::net::recv::receive_direct(target, &pkt),
         Err(_) => target.counters.drop_rx(Counter::RxDropMalformed),

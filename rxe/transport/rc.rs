@@ -170,13 +170,18 @@ impl RcQp {
         payload: &[u8],
         buf: &mut [u8],
     ) -> core::result::Result<(), SendError> {
-        let Some(mut ip) = conn.ip else {
-            return Err(SendError::Build);
-        };
+        let headers = self.headers(qp, conn, out).ok_or(SendError::Build)?;
+        xmit::send(&self.rd, Some(&self.route), &headers, payload, buf)
+    }
+
+    /// The headers of packet `out` of `qp` on `conn` (None before the
+    /// address vector is set).
+    pub(crate) fn headers(&self, qp: &ProviderQp, conn: &Conn, out: Out) -> Option<Headers> {
+        let mut ip = conn.ip?;
         if let IpHeader::V4(v4) = &mut ip {
             v4.id = self.rd.next_ip_id();
         }
-        let headers = Headers {
+        Some(Headers {
             ip,
             udp: Udp {
                 src_port: xmit::source_port(qp.qpn()),
@@ -192,8 +197,7 @@ impl RcQp {
                 ..Bth::default()
             },
             ext: out.ext,
-        };
-        xmit::send(&self.rd, Some(&self.route), &headers, payload, buf)
+        })
     }
 
     /// A packet for this QP arrived (softirq, or the sender's context on

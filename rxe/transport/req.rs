@@ -24,6 +24,12 @@
 //! operation (REG_MR, LOCAL_INV, BIND_MW) takes its operation out of the
 //! WQE (the MR and window it holds, counted) and executes it with no lock
 //! held.
+//!
+//! To a QP of ours reached without frames (the loopback path, no fault
+//! armed), request packets go in runs ([`RcQp::send_run`]): the peer's
+//! responder lock is taken once for a run, and `req` is taken under it
+//! between two packets, to record one and make the next (the nesting
+//! `Documentation/rxe.rst` writes down under "Locking").
 
 use kernel::prelude::*;
 use kernel::time::Ktime;
@@ -33,10 +39,13 @@ use rdma::provider::{
 };
 
 use crate::counters::Counter;
-use crate::net::xmit::SendError;
+use crate::net::frame::{self, MAX_PAYLOAD};
+use crate::net::recv;
+use crate::net::xmit::{self, SendError};
 use crate::transport::rc::{Conn, Out, RcQp, WorkBuf};
 use crate::wire::headers::{AtomicEth, ExtHeaders, Feth, Ieth, ImmDt, Reth};
 use crate::wire::opcode::Opcode;
+use crate::wire::packet::{self, Headers};
 use crate::wire::psn::{psn_add, psn_diff};
 use crate::wire::segment::{self, Message};
 
@@ -283,6 +292,12 @@ pub(super) fn usecs_until(now: i64, t: i64) -> u32 {
     (((t - now).max(0) / 1000) as u64).min(u64::from(u32::MAX)) as u32
 }
 
+/// Whether step `s` may go in a run of packets without frames
+/// (`RcQp::send_run`): a request packet made without error, sent once.
+fn runs(s: &Step) -> bool {
+    s.built.is_ok() && !s.twice && s.kind == Kind::Plain
+}
+
 /// The kind and packet count of a WQE at path MTU `mtu`.
 fn classify(w: &SendWqe, mtu: u32) -> (Kind, u32) {
     match w.opcode() {
@@ -334,21 +349,29 @@ impl RcQp {
     /// Sends what there is to send, at most `budget` packets (the QP's
     /// work, `rc.rs`): whether more may be left.
     pub(crate) fn requester_run(&self, qp: &ProviderQp, w: &mut WorkBuf, budget: u32) -> bool {
-        for _ in 0..budget {
+        let mut sent = 0;
+        // A step made but not sent by a run (`send_run`): sent next, even
+        // past the budget, as it was taken from the queue.
+        let mut carry: Option<Next> = None;
+        while sent < budget || carry.is_some() {
             let conn = self.conn();
-            let next = {
-                let mut st = self.req.lock();
-                if !st.active || !matches!(qp.state(), QpState::Rts | QpState::Sqd) {
-                    return false;
-                }
-                if !self.check_timers(&mut st, qp, &conn) {
-                    return false;
-                }
-                match self.next_step(&mut st, qp, &conn, w) {
-                    Some(n) => n,
-                    None => return false,
+            let next = match carry.take() {
+                Some(next) => next,
+                None => {
+                    let mut st = self.req.lock();
+                    if !st.active || !matches!(qp.state(), QpState::Rts | QpState::Sqd) {
+                        return false;
+                    }
+                    if !self.check_timers(&mut st, qp, &conn) {
+                        return false;
+                    }
+                    match self.next_step(&mut st, qp, &conn, w) {
+                        Some(n) => n,
+                        None => return false,
+                    }
                 }
             };
+            sent += 1;
             match next {
                 Next::Local(seq, op) => {
                     let status = qp.execute_local(&op);
@@ -361,46 +384,23 @@ impl RcQp {
                     }
                 }
                 Next::Packet(step) => {
+                    let mut step = Some(step);
+                    if step.as_ref().is_some_and(runs) {
+                        let (more, rest) =
+                            self.send_run(qp, &conn, w, &mut step, budget.saturating_sub(sent));
+                        sent += more;
+                        carry = rest;
+                    }
+                    // Still here: not handed over by a run.
+                    let Some(step) = step else {
+                        continue;
+                    };
                     let mut res = self.send_request(qp, &conn, w, &step);
                     if step.twice && res.is_ok() {
                         res = self.send_request(qp, &conn, w, &step);
                     }
                     let mut st = self.req.lock();
-                    if !st.active
-                        || st.gen != step.gen
-                        || st.cur != step.seq
-                        || st.cur_pkt != step.pkt
-                    {
-                        continue;
-                    }
-                    if let Err(status) = res {
-                        // Completes in order once everything before it has;
-                        // nothing after it is taken.
-                        let e = st.slot(step.seq);
-                        e.status = Some(status);
-                        e.sent = true;
-                        st.halted = true;
-                        st.cur = step.seq + 1;
-                        st.cur_pkt = 0;
-                        self.complete_ready(&mut st, qp);
-                        continue;
-                    }
-                    let e = st.slot(step.seq);
-                    if step.kind != Kind::Plain || step.pkt + 1 >= step.npkts {
-                        e.sent = true;
-                        st.cur = step.seq + 1;
-                        st.cur_pkt = 0;
-                    } else {
-                        st.cur_pkt += 1;
-                    }
-                    if self.uc {
-                        st.una = psn_add(step.psn, 1);
-                    } else if st.deadline.is_none() && st.una != st.next_psn {
-                        if let Some(t) = conn.timeout_us {
-                            st.deadline = Some(now_ns() + (t as i64) * 1000);
-                            qp.schedule_in(t.min(u64::from(u32::MAX)) as u32);
-                        }
-                    }
+                    self.record_sent(&mut st, qp, &conn, &step, res);
                     // Its ACK may have come before it was marked sent (on
                     // the loopback path, during the send itself).
                     self.complete_ready(&mut st, qp);
@@ -408,6 +408,155 @@ impl RcQp {
             }
         }
         true
+    }
+
+    /// Records that the packet of `step` went (`res`: or why not), if the
+    /// send position is still where the step was made (a retry or a reset
+    /// since then moved it). Under `req`.
+    fn record_sent(
+        &self,
+        st: &mut ReqState,
+        qp: &ProviderQp,
+        conn: &Conn,
+        step: &Step,
+        res: core::result::Result<(), WcStatus>,
+    ) {
+        if !st.active || st.gen != step.gen || st.cur != step.seq || st.cur_pkt != step.pkt {
+            return;
+        }
+        if let Err(status) = res {
+            // Completes in order once everything before it has; nothing
+            // after it is taken.
+            let e = st.slot(step.seq);
+            e.status = Some(status);
+            e.sent = true;
+            st.halted = true;
+            st.cur = step.seq + 1;
+            st.cur_pkt = 0;
+            return;
+        }
+        let e = st.slot(step.seq);
+        if step.kind != Kind::Plain || step.pkt + 1 >= step.npkts {
+            e.sent = true;
+            st.cur = step.seq + 1;
+            st.cur_pkt = 0;
+        } else {
+            st.cur_pkt += 1;
+        }
+        if self.uc {
+            st.una = psn_add(step.psn, 1);
+        } else if st.deadline.is_none() && st.una != st.next_psn {
+            if let Some(t) = conn.timeout_us {
+                st.deadline = Some(now_ns() + (t as i64) * 1000);
+                qp.schedule_in(t.min(u64::from(u32::MAX)) as u32);
+            }
+        }
+    }
+
+    /// Sends a run of request packets, `first` (made) and the ones after
+    /// it, to a QP of ours without frames, handing them to its responder
+    /// under one taking of its lock (`resp.rs`, `responder_run`): the
+    /// packets, what the responder does with each, the counters and the
+    /// QPs' states are those of sending them one by one, without the
+    /// lookups and locks each packet would take again. The run goes on
+    /// while each next step is a request packet made without error and
+    /// the responder took the last one with nothing to answer (an ACK
+    /// asked for, as at the end of a message, ends it), at most `budget`
+    /// packets after the first. Each next packet is made under `req` with
+    /// the peer's `resp` held: the one place the two are nested, in that
+    /// order (`Documentation/rxe.rst`, "Locking").
+    ///
+    /// Returns how many packets went after the first, and a step made but
+    /// not sent, which the caller sends the usual way. `first` is taken
+    /// when it was handed over; left, with nothing sent, when the peer is
+    /// not one this path reaches.
+    fn send_run(
+        &self,
+        qp: &ProviderQp,
+        conn: &Conn,
+        w: &mut WorkBuf,
+        first: &mut Option<Step>,
+        budget: u32,
+    ) -> (u32, Option<Next>) {
+        let Some(ip) = conn.ip else {
+            return (0, None);
+        };
+        let Some(target) = xmit::direct_target(&self.rd, &ip, conn.dest_qpn) else {
+            return (0, None);
+        };
+        let Some(peer) = recv::direct_qp(&target, conn.dest_qpn) else {
+            return (0, None);
+        };
+        let from = frame::src_gid(&ip);
+        let mut more = 0;
+        let mut carry = None;
+        peer.provider::<RcQp>(|rc| {
+            rc.responder_run(&peer, &from, self.uc, |deliver| {
+                let Some(mut step) = first.take() else {
+                    return;
+                };
+                loop {
+                    let Some(headers) = self.request_headers(qp, conn, &step) else {
+                        carry = Some(Next::Packet(step));
+                        return;
+                    };
+                    let len = step.built.as_ref().map_or(0, |b| b.len);
+                    let Ok(pkt) = packet::assemble(&headers, &w.payload[..len], MAX_PAYLOAD) else {
+                        // Refused one way or the other: sent the usual
+                        // way, which says how.
+                        carry = Some(Next::Packet(step));
+                        return;
+                    };
+                    xmit::count_direct(&self.rd);
+                    if more > 0 {
+                        self.rd.counters.inc(Counter::LoopbackRun);
+                    }
+                    let go_on = deliver(&pkt);
+                    let mut st = self.req.lock();
+                    self.record_sent(&mut st, qp, conn, &step, Ok(()));
+                    if !go_on
+                        || more >= budget
+                        || !st.active
+                        || !matches!(qp.state(), QpState::Rts | QpState::Sqd)
+                    {
+                        return;
+                    }
+                    match self.next_step(&mut st, qp, conn, w) {
+                        None => return,
+                        Some(Next::Packet(s)) if runs(&s) => step = s,
+                        Some(next) => {
+                            carry = Some(next);
+                            return;
+                        }
+                    }
+                    more += 1;
+                }
+            });
+        });
+        if first.is_some() {
+            // Not handed over: the peer is not an RC or UC QP that takes
+            // requests from us.
+            return (0, None);
+        }
+        let mut st = self.req.lock();
+        self.complete_ready(&mut st, qp);
+        (more, carry)
+    }
+
+    /// The headers of the request packet of step `s` (made).
+    fn request_headers(&self, qp: &ProviderQp, conn: &Conn, s: &Step) -> Option<Headers> {
+        let b = s.built.as_ref().ok()?;
+        self.headers(
+            qp,
+            conn,
+            Out {
+                opcode: b.opcode,
+                psn: s.psn,
+                ack_req: s.ack_req,
+                solicited: b.solicited,
+                ext: b.ext,
+            },
+        )
     }
 
     /// Handles an expired RNR wait or ACK timeout. False when sending must

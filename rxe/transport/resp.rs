@@ -26,7 +26,7 @@ use kernel::prelude::*;
 
 use rdma::provider::ratelimit::log_allowed;
 use rdma::provider::{
-    Access, EventKind, ProviderQp, RecvWqe, TaggedRecv, Wc, WcFlags, WcOpcode, WcStatus,
+    Access, EventKind, Gid, ProviderQp, RecvWqe, TaggedRecv, Wc, WcFlags, WcOpcode, WcStatus,
 };
 
 use crate::counters::Counter;
@@ -466,11 +466,7 @@ impl RcQp {
 
     /// A request arrived: whether it was taken.
     pub(crate) fn responder_receive(&self, qp: &ProviderQp, conn: &Conn, pkt: &Packet<'_>) -> bool {
-        use rdma::provider::QpState;
-        if !matches!(
-            qp.state(),
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) {
+        if !Self::takes_requests(qp) {
             return false;
         }
         let out = {
@@ -478,16 +474,44 @@ impl RcQp {
             if !st.active {
                 return false;
             }
-            let mut out = self.respond(&mut st, qp, conn, pkt);
-            // Answers go in PSN order: behind READ responses still queued,
-            // an ACK waits its turn (an error NAK does not: the QP stops).
-            if st.read_count > 0 && !out.error && !matches!(out.reply, Reply::None) {
-                st.queue_reply(out.reply);
-                out.reply = Reply::None;
-                out.schedule = true;
-            }
-            out
+            self.respond_in_order(&mut st, qp, conn, pkt)
         };
+        self.finish(qp, conn, &out);
+        out.taken
+    }
+
+    /// Whether the QP's state lets the responder take requests.
+    fn takes_requests(qp: &ProviderQp) -> bool {
+        use rdma::provider::QpState;
+        matches!(
+            qp.state(),
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        )
+    }
+
+    /// Handles one request under the state's lock: [`Self::respond`], with
+    /// its answer queued behind the READ responses still queued.
+    fn respond_in_order(
+        &self,
+        st: &mut RespState,
+        qp: &ProviderQp,
+        conn: &Conn,
+        pkt: &Packet<'_>,
+    ) -> Outcome {
+        let mut out = self.respond(st, qp, conn, pkt);
+        // Answers go in PSN order: behind READ responses still queued,
+        // an ACK waits its turn (an error NAK does not: the QP stops).
+        if st.read_count > 0 && !out.error && !matches!(out.reply, Reply::None) {
+            st.queue_reply(out.reply);
+            out.reply = Reply::None;
+            out.schedule = true;
+        }
+        out
+    }
+
+    /// What follows a request's handling once the state's lock is
+    /// released: its answer, the error state, the work scheduled.
+    fn finish(&self, qp: &ProviderQp, conn: &Conn, out: &Outcome) {
         self.answer(qp, conn, out.reply);
         if out.error {
             self.resp_flush(qp);
@@ -510,7 +534,61 @@ impl RcQp {
         if out.schedule {
             qp.schedule();
         }
-        out.taken
+    }
+
+    /// Takes a run of request packets from a QP of ours on the loopback
+    /// path (`req.rs`, `send_run`) under one taking of the state's lock:
+    /// `feed` calls the function it is given with each packet in turn,
+    /// which handles it as [`Self::responder_receive`] would, counts it as
+    /// `net/recv.rs` would, and returns whether the run may go on (the
+    /// packet was taken and needs no answer; otherwise the run is over
+    /// and the answer goes once the lock is released). A packet fed after
+    /// the run is over is dropped. False, with nothing fed, when the QP
+    /// would take no packet from `from` of transport `uc` (the caller then
+    /// sends them one by one, to be dropped and counted the usual way).
+    /// The caller holds no lock of this QP.
+    pub(crate) fn responder_run(
+        &self,
+        qp: &ProviderQp,
+        from: &Gid,
+        uc: bool,
+        feed: impl FnOnce(&mut dyn FnMut(&Packet<'_>) -> bool),
+    ) -> bool {
+        let conn = self.conn();
+        if uc != self.uc || conn.ip.is_none() || *from != conn.dgid || !Self::takes_requests(qp) {
+            return false;
+        }
+        let counters = &self.rd.counters;
+        let mut end: Option<Outcome> = None;
+        {
+            let mut st = self.resp.lock();
+            if !st.active {
+                return false;
+            }
+            feed(&mut |pkt: &Packet<'_>| {
+                counters.inc(Counter::RcvdPkts);
+                if end.is_some() {
+                    counters.drop_rx(Counter::RxDropQp);
+                    return false;
+                }
+                let out = self.respond_in_order(&mut st, qp, &conn, pkt);
+                if out.taken {
+                    counters.inc(Counter::RxPackets);
+                } else {
+                    counters.drop_rx(Counter::RxDropQp);
+                }
+                let plain =
+                    out.taken && !out.error && !out.schedule && matches!(out.reply, Reply::None);
+                if !plain {
+                    end = Some(out);
+                }
+                plain
+            });
+        }
+        if let Some(out) = end {
+            self.finish(qp, &conn, &out);
+        }
+        true
     }
 
     fn answer(&self, qp: &ProviderQp, conn: &Conn, reply: Reply) {

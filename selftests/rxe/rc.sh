@@ -10,9 +10,14 @@ setup() {
 }
 
 # The loopback cases' packets went without frames (rxe/net/xmit.rs): all
-# of them, as no fault is armed.
+# of them, as no fault is armed; and most of those of long messages went
+# in runs (rxe/transport/req.rs, send_run: all_ops_loopback moves messages
+# of up to 1 MiB, 256 packets each), so the cases above checked their
+# bytes, completions and statuses through runs too.
 loopback_direct() {
 	if ! { [ "$(rxe_counter rxa loopback_direct)" -ge 1000 ] &&
+		[ "$(rxe_counter rxa loopback_run)" -ge 1000 ] &&
+		[ "$(rxe_counter rxa loopback_run)" -lt "$(rxe_counter rxa loopback_direct)" ] &&
 		[ "$(rxe_counter rxa loopback_direct)" = "$(rxe_counter rxa loopback_packets)" ] &&
 		[ "$(rxe_counter rxb loopback_direct)" = "$(rxe_counter rxb loopback_packets)" ]; }; then
 		rxe_counters_show rxa rxb
@@ -22,9 +27,11 @@ loopback_direct() {
 
 # The cases once more with a fault armed on both devices, one that never
 # fires (the 4-billionth packet sent from now): armed, it keeps every
-# packet in a frame, the loopback ones too, as faults act on frames.
+# packet in a frame, the loopback ones too, as faults act on frames (and
+# so none goes in a run).
 armed_again() {
 	d0=$(rxe_counter rxa loopback_direct) l0=$(rxe_counter rxa loopback_packets)
+	r0=$(rxe_counter rxa loopback_run)
 	for d in rxa rxb; do echo "hit=tx_drop@nth=4000000000" > "$rxe_cfs/$d/fault" || return 1; done
 	dmesg -c > /dev/null
 	modprobe rdma_rxe_rc_test
@@ -34,6 +41,7 @@ armed_again() {
 	if ! { [ "$rc" = 0 ] && grep -qx "hits_pending 1" "$rxe_cfs/rxa/fault" &&
 		grep -qx "hits_pending 1" "$rxe_cfs/rxb/fault" &&
 		[ "$(rxe_counter rxa loopback_direct)" = "$d0" ] &&
+		[ "$(rxe_counter rxa loopback_run)" = "$r0" ] &&
 		[ "$(rxe_counter rxa loopback_packets)" -ge $((l0 + 1000)) ]; }; then
 		rxe_counters_show rxa rxb
 		return 1

@@ -507,10 +507,7 @@ fn flood_while_connecting() -> Result {
     let queue = cleanup
         .queue
         .insert(OwnedQueue::new(c_str!("cm_flood_legit"))?);
-    if queue
-        .try_spawn(GFP_KERNEL, move || legit_loop(s2))
-        .is_err()
-    {
+    if queue.try_spawn(GFP_KERNEL, move || legit_loop(s2)).is_err() {
         // Never started: nothing to wait for.
         cleanup.legit = None;
         return Err(ENOMEM);
