@@ -21,6 +21,7 @@
 //! sender gathered it and its trailer (pad and ICRC) go to the stack in
 //! parts, copied once into the skb (`send_split`).
 
+use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use rdma::provider::udp::RouteCache;
@@ -38,7 +39,9 @@ use crate::wire::packet::{self, AssembleError, Headers, IpHeader};
 /// headers + payload + pad + ICRC, rounded up.
 pub(crate) const PACKET_ROOM: usize = MAX_PAYLOAD + 128;
 
-/// Room for a packet without payload (ACKs).
+/// Room for a packet without payload (ACKs), or for the headers of any
+/// packet: what an RC or UC QP gives [`send`] to build in (a whole
+/// frame, made only while a fault is armed, gets room of its own).
 pub(crate) const SMALL_ROOM: usize = 128;
 
 /// The UDP source port of a QP's packets, spread over 0xc000..0xffff by
@@ -56,8 +59,9 @@ pub(crate) enum SendError {
     Network,
 }
 
-/// Builds `headers` and `payload` into `out` and sends the packet, through
-/// `route` if the sender has one destination. Any context; the caller must
+/// Builds `headers` and `payload` into `out` (or, for a whole frame that
+/// does not fit there, into room allocated for it) and sends the packet,
+/// through `route` if the sender has one destination. Any context; the caller must
 /// hold no lock its own receive path takes (the loopback path delivers
 /// before returning).
 pub(crate) fn send(
@@ -80,6 +84,17 @@ pub(crate) fn send(
     if to.is_none() && !rd.faults.armed() {
         return send_split(rd, route, headers, payload, out);
     }
+    // A whole frame, for a fault to act on (or a device of ours that takes
+    // frames): the caller's room holds headers only unless it is UD's,
+    // so the frame goes into room of its own (test paths: a fault armed).
+    let len = packet::packet_len(headers, payload.len()).map_err(|_| SendError::Build)?;
+    let mut room;
+    let out = if out.len() >= len {
+        out
+    } else {
+        room = KVec::from_elem(0u8, len, GFP_ATOMIC).map_err(|_| SendError::Network)?;
+        &mut room[..]
+    };
     let n = packet::build(headers, payload, &crc, out).map_err(|_| SendError::Build)?;
     let frame = &out[..n];
     let verdict = rd.faults.tx(&rd.counters, headers.bth.psn, frame);

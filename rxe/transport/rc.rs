@@ -30,7 +30,7 @@ use rdma::provider::{
 
 use crate::device::RxeDev;
 use crate::net::frame::{self, MAX_PAYLOAD};
-use crate::net::xmit::{self, SendError, PACKET_ROOM};
+use crate::net::xmit::{self, SendError, SMALL_ROOM};
 use crate::transport::req::ReqState;
 use crate::transport::resp::RespState;
 use crate::wire::headers::{Bth, ExtHeaders};
@@ -96,7 +96,8 @@ impl Default for Conn {
 
 /// The work's own buffers (only the work uses them, one run at a time).
 pub(crate) struct WorkBuf {
-    /// The packet under construction.
+    /// The headers of the packet under construction (`xmit::SMALL_ROOM`:
+    /// payload and trailer go to the network stack where they are).
     pub(crate) pkt: KVec<u8>,
     /// The payload it is built from.
     pub(crate) payload: KVec<u8>,
@@ -133,7 +134,7 @@ impl RcQp {
     pub(crate) fn new(rd: Arc<RxeDev>, uc: bool, max_send_wr: u32) -> Result<Arc<RcQp>> {
         let work = KBox::new(
             WorkBuf {
-                pkt: KVec::from_elem(0u8, PACKET_ROOM, GFP_KERNEL)?,
+                pkt: KVec::from_elem(0u8, SMALL_ROOM, GFP_KERNEL)?,
                 payload: KVec::from_elem(0u8, MAX_PAYLOAD, GFP_KERNEL)?,
             },
             GFP_KERNEL,
