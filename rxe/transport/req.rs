@@ -353,6 +353,9 @@ impl RcQp {
         // A step made but not sent by a run (`send_run`): sent next, even
         // past the budget, as it was taken from the queue.
         let mut carry: Option<Next> = None;
+        // The peer is not reached without frames (across the network, or a
+        // fault armed): not looked for again in this call.
+        let mut no_runs = false;
         while sent < budget || carry.is_some() {
             let conn = self.conn();
             let next = match carry.take() {
@@ -385,11 +388,14 @@ impl RcQp {
                 }
                 Next::Packet(step) => {
                     let mut step = Some(step);
-                    if step.as_ref().is_some_and(runs) {
-                        let (more, rest) =
-                            self.send_run(qp, &conn, w, &mut step, budget.saturating_sub(sent));
-                        sent += more;
-                        carry = rest;
+                    if !no_runs && step.as_ref().is_some_and(runs) {
+                        match self.send_run(qp, &conn, w, &mut step, budget.saturating_sub(sent)) {
+                            Some((more, rest)) => {
+                                sent += more;
+                                carry = rest;
+                            }
+                            None => no_runs = true,
+                        }
                     }
                     // Still here: not handed over by a run.
                     let Some(step) = step else {
@@ -468,8 +474,9 @@ impl RcQp {
     ///
     /// Returns how many packets went after the first, and a step made but
     /// not sent, which the caller sends the usual way. `first` is taken
-    /// when it was handed over; left, with nothing sent, when the peer is
-    /// not one this path reaches.
+    /// when it was handed over; left, with nothing sent, when the peer
+    /// would not take it this way. None, `first` left, when the peer is
+    /// not reached without frames.
     fn send_run(
         &self,
         qp: &ProviderQp,
@@ -477,15 +484,11 @@ impl RcQp {
         w: &mut WorkBuf,
         first: &mut Option<Step>,
         budget: u32,
-    ) -> (u32, Option<Next>) {
-        let Some(ip) = conn.ip else {
-            return (0, None);
-        };
-        let Some(target) = xmit::direct_target(&self.rd, &ip, conn.dest_qpn) else {
-            return (0, None);
-        };
+    ) -> Option<(u32, Option<Next>)> {
+        let ip = conn.ip?;
+        let target = xmit::direct_target(&self.rd, &ip, conn.dest_qpn)?;
         let Some(peer) = recv::direct_qp(&target, conn.dest_qpn) else {
-            return (0, None);
+            return Some((0, None));
         };
         let from = frame::src_gid(&ip);
         let mut more = 0;
@@ -536,11 +539,11 @@ impl RcQp {
         if first.is_some() {
             // Not handed over: the peer is not an RC or UC QP that takes
             // requests from us.
-            return (0, None);
+            return Some((0, None));
         }
         let mut st = self.req.lock();
         self.complete_ready(&mut st, qp);
-        (more, carry)
+        Some((more, carry))
     }
 
     /// The headers of the request packet of step `s` (made).
