@@ -298,6 +298,14 @@ fn runs(s: &Step) -> bool {
     s.built.is_ok() && !s.twice && s.kind == Kind::Plain
 }
 
+/// Whether a run starts at step `s`: a packet that [`runs`] with more of
+/// its message after it. A message of one packet (or the last packet of
+/// one, alone) gains nothing from a run, whose first packet costs what a
+/// packet sent alone does, and goes the usual way.
+fn starts_run(s: &Step) -> bool {
+    runs(s) && s.pkt + 1 < s.npkts
+}
+
 /// The kind and packet count of a WQE at path MTU `mtu`.
 fn classify(w: &SendWqe, mtu: u32) -> (Kind, u32) {
     match w.opcode() {
@@ -358,6 +366,8 @@ impl RcQp {
         let mut no_runs = false;
         while sent < budget || carry.is_some() {
             let conn = self.conn();
+            // A carried step goes the usual way (a run handed it back).
+            let carried = carry.is_some();
             let next = match carry.take() {
                 Some(next) => next,
                 None => {
@@ -388,7 +398,7 @@ impl RcQp {
                 }
                 Next::Packet(step) => {
                     let mut step = Some(step);
-                    if !no_runs && step.as_ref().is_some_and(runs) {
+                    if !no_runs && !carried && step.as_ref().is_some_and(starts_run) {
                         match self.send_run(qp, &conn, w, &mut step, budget.saturating_sub(sent)) {
                             Some((more, rest)) => {
                                 sent += more;
@@ -491,7 +501,7 @@ impl RcQp {
             return Some((0, None));
         };
         let from = frame::src_gid(&ip);
-        let mut more = 0;
+        let mut delivered = 0u32;
         let mut carry = None;
         peer.provider::<RcQp>(|rc| {
             rc.responder_run(&peer, &from, self.uc, |deliver| {
@@ -499,6 +509,12 @@ impl RcQp {
                     return;
                 };
                 loop {
+                    // A fault armed since the run started: the packets
+                    // from here on are frames, for it to act on.
+                    if delivered > 0 && (self.rd.faults.armed() || target.faults.armed()) {
+                        carry = Some(Next::Packet(step));
+                        return;
+                    }
                     let Some(headers) = self.request_headers(qp, conn, &step) else {
                         carry = Some(Next::Packet(step));
                         return;
@@ -511,14 +527,15 @@ impl RcQp {
                         return;
                     };
                     xmit::count_direct(&self.rd);
-                    if more > 0 {
+                    if delivered > 0 {
                         self.rd.counters.inc(Counter::LoopbackRun);
                     }
                     let go_on = deliver(&pkt);
+                    delivered += 1;
                     let mut st = self.req.lock();
                     self.record_sent(&mut st, qp, conn, &step, Ok(()));
                     if !go_on
-                        || more >= budget
+                        || delivered > budget
                         || !st.active
                         || !matches!(qp.state(), QpState::Rts | QpState::Sqd)
                     {
@@ -532,7 +549,6 @@ impl RcQp {
                             return;
                         }
                     }
-                    more += 1;
                 }
             });
         });
@@ -543,7 +559,7 @@ impl RcQp {
         }
         let mut st = self.req.lock();
         self.complete_ready(&mut st, qp);
-        Some((more, carry))
+        Some((delivered.saturating_sub(1), carry))
     }
 
     /// The headers of the request packet of step `s` (made).

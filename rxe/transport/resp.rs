@@ -543,7 +543,8 @@ impl RcQp {
     /// `net/recv.rs` would, and returns whether the run may go on (the
     /// packet was taken and needs no answer; otherwise the run is over
     /// and the answer goes once the lock is released). A packet fed after
-    /// the run is over is dropped. False, with nothing fed, when the QP
+    /// the run is over, or once the QP's state takes no more requests,
+    /// is dropped and counted so. False, with nothing fed, when the QP
     /// would take no packet from `from` of transport `uc` (the caller then
     /// sends them one by one, to be dropped and counted the usual way).
     /// The caller holds no lock of this QP.
@@ -567,7 +568,10 @@ impl RcQp {
             }
             feed(&mut |pkt: &Packet<'_>| {
                 counters.inc(Counter::RcvdPkts);
-                if end.is_some() {
+                // The QP's state is checked for every packet, as alone: a
+                // completion in the run may have moved it to the error
+                // state (a CQ overrun).
+                if end.is_some() || !Self::takes_requests(qp) {
                     counters.drop_rx(Counter::RxDropQp);
                     return false;
                 }
