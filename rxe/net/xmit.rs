@@ -115,27 +115,31 @@ pub(crate) fn send(
     sent
 }
 
-/// Whether a packet with `headers` for `target`, a device of ours in the
-/// sender's namespace, goes without a frame: an RC or UC packet to one QP,
-/// neither device with a fault armed.
+/// Whether the packets from `rd` to QP `dest_qpn` on `target`, a device
+/// of ours in the sender's namespace, go without frames: no fault armed on
+/// either device (faults act on frames) and not multicast (a group's
+/// packets go to every member, as frames). The one place these
+/// conditions are written: [`goes_direct`] asks for each packet, and the
+/// requester for a run of them, before it and between two of its packets
+/// (`transport/req.rs`, `send_run`).
+pub(crate) fn frameless(rd: &RxeDev, target: &RxeDev, dest_qpn: u32) -> bool {
+    !rd.faults.armed() && !target.faults.armed() && dest_qpn != MULTICAST_QPN
+}
+
+/// Whether a packet with `headers` for `target` goes without a frame: an
+/// RC or UC packet on the [`frameless`] path.
 fn goes_direct(rd: &RxeDev, target: &RxeDev, headers: &Headers) -> bool {
-    if rd.faults.armed() || target.faults.armed() || headers.bth.dest_qpn == MULTICAST_QPN {
-        return false;
-    }
-    Opcode::from_u8(headers.bth.opcode)
-        .is_some_and(|op| matches!(op.transport(), Transport::Rc | Transport::Uc))
+    frameless(rd, target, headers.bth.dest_qpn)
+        && Opcode::from_u8(headers.bth.opcode)
+            .is_some_and(|op| matches!(op.transport(), Transport::Rc | Transport::Uc))
 }
 
 /// The device of ours an RC or UC QP's packets for `ip` and `dest_qpn`
-/// go to without a frame (as [`goes_direct`] decides for each packet), if
-/// any: where the requester may send a run of packets at once
-/// (`transport/req.rs`).
+/// go to without a frame, if any: where the requester may send a run of
+/// packets at once (`transport/req.rs`).
 pub(crate) fn direct_target(rd: &RxeDev, ip: &IpHeader, dest_qpn: u32) -> Option<Arc<RxeDev>> {
-    if rd.faults.armed() || dest_qpn == MULTICAST_QPN {
-        return None;
-    }
     let target = rd.rxe().device_for(rd.netdev.net_id(), &dst_gid(ip))?;
-    (!target.faults.armed()).then_some(target)
+    frameless(rd, &target, dest_qpn).then_some(target)
 }
 
 /// Counts a packet sent to a device of ours without a frame.

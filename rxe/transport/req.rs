@@ -511,7 +511,7 @@ impl RcQp {
                 loop {
                     // A fault armed since the run started: the packets
                     // from here on are frames, for it to act on.
-                    if delivered > 0 && (self.rd.faults.armed() || target.faults.armed()) {
+                    if delivered > 0 && !xmit::frameless(&self.rd, &target, conn.dest_qpn) {
                         carry = Some(Next::Packet(step));
                         return;
                     }
@@ -881,15 +881,17 @@ impl RcQp {
         s: &Step,
     ) -> core::result::Result<(), WcStatus> {
         let b = s.built.as_ref().map_err(|status| *status)?;
+        let headers = self
+            .request_headers(qp, conn, s)
+            .ok_or(WcStatus::LocLenErr)?;
         let WorkBuf { pkt: buf, payload } = w;
-        let out = Out {
-            opcode: b.opcode,
-            psn: s.psn,
-            ack_req: s.ack_req,
-            solicited: b.solicited,
-            ext: b.ext,
-        };
-        match self.send(qp, conn, out, &payload[..b.len], buf) {
+        match xmit::send(
+            &self.rd,
+            Some(&self.route),
+            &headers,
+            &payload[..b.len],
+            buf,
+        ) {
             Ok(()) => Ok(()),
             // Lost: the ACK timeout sends it again.
             Err(SendError::Network) => Ok(()),
