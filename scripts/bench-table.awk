@@ -32,7 +32,11 @@
 # and so would ours' median, a contradiction; the same below. A range that
 # contains 1 means the runs do not tell the stacks apart.
 function mbs(size, n, ns) { return size * n * 1000 / ns }
-$1 == "guest" && $3 == "memcpy" { memcpy = mbs($4, $5, $6); next }
+$1 == "guest" && $2 == "memory" && $3 == "memcpy" { memcpy = mbs($4, $5, $6); next }
+$1 == "guest" && $2 == "crc32" {
+	crcs = crcs sprintf("%s%s %.1f us", crcs == "" ? "" : ", ", $3, $6 / $5 / 1000)
+	next
+}
 $1 == "tagged" || $1 == "plain" {
 	key = $2 " " $3 " " $4
 	if (!(key in tseen)) { tseen[key] = 1; torder[++tn] = key }
@@ -86,7 +90,11 @@ function median(list,    a, n, i, j, t) {
 }
 END {
 	if (memcpy != "")
-		printf "guest memcpy: %.0f MB/s (the ceiling of a software provider)\n\n", memcpy
+		printf "guest memcpy: %.0f MB/s (the ceiling of a software provider)\n", memcpy
+	if (crcs != "")
+		printf "guest CRC-32 of a 4112-byte packet (the ICRC, computed on send and on receive): %s\n", crcs
+	if (memcpy != "" || crcs != "")
+		printf "\n"
 	hdr = 0
 	for (i = 1; i <= n; i++) {
 		split(order[i], k, " ")

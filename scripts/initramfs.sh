@@ -140,6 +140,8 @@ gcc -static -O2 -Wall -Werror -o "$root/usr/bin/netlink_user" \
 	"$RDMA_RS_TOP/selftests/foundation/netlink_user.c"
 # The block-device load of `make bench` (selftests/bench.sh).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/blkload" "$RDMA_RS_TOP/selftests/tools/blkload.c"
+# What the CRC-32 of a packet costs in the guest, by method (make bench).
+gcc -static -O2 -Wall -Werror -o "$root/usr/bin/crcspeed" "$RDMA_RS_TOP/selftests/tools/crcspeed.c"
 # One O_DIRECT request scattered over pieces of pages (rnbd_client.sh's
 # bounce path).
 gcc -static -O2 -Wall -Werror -o "$root/usr/bin/scatterio" "$RDMA_RS_TOP/selftests/tools/scatterio.c"
