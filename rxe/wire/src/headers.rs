@@ -245,6 +245,21 @@ impl Bth {
         w.u32(apsn)?;
         Ok(Self::LEN)
     }
+
+    /// The BTH [`Bth::parse`] reads from what [`Bth::write`] writes of
+    /// this one: every field cut to its width on the wire, without the
+    /// bytes (`packet::assemble`).
+    pub const fn decoded(&self) -> Bth {
+        Bth {
+            pad: self.pad & 0x3,
+            tver: self.tver & 0x0f,
+            resv6a: self.resv6a & 0x3f,
+            dest_qpn: self.dest_qpn & MASK24,
+            resv7: self.resv7 & 0x7f,
+            psn: self.psn & MASK24,
+            ..*self
+        }
+    }
 }
 
 /// Reliable Datagram Extended Transport Header (4 bytes).
@@ -274,6 +289,14 @@ impl Rdeth {
         let mut w = ByteWriter::new(buf, Self::LEN)?;
         w.u32((u32::from(self.resv8) << 24) | (self.een & MASK24))?;
         Ok(Self::LEN)
+    }
+
+    /// What [`Rdeth::parse`] reads from what [`Rdeth::write`] writes.
+    pub const fn decoded(&self) -> Rdeth {
+        Rdeth {
+            een: self.een & MASK24,
+            ..*self
+        }
     }
 }
 
@@ -310,6 +333,14 @@ impl Deth {
         w.u32(self.qkey)?;
         w.u32((u32::from(self.resv8) << 24) | (self.src_qpn & MASK24))?;
         Ok(Self::LEN)
+    }
+
+    /// What [`Deth::parse`] reads from what [`Deth::write`] writes.
+    pub const fn decoded(&self) -> Deth {
+        Deth {
+            src_qpn: self.src_qpn & MASK24,
+            ..*self
+        }
     }
 }
 
@@ -541,6 +572,14 @@ impl Aeth {
         w.u32((u32::from(self.syndrome) << 24) | (self.msn & MASK24))?;
         Ok(Self::LEN)
     }
+
+    /// What [`Aeth::parse`] reads from what [`Aeth::write`] writes.
+    pub const fn decoded(&self) -> Aeth {
+        Aeth {
+            msn: self.msn & MASK24,
+            ..*self
+        }
+    }
 }
 
 /// Atomic Extended Transport Header (28 bytes, not padded).
@@ -766,6 +805,20 @@ impl ExtHeaders {
             off = off.checked_add(n).ok_or(Truncated)?;
         }
         Ok(len)
+    }
+
+    /// The headers [`ExtHeaders::parse`] reads, for the set these hold,
+    /// from what [`ExtHeaders::write`] writes of them: each cut to its
+    /// fields' widths on the wire, without the bytes (`packet::assemble`).
+    /// The headers whose every field fills its bytes come back as they
+    /// are.
+    pub fn decoded(&self) -> ExtHeaders {
+        ExtHeaders {
+            rdeth: self.rdeth.map(|h| h.decoded()),
+            deth: self.deth.map(|h| h.decoded()),
+            aeth: self.aeth.map(|h| h.decoded()),
+            ..*self
+        }
     }
 }
 

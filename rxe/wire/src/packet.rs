@@ -691,12 +691,13 @@ pub fn assemble<'a>(
         .checked_sub(ip_len)
         .and_then(|n| u16::try_from(n).ok())
         .ok_or(Build(BuildError::TooLong))?;
-    // The transport headers through their codecs, as the two ends see
-    // them; the IP header as `parse` decodes what `write_ip` writes (every
-    // field of ours goes through unchanged but the flow label, cut to its
-    // 20 bits; the lengths cannot be refused, a datagram holding at least
-    // UDP and BTH), without its checksum made and checked again.
-    let small = |_: Truncated| Build(BuildError::BufferTooSmall { needed: len });
+    // The headers as the receiving end decodes what the sending end
+    // writes: the transport headers cut to their fields' widths
+    // (`decoded`, host-tested against their codecs), the IP header as
+    // `parse` decodes what `write_ip` writes (every field of ours goes
+    // through unchanged but the flow label, cut to its 20 bits; the
+    // lengths cannot be refused, a datagram holding at least UDP and
+    // BTH), without its checksum made and checked again.
     let ip = match headers.ip {
         IpHeader::V4(v4) => IpHeader::V4(v4),
         IpHeader::V6(v6) => IpHeader::V6(Ipv6 {
@@ -706,16 +707,11 @@ pub fn assemble<'a>(
     };
     let mut bth = headers.bth;
     bth.pad = pad_for(payload.len());
-    let mut bth_bytes = [0u8; BTH_LEN];
-    bth.write(&mut bth_bytes).map_err(small)?;
-    let bth = Bth::parse(&bth_bytes).map_err(|_| Parse(ParseError::TooShort))?;
+    let bth = bth.decoded();
     if bth.tver != BTH_TVER {
         return Err(Parse(ParseError::BadTver(bth.tver)));
     }
-    let mut ext_bytes = [0u8; super::opcode::MAX_HEADER_LEN];
-    let n = headers.ext.write(&mut ext_bytes).map_err(small)?;
-    let ext = ExtHeaders::parse(info.headers, ext_bytes.get(..n).unwrap_or(&[]))
-        .map_err(|_| Parse(ParseError::TooShort))?;
+    let ext = headers.ext.decoded();
     if payload.len() > max_payload {
         return Err(Parse(ParseError::PayloadTooLarge {
             len: payload.len(),

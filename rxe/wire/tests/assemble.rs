@@ -33,7 +33,7 @@ fn describe(p: &rxe_wire::packet::Packet<'_>) -> Vec<u8> {
 
 /// Headers with some fields pushed out of their range or made wrong.
 fn disturb(h: &mut Headers, rng: &mut Rng) {
-    match rng.below(8) {
+    match rng.below(9) {
         0 => h.bth.psn = rng.u32(),
         1 => h.bth.dest_qpn = rng.u32(),
         2 => {
@@ -51,6 +51,18 @@ fn disturb(h: &mut Headers, rng: &mut Rng) {
         6 => {
             if let IpHeader::V6(v6) = &mut h.ip {
                 v6.flow_label = rng.u32();
+            }
+        }
+        7 => {
+            // The extension headers' 24-bit fields given 32 bits.
+            if let Some(a) = &mut h.ext.aeth {
+                a.msn = rng.u32();
+            }
+            if let Some(d) = &mut h.ext.deth {
+                d.src_qpn = rng.u32();
+            }
+            if let Some(r) = &mut h.ext.rdeth {
+                r.een = rng.u32();
             }
         }
         _ => {}
