@@ -85,6 +85,18 @@ void rdma_rs_cond_resched(void)
 	cond_resched();
 }
 
+/*
+ * Lets every other runnable task of this CPU go first, now: for a loop that
+ * waits for work another task does (a benchmark polling for completions
+ * that the QP's work makes), which cond_resched() would leave spinning
+ * until the scheduler's tick took the CPU from it.
+ */
+void rdma_rs_yield(void)
+{
+	might_sleep();
+	yield();
+}
+
 void rdma_rs_usleep(unsigned long min_us, unsigned long max_us)
 {
 	usleep_range(min_us, max_us);

@@ -25,6 +25,7 @@ void rdma_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 bool rdma_rs_in_task(void);
 void rdma_rs_msleep(unsigned int msecs);
 void rdma_rs_cond_resched(void);
+void rdma_rs_yield(void);
 void rdma_rs_usleep(unsigned long min_us, unsigned long max_us);
 /* Idle and iowait time of the online CPUs, as accounted (ns). */
 u64 rdma_rs_cpu_idle_ns(void);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Sleeping, yielding the CPU and reading the clock: [`msleep`],
-//! [`usleep`] and [`cond_resched`] for process context, and [`now_ms`],
-//! the monotonic milliseconds the management layers' (MAD, CM) deadlines
-//! are counted in.
+//! [`usleep`], [`cond_resched`] and [`yield_now`] for process context,
+//! and [`now_ms`], the monotonic milliseconds the management layers'
+//! (MAD, CM) deadlines are counted in.
 
 use crate::kshim::bindings;
 
@@ -30,6 +30,17 @@ pub fn cond_resched() {
     // SAFETY: `cond_resched` may sleep; process context is the caller's
     // contract, checked by `might_sleep` inside under DEBUG_ATOMIC_SLEEP.
     unsafe { bindings::rdma_rs_cond_resched() }
+}
+
+/// Lets every other runnable task of this CPU run first (`yield`), even
+/// if none is due: for a loop that waits for work another task does on
+/// the same CPU and found none done yet (a benchmark's completion poll),
+/// where [`cond_resched`] would spin on until the scheduler's tick.
+/// Process context only.
+pub fn yield_now() {
+    // SAFETY: `yield` may sleep; process context is the caller's
+    // contract, checked by the helper's `might_sleep`.
+    unsafe { bindings::rdma_rs_yield() }
 }
 
 /// Milliseconds of the monotonic clock (`ktime_get`). Any context.
