@@ -54,16 +54,7 @@ fn disturb(h: &mut Headers, rng: &mut Rng) {
             }
         }
         7 => {
-            // The extension headers' 24-bit fields given 32 bits.
-            if let Some(a) = &mut h.ext.aeth {
-                a.msn = rng.u32();
-            }
-            if let Some(d) = &mut h.ext.deth {
-                d.src_qpn = rng.u32();
-            }
-            if let Some(r) = &mut h.ext.rdeth {
-                r.een = rng.u32();
-            }
+            widen_24_bit_fields(&mut h.ext, rng);
         }
         _ => {}
     }

@@ -47,16 +47,7 @@ fn ext_decoded_is_what_parse_reads() {
     for _ in 0..20_000 {
         let op = *rng.pick(Opcode::ALL);
         let mut ext = sample_ext(op, &mut rng);
-        // The 24-bit fields given 32 bits.
-        if let Some(a) = &mut ext.aeth {
-            a.msn = rng.u32();
-        }
-        if let Some(d) = &mut ext.deth {
-            d.src_qpn = rng.u32();
-        }
-        if let Some(r) = &mut ext.rdeth {
-            r.een = rng.u32();
-        }
+        widen_24_bit_fields(&mut ext, &mut rng);
         let mut bytes = [0u8; 64];
         let n = ext.write(&mut bytes).unwrap();
         let read = ExtHeaders::parse(op.info().headers, &bytes[..n]).unwrap();

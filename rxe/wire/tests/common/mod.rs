@@ -106,6 +106,20 @@ pub(crate) fn sample_ext(op: Opcode, rng: &mut Rng) -> ExtHeaders {
     ext
 }
 
+/// Gives the 24-bit fields of the extension headers in `ext` (MSN, source
+/// QPN, EE context) arbitrary 32-bit values, more than the wire holds.
+pub(crate) fn widen_24_bit_fields(ext: &mut ExtHeaders, rng: &mut Rng) {
+    if let Some(a) = &mut ext.aeth {
+        a.msn = rng.u32();
+    }
+    if let Some(d) = &mut ext.deth {
+        d.src_qpn = rng.u32();
+    }
+    if let Some(r) = &mut ext.rdeth {
+        r.een = rng.u32();
+    }
+}
+
 /// A BTH for `op` with every other field arbitrary (TVer 0, pad 0).
 pub(crate) fn sample_bth(op: Opcode, rng: &mut Rng) -> Bth {
     Bth {
