@@ -14,10 +14,20 @@
 //! zero-length SEND with invalidate of its buffer's key goes between the
 //! two, and the response says so (`IO_RSP_W_INV`).
 //!
+//! Responses, heartbeat acknowledgements and registrations are posted
+//! unsignaled but every `queue_depth`-th send request, as the kernel's
+//! server posts them: nothing waits for their completion (a failed one
+//! still completes, and closes the path), and the core frees an
+//! unsignaled entry's slot when it completes. The invalidation of a chunk
+//! (`always_invalidate`) stays signaled: its completion starts the
+//! request's handling.
+//!
 //! A connection knows its QP, not its path: the path's chunk memory and
 //! info buffer are passed to it, its completions go to the handler it was
 //! given (the path's), and a request goes to the ULP through the function
 //! the path passes [`Con::on_request`].
+
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -52,6 +62,9 @@ pub(crate) const WR_INV: u64 = 1 << 40;
 /// The largest RTRS message after the user message (a read with one
 /// descriptor).
 const MSG_MAX: usize = 24;
+/// User messages up to this size are read onto the stack (an RNBD IO is
+/// 32 bytes); a longer one (an RNBD OPEN, 264) is allocated.
+const USR_INLINE: usize = 128;
 
 /// A connection.
 #[pin_data]
@@ -70,6 +83,10 @@ pub struct Con {
     cq: Mutex<Option<Cq>>,
     /// Where its work requests complete (the path's handler).
     cqe: Arc<dyn CqeDone>,
+    /// Send requests posted that may go unsignaled, and how many of them
+    /// make one signaled one (the queue depth).
+    sends: AtomicU32,
+    signal_interval: u32,
 }
 
 impl Con {
@@ -100,6 +117,8 @@ impl Con {
                 core,
                 cq <- new_mutex!(Some(cq), "rtrs::srv::Con::cq"),
                 cqe,
+                sends: AtomicU32::new(0),
+                signal_interval: qd.max(1),
             }),
             GFP_KERNEL,
         )?;
@@ -156,6 +175,17 @@ impl Con {
         Ok(())
     }
 
+    /// The flags of a send request that nothing waits for: signaled once
+    /// every `signal_interval` of them.
+    fn next_flags(&self) -> SendFlags {
+        let n = self.sends.fetch_add(1, Ordering::Relaxed);
+        if n % self.signal_interval == self.signal_interval - 1 {
+            SendFlags::SIGNALED
+        } else {
+            SendFlags::NONE
+        }
+    }
+
     fn post_send(&self, wrs: &mut [SendWr<'_>]) -> Result {
         crate::qp::post_send(&self.qp, wrs, &self.cqe)
     }
@@ -203,7 +233,9 @@ impl Con {
             rkey: 0,
             imm,
         };
-        self.post_send(&mut [SendWr::new(WR_SEND, op, &[])])
+        let mut w = SendWr::new(WR_SEND, op, &[]);
+        w.flags = self.next_flags();
+        self.post_send(&mut [w])
     }
 
     /// An IO request in `chunks` whose immediate payload is `payload`:
@@ -230,8 +262,15 @@ impl Con {
             return Err(EINVAL);
         }
         let data_len = off - usr_len;
-        let mut usr = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
-        chunks.buf.read(chunk + data_len, &mut usr)?;
+        let mut inline = [0u8; USR_INLINE];
+        let mut heap;
+        let usr: &mut [u8] = if usr_len <= USR_INLINE {
+            &mut inline[..usr_len]
+        } else {
+            heap = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
+            &mut heap
+        };
+        chunks.buf.read(chunk + data_len, usr)?;
         let (dir, desc, inval) = match &msg {
             RdmaMsg::Write(_) => (Dir::Write, None, false),
             RdmaMsg::Read(r) => (
@@ -240,7 +279,7 @@ impl Con {
                 r.flags & RTRS_MSG_NEED_INVAL_F != 0,
             ),
         };
-        let sreq = SrvRequest::new(dir, &usr, &chunks.buf, chunk, data_len);
+        let sreq = SrvRequest::new(dir, usr, &chunks.buf, chunk, data_len);
         let errno = serve(&sreq, off as u64);
         let errno = errno.clamp(-511, 0);
         // A read whose buffer the client asks us to invalidate gets a
@@ -258,14 +297,14 @@ impl Con {
         }
         .to_imm()
         .map_err(|_| EINVAL)?;
-        let done = SendOp::WriteWithImm {
-            remote_addr: 0,
-            rkey: 0,
-            imm: rsp,
-        };
+        // At most four requests, in this order: the data (a read), the
+        // chunk's new registration (always_invalidate), the SEND with
+        // invalidate, the response. Unused entries are never posted.
+        let unused = || SendWr::new(WR_SEND, SendOp::LocalInv(0), &[]);
+        let mut wrs = [unused(), unused(), unused(), unused()];
+        let mut n = 0;
         let data_sg;
         let rkey_sg;
-        let mut wrs = KVec::with_capacity(4, GFP_KERNEL)?;
         if let Some(d) = desc.filter(|d| errno == 0 && d.len > 0) {
             let len = d.len.min(params.chunk_size);
             data_sg = [chunks.buf.sge(chunk, len, chunks.mr.lkey())?];
@@ -273,9 +312,8 @@ impl Con {
                 remote_addr: d.addr,
                 rkey: d.key,
             };
-            let mut w = SendWr::new(WR_SEND, data, &data_sg);
-            w.flags = SendFlags::NONE;
-            wrs.push(w, GFP_KERNEL)?;
+            wrs[n] = SendWr::new(WR_SEND, data, &data_sg);
+            n += 1;
         }
         // With always_invalidate the chunk is registered again under a new
         // key, which the response carries (RKEY_RSP in a SEND with the
@@ -296,29 +334,36 @@ impl Con {
                 key,
                 access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             };
-            let mut w = SendWr::new(WR_SEND, op, &[]);
-            w.flags = SendFlags::NONE;
-            wrs.push(w, GFP_KERNEL)?;
+            wrs[n] = SendWr::new(WR_SEND, op, &[]);
+            n += 1;
             Some(i)
         } else {
             None
         };
         if let Some(key) = send_inv {
-            let mut w = SendWr::new(WR_SEND, SendOp::SendWithInv(key), &[]);
-            w.flags = SendFlags::NONE;
-            wrs.push(w, GFP_KERNEL)?;
+            wrs[n] = SendWr::new(WR_SEND, SendOp::SendWithInv(key), &[]);
+            n += 1;
         }
-        match new_key {
+        wrs[n] = match new_key {
             Some(i) => {
                 rkey_sg = [chunks.rkey_buf.sge(i * 8, 8, chunks.rkey_mr.lkey())?];
-                wrs.push(
-                    SendWr::new(WR_SEND, SendOp::SendWithImm(rsp), &rkey_sg),
-                    GFP_KERNEL,
-                )?;
+                SendWr::new(WR_SEND, SendOp::SendWithImm(rsp), &rkey_sg)
             }
-            None => wrs.push(SendWr::new(WR_SEND, done, &[]), GFP_KERNEL)?,
+            None => SendWr::new(
+                WR_SEND,
+                SendOp::WriteWithImm {
+                    remote_addr: 0,
+                    rkey: 0,
+                    imm: rsp,
+                },
+                &[],
+            ),
+        };
+        n += 1;
+        for w in wrs[..n].iter_mut() {
+            w.flags = self.next_flags();
         }
-        self.post_send(&mut wrs)
+        self.post_send(&mut wrs[..n])
     }
 
     /// Disconnects and destroys the id (and with it the QP), then the CQ
