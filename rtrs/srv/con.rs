@@ -14,11 +14,13 @@
 //! zero-length SEND with invalidate of its buffer's key goes between the
 //! two, and the response says so (`IO_RSP_W_INV`).
 //!
-//! Responses, heartbeat acknowledgements and registrations are posted
-//! unsignaled but every `queue_depth`-th send request, as the kernel's
-//! server posts them: nothing waits for their completion (a failed one
-//! still completes, and closes the path), and the core frees an
-//! unsignaled entry's slot when it completes. The invalidation of a chunk
+//! A response and what goes with it (a read's data, the chunk's new
+//! registration, the SEND with invalidate), and heartbeat
+//! acknowledgements, are posted unsignaled but every `queue_depth`-th
+//! send request, as the kernel's server posts them: nothing waits for
+//! their completion (a failed one still completes, and closes the path),
+//! and the core frees an unsignaled entry's slot when it completes. The
+//! chunks' first registrations go unsignaled; the invalidation of a chunk
 //! (`always_invalidate`) stays signaled: its completion starts the
 //! request's handling.
 //!
