@@ -402,6 +402,32 @@ impl MrCore {
         Ok(())
     }
 
+    /// Makes the mapped pages valid under `key` (whose index part must be
+    /// this MR's) at once, for the device's local reads only: the gather
+    /// of a send. What a C ULP gets from `ib_dma_map_sg` and its PD's
+    /// `local_dma_lkey`, with the pages held by the MR as a registration
+    /// holds them. No `REG_MR` is needed because no peer ever learns the
+    /// key: an access from the wire asks for remote rights, which the
+    /// region does not grant, and so does a local write into it. Undone
+    /// by [`MrCore::invalidate`] (no `LOCAL_INV`), which the caller calls
+    /// once every work request that reads the pages has completed.
+    /// `EINVAL` if this is not a fast-registration MR, if nothing is
+    /// mapped or the region is valid already. Contexts as
+    /// [`MrCore::map_mr_sg`].
+    pub fn validate_local(&self, key: u32) -> Result {
+        if self.kind != MrKind::FastReg || key >> 8 != self.life.num() {
+            return Err(EINVAL);
+        }
+        let mut st = self.state.lock();
+        if st.valid || !st.mapped {
+            return Err(EINVAL);
+        }
+        st.key = key as u8;
+        st.access = Access::NONE;
+        st.valid = true;
+        Ok(())
+    }
+
     /// Executes a `LOCAL_INV` (or the invalidation of a SEND with
     /// invalidate): the region stops being accessible under `key`.
     /// `Busy` while memory windows are bound to it.

@@ -35,6 +35,9 @@ pub(crate) mod wr {
     pub(crate) const INFO_REQ: u64 = 3 << 56;
     /// A request's registration and RDMA WRITE (unsignaled).
     pub(crate) const IO: u64 = 4 << 56;
+    /// A write's RDMA WRITE of its data (signaled: its data is released
+    /// when it completes); low bits: the permit.
+    pub(crate) const WRITE: u64 = 7 << 56;
     /// A request's LOCAL_INV; low bits: the permit.
     pub(crate) const LINV: u64 = 5 << 56;
     /// A heartbeat or its acknowledgement (unsignaled).
@@ -79,7 +82,8 @@ impl ClCon {
         depth: u32,
         recv_base: u32,
     ) -> Result<Arc<ClCon>> {
-        // Per request: a registration, the RDMA WRITE, an invalidation;
+        // Per request (a read): a registration, the RDMA WRITE, an
+        // invalidation (a write posts its RDMA WRITE alone);
         // heartbeats and their acknowledgements besides. A read's response
         // may consume two receives (the server's SEND with invalidate, then
         // the response).

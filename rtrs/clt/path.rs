@@ -114,6 +114,8 @@ pub(crate) trait PathOwner: Send + Sync {
     fn remove_path(&self, p: &Arc<ClPath>);
     /// The response to request `msg_id` arrived on `p`.
     fn on_rsp(&self, p: &Arc<ClPath>, msg_id: u32, errno: i32, w_inval: bool) -> Result;
+    /// Request `id`'s RDMA WRITE of its data completed on `p`.
+    fn write_done(&self, p: &Arc<ClPath>, id: u32);
     /// Request `id`'s buffer was invalidated on `p`.
     fn inv_done(&self, p: &Arc<ClPath>, id: u32);
 }
@@ -423,6 +425,16 @@ impl ClPath {
         let st = self.st.lock();
         if let Some(mr) = st.res.as_ref().and_then(|r| r.mrs.get(id as usize)) {
             mr.drop_pages();
+        }
+    }
+
+    /// Drops the local mapping (under `key`) of permit `id`'s MR: its
+    /// write completed, nothing reads its pages any more. Any context;
+    /// nothing if the path's memory is gone (its MRs with it).
+    pub(crate) fn invalidate_local(&self, id: u32, key: u32) {
+        let st = self.st.lock();
+        if let Some(mr) = st.res.as_ref().and_then(|r| r.mrs.get(id as usize)) {
+            let _ = mr.invalidate(key);
         }
     }
 
@@ -1117,6 +1129,10 @@ impl ClPath {
             }
             wr::LINV => {
                 self.sess.inv_done(me, wr::num(wc.wr_id));
+                Ok(())
+            }
+            wr::WRITE => {
+                self.sess.write_done(me, wr::num(wc.wr_id));
                 Ok(())
             }
             _ => Ok(()),

@@ -162,7 +162,8 @@ enum Stage {
     Free,
     /// Posted on `path`; no response yet.
     Posted,
-    /// Answered with `errno`; its MR is being invalidated.
+    /// Answered with `errno`; its data is being released: a read's MR
+    /// invalidated (`LOCAL_INV`), a write's RDMA WRITE still to complete.
     Inval(i32),
 }
 
@@ -185,6 +186,9 @@ struct Slot {
     path: Option<Arc<ClPath>>,
     /// The key its data MR was registered under (0: no data MR).
     mr_key: u32,
+    /// A write whose data is mapped for local reads: its RDMA WRITE has
+    /// not completed yet.
+    write_out: bool,
 }
 
 /// What a finished request lets go, outside the lock.
@@ -213,6 +217,7 @@ impl Slot {
             permit: None,
             path: None,
             mr_key: 0,
+            write_out: false,
         })
     }
 
@@ -221,6 +226,7 @@ impl Slot {
     fn release(&mut self) -> Released {
         self.stage = Stage::Free;
         self.mr_key = 0;
+        self.write_out = false;
         Released {
             done: self.done.take(),
             tag: self.tag,
@@ -556,6 +562,7 @@ impl Session {
             slot.permit = Some(permit);
             slot.path = None;
             slot.mr_key = 0;
+            slot.write_out = false;
         }
         match s.post_anywhere(id, None, Usr::Bytes(usr), data) {
             Ok(()) => Ok(()),
@@ -714,6 +721,12 @@ impl SessInner {
         let mr = res.mrs.get(id as usize).ok_or(EINVAL)?;
         let mut key = 0;
         let mut data_sge = Sge::default();
+        // A write's data is only read on this side, by the gather of its
+        // RDMA WRITE: the MR maps it for local reads at once (no REG_MR,
+        // nothing for the server to reach), and the mapping is dropped
+        // when both the WRITE has completed and the response has come (no
+        // LOCAL_INV). A read's MR is registered for the server's WRITE.
+        let local = dir == Dir::Write && data_len > 0;
         if data_len > 0 {
             let n = match data {
                 Data::Bufs(d) => mr.map_mr_sg(d, 4096)?,
@@ -786,16 +799,13 @@ impl SessInner {
         } else {
             &sg_r
         };
-        let access = match dir {
-            Dir::Write => Access::LOCAL_WRITE,
-            Dir::Read => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-        };
+        // Posted for a read's data only: the server writes it.
         let mut reg = SendWr::new(
             wr::IO,
             SendOp::RegMr {
                 mr: mr.core(),
                 key,
-                access,
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             },
             &[],
         );
@@ -805,8 +815,15 @@ impl SessInner {
             rkey: ctx.rbuf.rkey,
             imm: layout.imm,
         };
-        let mut io = SendWr::new(wr::IO, op, sg);
-        io.flags = SendFlags::NONE;
+        let io = if local {
+            let mut w = SendWr::new(wr::WRITE | u64::from(id), op, sg);
+            w.flags = SendFlags::SIGNALED;
+            w
+        } else {
+            let mut w = SendWr::new(wr::IO, op, sg);
+            w.flags = SendFlags::NONE;
+            w
+        };
         {
             // The path is still connected when the request is placed on
             // it, under `reqs`: a path that fails changes its phase
@@ -827,11 +844,19 @@ impl SessInner {
             // it was not on a path).
             let old = s.path.replace(p.clone());
             s.mr_key = key;
+            s.write_out = local;
             p.inflight.fetch_add(1, Ordering::Relaxed);
             drop(reqs);
             drop(old);
         }
-        let posted = if data_len > 0 {
+        let posted = if local {
+            mr.validate_local(key)
+                .and_then(|()| ctx.con.post_send(&mut [io], &ctx.res.cqe))
+                .inspect_err(|_| {
+                    // Not posted: nothing reads the pages.
+                    let _ = mr.invalidate(key);
+                })
+        } else if data_len > 0 {
             ctx.con.post_send(&mut [reg, io], &ctx.res.cqe)
         } else {
             ctx.con.post_send(&mut [io], &ctx.res.cqe)
@@ -846,6 +871,7 @@ impl SessInner {
                 if s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) {
                     old = s.path.take();
                     s.mr_key = 0;
+                    s.write_out = false;
                     p.inflight.fetch_sub(1, Ordering::Relaxed);
                 }
             }
@@ -1175,6 +1201,7 @@ impl PathOwner for SessInner {
                     Stage::Free => {}
                 }
                 s.mr_key = 0;
+                s.write_out = false;
                 p.inflight.fetch_sub(1, Ordering::Relaxed);
                 // `p` itself, which the caller holds: never the last
                 // reference, let go under the lock.
@@ -1221,6 +1248,20 @@ impl PathOwner for SessInner {
                 // Not a request of ours in flight on this path.
                 return Err(eproto());
             }
+            if s.dir == Dir::Write && s.mr_key != 0 {
+                // A write's data, mapped for local reads: let go once its
+                // RDMA WRITE has completed too (`write_done`), which may
+                // come before the response or after it.
+                if s.write_out {
+                    s.stage = Stage::Inval(errno);
+                    return Ok(());
+                }
+                let key = s.mr_key;
+                drop(reqs);
+                p.invalidate_local(msg_id, key);
+                self.finish(msg_id, errno);
+                return Ok(());
+            }
             // A read's buffer the server invalidated, or no buffer: done.
             // Otherwise the buffer's key is invalidated first.
             let key = if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
@@ -1252,6 +1293,26 @@ impl PathOwner for SessInner {
             self.finish(msg_id, errno);
         }
         Ok(())
+    }
+
+    /// Request `id`'s RDMA WRITE of its data completed on `p`: if the
+    /// response came first, the request completes now.
+    fn write_done(&self, p: &Arc<ClPath>, id: u32) {
+        let (errno, key) = {
+            let mut reqs = self.reqs.lock();
+            match reqs.get_mut(id as usize) {
+                Some(s) if s.write_out && s.path.as_ref().is_some_and(|q| Arc::ptr_eq(q, p)) => {
+                    s.write_out = false;
+                    match s.stage {
+                        Stage::Inval(e) => (e, s.mr_key),
+                        _ => return,
+                    }
+                }
+                _ => return,
+            }
+        };
+        p.invalidate_local(id, key);
+        self.finish(id, errno);
     }
 
     /// Request `id`'s buffer was invalidated on `p`.

@@ -631,6 +631,87 @@ fn fast_reg_pages(a: Port<'_>, b: Port<'_>) -> Result {
     remote_failure(&x, &y, w, 64)
 }
 
+/// Pieces of pages mapped for the device's local reads only
+/// (`validate_local`, how the RTRS client sends a write's data): valid at
+/// once, without a `REG_MR`; a WRITE gathers them in order; no new
+/// mapping while valid; invalid after `invalidate`, then mapped and
+/// valid again; a peer's WRITE under the key is refused (no remote
+/// rights).
+fn local_pages(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let pages = [SharedPage::alloc()?, SharedPage::alloc()?];
+    let mut pat = [0u8; 256];
+    for (i, page) in pages.iter().enumerate() {
+        for blk in 0..16 {
+            for (j, v) in pat.iter_mut().enumerate() {
+                *v = (blk * 7 + j * 3 + i * 101) as u8;
+            }
+            page.write(blk * 256, &pat)?;
+        }
+    }
+    let piece = |i: usize, offset: usize, len: usize| PageSlice {
+        page: pages[i].clone(),
+        offset,
+        len,
+    };
+    // 2 KiB ending the first page, 1000 bytes starting the second.
+    let pieces = [piece(0, 2048, 2048), piece(1, 0, 1000)];
+    let total = 2048 + 1000;
+    let fr = Mr::alloc_fast_reg(y.pd.core(), 4)?;
+    let key = (fr.lkey() & !0xff) | 0x52;
+    check(fr.validate_local(key).is_err(), "nothing mapped: refused")?;
+    check(fr.map_mr_pages(&pieces)? == 2, "two pieces mapped")?;
+    check(
+        fr.validate_local(key ^ 0x100).is_err(),
+        "another MR's index refused",
+    )?;
+    fr.validate_local(key)?;
+    check(fr.is_valid(), "valid at once")?;
+    check(fr.validate_local(key).is_err(), "valid already: refused")?;
+    check(
+        fr.map_mr_pages(&pieces).is_err(),
+        "no new mapping while valid",
+    )?;
+    // The pieces, gathered through the key, land in the peer's buffer.
+    let sg = [Sge {
+        addr: fr.iova(),
+        length: total as u32,
+        lkey: key,
+    }];
+    let w = SendOp::Write {
+        remote_addr: x.buf.addr(0),
+        rkey: x.mr.rkey(),
+    };
+    y.qp.post_send(&[SendWr::new(1, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&y.cq, 1, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(
+        same_as_pieces(&x.buf, 0, &pieces)?,
+        "the WRITE carried the pieces",
+    )?;
+    // Ended without a work request; its pages go; mapped again.
+    check(fr.invalidate(key).is_ok(), "invalidated")?;
+    check(!fr.is_valid(), "invalid after invalidate")?;
+    fr.drop_pages();
+    check(fr.length() == 0, "its pages let go")?;
+    check(fr.map_mr_pages(&pieces)? == 2, "mapped again")?;
+    let key2 = (key & !0xff) | 0x53;
+    fr.validate_local(key2)?;
+    check(fr.lkey() == key2, "valid under the new key")?;
+    // No remote rights: a peer's WRITE under the key is refused.
+    let pw = SendOp::Write {
+        remote_addr: fr.iova(),
+        rkey: key2,
+    };
+    let mut before = [0u8; 64];
+    pages[0].read(2048, &mut before)?;
+    fill_pattern(&x.buf, 0, 64, 93)?;
+    remote_failure(&x, &y, pw, 64)?;
+    let mut after = [0u8; 64];
+    pages[0].read(2048, &mut after)?;
+    check(before == after, "the pieces unchanged")
+}
+
 /// Zero-length WRITE, WRITE with immediate and READ with rkey 0 and
 /// address 0 (what RTRS sends): they name no memory, so the responder does
 /// not check the key (IBTA C9-88), and the QP stays usable.
@@ -1782,6 +1863,7 @@ const CASES: &[FnCase<Ports>] = &[
         p.a, p.b
     )),
     case!("fast_reg_pages", |p| fast_reg_pages(p.a, p.b)),
+    case!("local_pages", |p| local_pages(p.a, p.b)),
 ];
 
 struct RxeRcTest;
