@@ -104,6 +104,26 @@ impl Chunks {
         Ok((mrs, keys))
     }
 
+    /// A request arrived in the chunk `payload` names (`always_invalidate`):
+    /// the chunk's key stops working now, before the request is handled,
+    /// so the client cannot write the chunk again until the response gives
+    /// it the next key. The core invalidates at once, where the kernel's
+    /// server posts a `LOCAL_INV` and handles the request on its
+    /// completion: the same order, since the chunk's registration under
+    /// this key was executed before the response that gave the key out
+    /// was sent. `EINVAL` if the chunk is not registered under its key (a
+    /// client that wrote into it before its response: the path closes).
+    pub(crate) fn invalidate(&self, payload: u32) -> Result {
+        let req = self.geometry.locate(payload).map_err(|_| EINVAL)?;
+        let i = req.buf_id as usize;
+        let key = self.keys.get(i).ok_or(EINVAL)?.load(Ordering::Acquire);
+        let mr = self.mrs.get(i).ok_or(EINVAL)?;
+        if !mr.is_valid() {
+            return Err(EINVAL);
+        }
+        mr.invalidate(key).map_err(|_| EINVAL)
+    }
+
     /// Maps chunk `i`'s MR again (after its invalidation) and returns the
     /// key to register it under, which becomes its key.
     pub(crate) fn remap(&self, i: usize) -> Result<u32> {

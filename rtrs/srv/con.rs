@@ -20,9 +20,9 @@
 //! send request, as the kernel's server posts them: nothing waits for
 //! their completion (a failed one still completes, and closes the path),
 //! and the core frees an unsignaled entry's slot when it completes. The
-//! chunks' first registrations go unsignaled; the invalidation of a chunk
-//! (`always_invalidate`) stays signaled: its completion starts the
-//! request's handling.
+//! chunks' first registrations go unsignaled. With `always_invalidate` a
+//! request's chunk is invalidated at once when it arrives
+//! (`Chunks::invalidate`, no `LOCAL_INV`), then the request is handled.
 //!
 //! A connection knows its QP, not its path: the path's chunk memory and
 //! info buffer are passed to it, its completions go to the handler it was
@@ -58,9 +58,6 @@ pub(crate) const WR_INFO: u64 = 1;
 const WR_EMPTY: u64 = 2;
 /// `wr_id` of the sends.
 const WR_SEND: u64 = 3;
-/// `wr_id` of a chunk's invalidation (`always_invalidate`), with the
-/// request's immediate payload in the low 32 bits.
-pub(crate) const WR_INV: u64 = 1 << 40;
 /// The largest RTRS message after the user message (a read with one
 /// descriptor).
 const MSG_MAX: usize = 24;
@@ -104,9 +101,9 @@ impl Con {
         info: &Info,
         cqe: Arc<dyn CqeDone>,
     ) -> Result<Arc<Con>> {
-        // Per request at most: an invalidation, the data, a registration,
-        // a SEND with invalidate, the response.
-        let (send, recv) = (5 * qd + 16, qd + 16);
+        // Per request at most: the data, a registration, a SEND with
+        // invalidate, the response.
+        let (send, recv) = (4 * qd + 16, qd + 16);
         let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv, 1), PollCtx::Workqueue)?;
         let core = (*id).clone();
         let qpn = qp.qpn();
@@ -212,20 +209,6 @@ impl Con {
             self.post_send(&mut [w])?;
         }
         Ok(())
-    }
-
-    /// A request arrived in chunk `payload` names (`always_invalidate`):
-    /// its MR is invalidated first (the client cannot write it again
-    /// until the response gives it the new key); the request is handled
-    /// when that completes.
-    pub(crate) fn invalidate_then_handle(&self, chunks: &Chunks, payload: u32) -> Result {
-        let req = chunks.geometry.locate(payload).map_err(|_| EINVAL)?;
-        let key = chunks.keys[req.buf_id as usize].load(core::sync::atomic::Ordering::Acquire);
-        self.post_send(&mut [SendWr::new(
-            WR_INV | u64::from(payload),
-            SendOp::LocalInv(key),
-            &[],
-        )])
     }
 
     /// A zero-length RDMA WRITE with immediate data `imm`.

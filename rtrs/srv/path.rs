@@ -39,7 +39,7 @@ use crate::proto::imm::Imm;
 use crate::proto::mpath::{HbAction, Heartbeat};
 use crate::proto::msg::{InfoReq, InfoRsp};
 use crate::srv::chunks::Chunks;
-use crate::srv::con::{Con, WR_INFO, WR_INV};
+use crate::srv::con::{Con, WR_INFO};
 use crate::srv::info::Info;
 use crate::srv::stats::Stats;
 use crate::srv::sysfs::{PathDirs, Sessions, SysPath};
@@ -574,7 +574,6 @@ impl Comp {
         let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
         match wc.opcode {
             WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
-            WcOpcode::LocalInv if wc.wr_id & WR_INV != 0 => path.serve(&con, wc.wr_id as u32),
             WcOpcode::RecvRdmaWithImm => {
                 // The receive goes back first: the client may send again
                 // as soon as it sees our response.
@@ -583,7 +582,8 @@ impl Comp {
                 path.hb_rx();
                 match Imm::parse(wc.imm_data) {
                     Ok(Imm::IoReq(payload)) if path.params.always_invalidate => {
-                        con.invalidate_then_handle(&path.chunks, payload)
+                        path.chunks.invalidate(payload)?;
+                        path.serve(&con, payload)
                     }
                     Ok(Imm::IoReq(payload)) => path.serve(&con, payload),
                     // A server muted for fault tests does not answer.
