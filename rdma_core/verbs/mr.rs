@@ -403,6 +403,17 @@ impl MrCore {
     }
 
     /// Makes the mapped pages valid under `key` (whose index part must be
+    /// this MR's) with `access` at once: what a `REG_MR` work request does
+    /// when its send queue reaches it, for a caller that orders the
+    /// registration against its own sends itself (the RTRS server
+    /// registers a chunk again before it posts the response that gives
+    /// the new key out). `EINVAL` as [`MrCore::validate_local`], or if
+    /// `access` is not a valid set of rights.
+    pub fn register_now(&self, key: u32, access: Access) -> Result {
+        self.fast_reg(key, access).map_err(|_| EINVAL)
+    }
+
+    /// Makes the mapped pages valid under `key` (whose index part must be
     /// this MR's) at once, for the device's local reads only: the gather
     /// of a send. What a C ULP gets from `ib_dma_map_sg` and its PD's
     /// `local_dma_lkey`, with the pages held by the MR as a registration

@@ -124,9 +124,20 @@ impl Chunks {
         mr.invalidate(key).map_err(|_| EINVAL)
     }
 
+    /// Maps chunk `i`'s MR again (after its invalidation) and registers
+    /// it at once under the next key, which it returns (the response that
+    /// gives it out is posted after: the client cannot use it sooner).
+    /// The kernel's server posts a `REG_MR` before the response instead.
+    pub(crate) fn register_again(&self, i: usize) -> Result<u32> {
+        let key = self.remap(i)?;
+        let mr = self.mrs.get(i).ok_or(EINVAL)?;
+        mr.register_now(key, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+        Ok(key)
+    }
+
     /// Maps chunk `i`'s MR again (after its invalidation) and returns the
     /// key to register it under, which becomes its key.
-    pub(crate) fn remap(&self, i: usize) -> Result<u32> {
+    fn remap(&self, i: usize) -> Result<u32> {
         let size = self.params.chunk_size as usize;
         let mr = self.mrs.get(i).ok_or(EINVAL)?;
         mr.map_mr_sg(

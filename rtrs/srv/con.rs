@@ -14,15 +14,17 @@
 //! zero-length SEND with invalidate of its buffer's key goes between the
 //! two, and the response says so (`IO_RSP_W_INV`).
 //!
-//! A response and what goes with it (a read's data, the chunk's new
-//! registration, the SEND with invalidate), and heartbeat
-//! acknowledgements, are posted unsignaled but every `queue_depth`-th
-//! send request, as the kernel's server posts them: nothing waits for
-//! their completion (a failed one still completes, and closes the path),
-//! and the core frees an unsignaled entry's slot when it completes. The
-//! chunks' first registrations go unsignaled. With `always_invalidate` a
-//! request's chunk is invalidated at once when it arrives
-//! (`Chunks::invalidate`, no `LOCAL_INV`), then the request is handled.
+//! A response and what goes with it (a read's data, the SEND with
+//! invalidate), and heartbeat acknowledgements, are posted unsignaled but
+//! every `queue_depth`-th send request, as the kernel's server posts
+//! them: nothing waits for their completion (a failed one still
+//! completes, and closes the path), and the core frees an unsignaled
+//! entry's slot when it completes. The chunks' first registrations go
+//! unsignaled. With `always_invalidate` a request's chunk is invalidated
+//! at once when it arrives (`Chunks::invalidate`, no `LOCAL_INV`), then
+//! the request is handled, and the chunk is registered again at once
+//! under its next key (`Chunks::register_again`, no `REG_MR`) before the
+//! response that carries the key is posted.
 //!
 //! A connection knows its QP, not its path: the path's chunk memory and
 //! info buffer are passed to it, its completions go to the handler it was
@@ -101,9 +103,9 @@ impl Con {
         info: &Info,
         cqe: Arc<dyn CqeDone>,
     ) -> Result<Arc<Con>> {
-        // Per request at most: the data, a registration, a SEND with
-        // invalidate, the response.
-        let (send, recv) = (4 * qd + 16, qd + 16);
+        // Per request at most: the data, a SEND with invalidate, the
+        // response.
+        let (send, recv) = (3 * qd + 16, qd + 16);
         let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv, 1), PollCtx::Workqueue)?;
         let core = (*id).clone();
         let qpn = qp.qpn();
@@ -282,11 +284,11 @@ impl Con {
         }
         .to_imm()
         .map_err(|_| EINVAL)?;
-        // At most four requests, in this order: the data (a read), the
-        // chunk's new registration (always_invalidate), the SEND with
-        // invalidate, the response. Unused entries are never posted.
+        // At most three requests, in this order: the data (a read), the
+        // SEND with invalidate, the response. Unused entries are never
+        // posted.
         let unused = || SendWr::new(WR_SEND, SendOp::LocalInv(0), &[]);
-        let mut wrs = [unused(), unused(), unused(), unused()];
+        let mut wrs = [unused(), unused(), unused()];
         let mut n = 0;
         let data_sg;
         let rkey_sg;
@@ -301,11 +303,12 @@ impl Con {
             n += 1;
         }
         // With always_invalidate the chunk is registered again under a new
-        // key, which the response carries (RKEY_RSP in a SEND with the
-        // response immediate) after the invalidation of the client's key.
+        // key, at once (`Chunks::register_again`), which the response
+        // carries (RKEY_RSP in a SEND with the response immediate) after
+        // the invalidation of the client's key.
         let new_key = if params.always_invalidate {
             let i = req.buf_id as usize;
-            let key = chunks.remap(i)?;
+            let key = chunks.register_again(i)?;
             let mut m = [0u8; 8];
             RkeyRsp {
                 buf_id: req.buf_id as u16,
@@ -314,13 +317,6 @@ impl Con {
             .write(&mut m)
             .map_err(|_| EINVAL)?;
             chunks.rkey_buf.write(i * 8, &m)?;
-            let op = SendOp::RegMr {
-                mr: chunks.mrs[i].core(),
-                key,
-                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-            };
-            wrs[n] = SendWr::new(WR_SEND, op, &[]);
-            n += 1;
             Some(i)
         } else {
             None

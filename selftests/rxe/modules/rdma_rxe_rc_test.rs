@@ -712,6 +712,52 @@ fn local_pages(a: Port<'_>, b: Port<'_>) -> Result {
     check(before == after, "the pieces unchanged")
 }
 
+/// A fast registration made at once (`register_now`, how the RTRS server
+/// registers a chunk again before its response): a peer's WRITE lands
+/// under the key without a `REG_MR`; refused while valid; after
+/// `invalidate` the peer's WRITE is refused.
+fn register_now(a: Port<'_>, b: Port<'_>) -> Result {
+    let (x, y) = pair(a, b, &OPTS)?;
+    let sink = Buffer::new(8192)?;
+    let fr = Mr::alloc_fast_reg(y.pd.core(), 2)?;
+    check(
+        fr.map_mr_sg(
+            &[BufSlice {
+                buf: &sink,
+                offset: 0,
+                len: 8192,
+            }],
+            4096,
+        )? == 1,
+        "the buffer mapped",
+    )?;
+    let key = (fr.lkey() & !0xff) | 0x61;
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    check(
+        fr.register_now(key ^ 0x100, rights).is_err(),
+        "another MR's index refused",
+    )?;
+    fr.register_now(key, rights)?;
+    check(fr.is_valid() && fr.lkey() == key, "valid under the key")?;
+    check(
+        fr.register_now(key, rights).is_err(),
+        "valid already: refused",
+    )?;
+    fill_pattern(&x.buf, 0, 6000, 57)?;
+    let sg = [x.sge(0, 6000)?];
+    let w = SendOp::Write {
+        remote_addr: fr.iova() + 100,
+        rkey: key,
+    };
+    x.qp.post_send(&[SendWr::new(1, w, &sg)])
+        .map_err(|(_, e)| e)?;
+    expect(&x.cq, 1, WcStatus::Success, Some(WcOpcode::RdmaWrite))?;
+    check(same(&x.buf, 0, &sink, 100, 6000)?, "the WRITE landed")?;
+    check(fr.invalidate(key).is_ok(), "invalidated")?;
+    check(!fr.is_valid(), "invalid after invalidate")?;
+    remote_failure(&x, &y, w, 64)
+}
+
 /// Zero-length WRITE, WRITE with immediate and READ with rkey 0 and
 /// address 0 (what RTRS sends): they name no memory, so the responder does
 /// not check the key (IBTA C9-88), and the QP stays usable.
@@ -1864,6 +1910,7 @@ const CASES: &[FnCase<Ports>] = &[
     )),
     case!("fast_reg_pages", |p| fast_reg_pages(p.a, p.b)),
     case!("local_pages", |p| local_pages(p.a, p.b)),
+    case!("register_now", |p| register_now(p.a, p.b)),
 ];
 
 struct RxeRcTest;
