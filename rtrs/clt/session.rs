@@ -162,8 +162,9 @@ enum Stage {
     Free,
     /// Posted on `path`; no response yet.
     Posted,
-    /// Answered with `errno`; its data is being released: a read's MR
-    /// invalidated (`LOCAL_INV`), a write's RDMA WRITE still to complete.
+    /// Answered with `errno`: it ends once its data is released, if that
+    /// must be waited for (a read's MR invalidated by a `LOCAL_INV`, a
+    /// write's RDMA WRITE completed), else at once.
     Inval(i32),
 }
 
@@ -904,12 +905,33 @@ impl SessInner {
 
     /// Completes request `id` with `errno`. Softirq or process context.
     fn finish(&self, id: u32, errno: i32) {
+        self.finish_if(id, errno, None)
+    }
+
+    /// Completes request `id` with `errno` if it is still on path `p`: a
+    /// handler of `p`'s that let go of `reqs` since it looked (a failover
+    /// of `p` may have taken the request meanwhile, and its permit may
+    /// carry another request by now).
+    fn finish_on(&self, p: &Arc<ClPath>, id: u32, errno: i32) {
+        self.finish_if(id, errno, Some(p))
+    }
+
+    /// [`SessInner::finish`], only while the request is on `on` if given.
+    fn finish_if(&self, id: u32, errno: i32, on: Option<&Arc<ClPath>>) {
         let rel = {
             let mut reqs = self.reqs.lock();
-            match reqs.get_mut(id as usize) {
-                Some(s) if s.stage != Stage::Free => s.release(),
-                _ => return,
+            let Some(s) = reqs.get_mut(id as usize) else {
+                return;
+            };
+            let moved = match (on, s.path.as_ref()) {
+                (Some(p), Some(q)) => !Arc::ptr_eq(p, q),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if s.stage == Stage::Free || moved {
+                return;
             }
+            s.release()
         };
         if let Some(p) = &rel.path {
             p.inflight.fetch_sub(1, Ordering::Relaxed);
@@ -1248,34 +1270,33 @@ impl PathOwner for SessInner {
                 // Not a request of ours in flight on this path.
                 return Err(eproto());
             }
+            // Answered: should the path fail before the request ends
+            // here, its failover ends it with this errno rather than
+            // sending it again.
+            s.stage = Stage::Inval(errno);
             if s.dir == Dir::Write && s.mr_key != 0 {
                 // A write's data, mapped for local reads: let go once its
                 // RDMA WRITE has completed too (`write_done`), which may
                 // come before the response or after it.
                 if s.write_out {
-                    s.stage = Stage::Inval(errno);
                     return Ok(());
                 }
                 let key = s.mr_key;
                 drop(reqs);
                 p.invalidate_local(msg_id, key);
-                self.finish(msg_id, errno);
+                self.finish_on(p, msg_id, errno);
                 return Ok(());
             }
             // A read's buffer the server invalidated, or no buffer: done.
             // Otherwise the buffer's key is invalidated first.
-            let key = if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
+            if s.mr_key == 0 || (w_inval && s.dir == Dir::Read) {
                 0
             } else {
                 s.mr_key
-            };
-            if key != 0 {
-                s.stage = Stage::Inval(errno);
             }
-            key
         };
         if key == 0 {
-            self.finish(msg_id, errno);
+            self.finish_on(p, msg_id, errno);
             return Ok(());
         }
         let posted = p.io_ctx(true, msg_id).and_then(|ctx| {
@@ -1290,7 +1311,7 @@ impl PathOwner for SessInner {
         });
         if posted.is_err() {
             // The path is going: its MRs go with it.
-            self.finish(msg_id, errno);
+            self.finish_on(p, msg_id, errno);
         }
         Ok(())
     }
@@ -1312,7 +1333,7 @@ impl PathOwner for SessInner {
             }
         };
         p.invalidate_local(id, key);
-        self.finish(id, errno);
+        self.finish_on(p, id, errno);
     }
 
     /// Request `id`'s buffer was invalidated on `p`.
@@ -1327,7 +1348,7 @@ impl PathOwner for SessInner {
                 _ => return,
             }
         };
-        self.finish(id, errno);
+        self.finish_on(p, id, errno);
     }
 }
 
