@@ -426,17 +426,7 @@ impl MrCore {
     /// mapped or the region is valid already. Contexts as
     /// [`MrCore::map_mr_sg`].
     pub fn validate_local(&self, key: u32) -> Result {
-        if self.kind != MrKind::FastReg || key >> 8 != self.life.num() {
-            return Err(EINVAL);
-        }
-        let mut st = self.state.lock();
-        if st.valid || !st.mapped {
-            return Err(EINVAL);
-        }
-        st.key = key as u8;
-        st.access = Access::NONE;
-        st.valid = true;
-        Ok(())
+        self.register_now(key, Access::NONE)
     }
 
     /// Executes a `LOCAL_INV` (or the invalidation of a SEND with

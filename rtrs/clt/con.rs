@@ -35,13 +35,13 @@ pub(crate) mod wr {
     pub(crate) const INFO_REQ: u64 = 3 << 56;
     /// A request's registration and RDMA WRITE (unsignaled).
     pub(crate) const IO: u64 = 4 << 56;
-    /// A write's RDMA WRITE of its data (signaled: its data is released
-    /// when it completes); low bits: the permit.
-    pub(crate) const WRITE: u64 = 7 << 56;
     /// A request's LOCAL_INV; low bits: the permit.
     pub(crate) const LINV: u64 = 5 << 56;
     /// A heartbeat or its acknowledgement (unsignaled).
     pub(crate) const HB: u64 = 6 << 56;
+    /// A write's RDMA WRITE of its data (signaled: its data is released
+    /// when it completes); low bits: the permit.
+    pub(crate) const WRITE: u64 = 7 << 56;
     /// The kind of a `wr_id`.
     pub(crate) const fn kind(wr_id: u64) -> u64 {
         wr_id & (0xff << 56)

@@ -111,16 +111,13 @@ impl Chunks {
     /// server posts a `LOCAL_INV` and handles the request on its
     /// completion: the same order, since the chunk's registration under
     /// this key was executed before the response that gave the key out
-    /// was sent. `EINVAL` if the chunk is not registered under its key (a
-    /// client that wrote into it before its response: the path closes).
+    /// was sent. `EINVAL` if the chunk's MR is not under its key (its
+    /// registration failed: the path closes).
     pub(crate) fn invalidate(&self, payload: u32) -> Result {
         let req = self.geometry.locate(payload).map_err(|_| EINVAL)?;
         let i = req.buf_id as usize;
         let key = self.keys.get(i).ok_or(EINVAL)?.load(Ordering::Acquire);
         let mr = self.mrs.get(i).ok_or(EINVAL)?;
-        if !mr.is_valid() {
-            return Err(EINVAL);
-        }
         mr.invalidate(key).map_err(|_| EINVAL)
     }
 
@@ -129,15 +126,6 @@ impl Chunks {
     /// gives it out is posted after: the client cannot use it sooner).
     /// The kernel's server posts a `REG_MR` before the response instead.
     pub(crate) fn register_again(&self, i: usize) -> Result<u32> {
-        let key = self.remap(i)?;
-        let mr = self.mrs.get(i).ok_or(EINVAL)?;
-        mr.register_now(key, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
-        Ok(key)
-    }
-
-    /// Maps chunk `i`'s MR again (after its invalidation) and returns the
-    /// key to register it under, which becomes its key.
-    fn remap(&self, i: usize) -> Result<u32> {
         let size = self.params.chunk_size as usize;
         let mr = self.mrs.get(i).ok_or(EINVAL)?;
         mr.map_mr_sg(
@@ -150,6 +138,7 @@ impl Chunks {
         )?;
         let key = next_key(mr.rkey());
         self.keys[i].store(key, Ordering::Release);
+        mr.register_now(key, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
         Ok(key)
     }
 
