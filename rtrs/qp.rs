@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The QP of an RTRS connection, client's or server's: RC, one CQ for
-//! both queues (polled where the side says: the client's in softirq, the
-//! server's in a workqueue, as the kernel's), one receive SGE, no inline data,
+//! both queues (polled where the side says: the client's in softirq, as
+//! the kernel's; the server's where its ULP answers, a workqueue as the
+//! kernel's or softirq), one receive SGE, no inline data,
 //! completions only where asked for; and the posting of its work
 //! requests, each completing into the handler its side gives.
 

@@ -139,14 +139,36 @@ impl<'a> SrvRequest<'a> {
     }
 }
 
+/// Where a ULP's [`SrvOps::rdma_ev`] may be called, which is where the
+/// server polls the completions of that ULP's connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvContext {
+    /// Process context: a workqueue, as the kernel's server polls its
+    /// connections. For a ULP that sleeps (opens or waits for a block
+    /// device).
+    Process,
+    /// Softirq, where the completion comes: no worker woken up and no
+    /// context switch per request. For a ULP that answers without
+    /// sleeping, allocating only with `GFP_ATOMIC` and taking only locks
+    /// that are safe there.
+    Softirq,
+}
+
 /// What a ULP on the server does.
 pub trait SrvOps: Send + Sync {
     /// A request of path `path` (named by its client): returns 0 or a
     /// negative errno (at most 511), which the client's request completes
-    /// with. Called in process context (a workqueue), one request of a
+    /// with. Called where [`SrvOps::context`] says, one request of a
     /// connection at a time.
     fn rdma_ev(&self, path: &[u8], req: &SrvRequest<'_>) -> i32;
-    /// A path is up (its INFO exchange done) or down.
+
+    /// Where [`SrvOps::rdma_ev`] may be called: process context unless
+    /// the ULP says it does not sleep. Asked once, when a path comes.
+    fn context(&self) -> EvContext {
+        EvContext::Process
+    }
+
+    /// A path is up (its INFO exchange done) or down. Process context.
     fn link_ev(&self, _path: &[u8], _up: bool) {}
 }
 

@@ -88,12 +88,17 @@ pub struct Con {
     /// make one signaled one (the queue depth).
     sends: AtomicU32,
     signal_interval: u32,
+    /// How a request's long user message is allocated: `GFP_ATOMIC` when
+    /// the CQ is polled in softirq.
+    gfp: kernel::alloc::Flags,
 }
 
 impl Con {
     /// Creates connection `cid` on `id` (its QP and CQ, on `dev` in `pd`,
-    /// sized for `qd` requests), completing into `cqe`; cid 0 also posts
-    /// the INFO_REQ receive into `info` (the first of its queue).
+    /// sized for `qd` requests, the CQ polled in `poll`), completing into
+    /// `cqe`; cid 0 also posts the INFO_REQ receive into `info` (the first
+    /// of its queue).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: CmId,
         cid: u16,
@@ -102,11 +107,17 @@ impl Con {
         qd: u32,
         info: &Info,
         cqe: Arc<dyn CqeDone>,
+        poll: PollCtx,
     ) -> Result<Arc<Con>> {
         // Per request at most: the data, a SEND with invalidate, the
         // response.
         let (send, recv) = (3 * qd + 16, qd + 16);
-        let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv, 1), PollCtx::Workqueue)?;
+        let (cq, qp) = crate::qp::create(&id, dev, pd, (send, recv, 1), poll)?;
+        let gfp = if poll == PollCtx::Softirq {
+            GFP_ATOMIC
+        } else {
+            GFP_KERNEL
+        };
         let core = (*id).clone();
         let qpn = qp.qpn();
         let con = Arc::pin_init(
@@ -120,6 +131,7 @@ impl Con {
                 cqe,
                 sends: AtomicU32::new(0),
                 signal_interval: qd.max(1),
+                gfp,
             }),
             GFP_KERNEL,
         )?;
@@ -254,7 +266,7 @@ impl Con {
         let usr: &mut [u8] = if usr_len <= USR_INLINE {
             &mut inline[..usr_len]
         } else {
-            heap = KVec::from_elem(0u8, usr_len, GFP_KERNEL)?;
+            heap = KVec::from_elem(0u8, usr_len, self.gfp)?;
             &mut heap
         };
         chunks.buf.read(chunk + data_len, usr)?;

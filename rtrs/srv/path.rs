@@ -14,11 +14,19 @@
 //! Its sysfs directories (`srv::sysfs`) are made when INFO_REQ names the
 //! path, and go first when it closes.
 //!
-//! Locks: `Path::state` is held to read or change the connections, the
-//! name and the sysfs directories, never across a post, a call into the
-//! ULP or the removal of a directory.
+//! The connections' completions are polled where the ULP's `rdma_ev`
+//! may run ([`SrvOps::context`]): in softirq or in a workqueue. What they
+//! touch is safe in either; INFO_REQ, which makes sysfs directories and
+//! tells the ULP, is handled on the server's work queue.
+//!
+//! Locks: `Path::state` (IRQ-safe) is held to read or change the
+//! connections, the name and the sysfs directories, never across a post,
+//! a call into the ULP, an allocation that may sleep or the removal of a
+//! directory. `Path::hb` (IRQ-safe) is taken alone. `Path::told_up` (a
+//! mutex, held while the ULP is told the path is up) comes before
+//! `Path::state`.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -27,9 +35,10 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use rdma::cma::{CmId, CmIdCore, SockAddr};
 use rdma::device::Device;
 use rdma::kshim::errno::econnreset;
+use rdma::kshim::sync::SpinLockIrq;
 use rdma::kshim::work::OwnedQueue;
 use rdma::spec::opcodes::{WcOpcode, WcStatus};
-use rdma::verbs::cq::CqCore;
+use rdma::verbs::cq::{CqCore, PollCtx};
 use rdma::verbs::pd::Pd;
 use rdma::verbs::wc::{CqeDone, Wc};
 
@@ -43,7 +52,7 @@ use crate::srv::con::{Con, WR_INFO};
 use crate::srv::info::Info;
 use crate::srv::stats::Stats;
 use crate::srv::sysfs::{PathDirs, Sessions, SysPath};
-use crate::srv::{Params, SrvOps};
+use crate::srv::{EvContext, Params, SrvOps};
 use crate::sysfs::{Addr, PathEnds};
 
 /// A connection request a path did not take: its id, if still ours to
@@ -95,6 +104,8 @@ struct PathState {
 #[pin_data]
 pub struct Path {
     ops: Arc<dyn SrvOps>,
+    /// Where its connections' completions are polled (the ULP's context).
+    poll: PollCtx,
     params: Params,
     wq: Arc<OwnedQueue>,
     /// The server's sessions, which the path joins at INFO_REQ.
@@ -117,24 +128,32 @@ pub struct Path {
     info: Info,
     pd: Pd,
     #[pin]
-    state: Mutex<PathState>,
+    state: SpinLockIrq<PathState>,
     /// The completion handler of every connection (holds the path: the
     /// cycle goes at close).
     #[pin]
     comp: Mutex<Option<Arc<Comp>>>,
+    /// The ULP was told the path is up (held while it is told).
+    #[pin]
+    told_up: Mutex<bool>,
     closed: AtomicBool,
     /// Heartbeats acknowledged (the first is logged).
     heartbeats: AtomicU64,
     /// Closes the path from the server's work queue.
     #[pin]
     close_work: Work<Path>,
+    /// Handles INFO_REQ (`info_len` bytes) from the server's work queue.
+    #[pin]
+    info_work: Work<Path, 1>,
+    info_len: AtomicU32,
     /// Our heartbeats to the client, and when the last went (ms).
     #[pin]
-    hb: Mutex<(Heartbeat, i64)>,
+    hb: SpinLockIrq<(Heartbeat, i64)>,
 }
 
 impl_has_work! {
     impl HasWork<Self> for Path { self.close_work }
+    impl HasWork<Self, 1> for Path { self.info_work }
 }
 
 impl WorkItem for Path {
@@ -142,6 +161,27 @@ impl WorkItem for Path {
 
     fn run(this: Arc<Path>) {
         this.close();
+    }
+}
+
+impl WorkItem<1> for Path {
+    type Pointer = Arc<Path>;
+
+    fn run(this: Arc<Path>) {
+        if this.is_closed() {
+            return;
+        }
+        let len = this.info_len.load(Ordering::Acquire) as usize;
+        if let Err(e) = this.on_info_req(len) {
+            if !this.is_closed() && rdma::kshim::ratelimit::log_allowed() {
+                pr_warn!(
+                    "rtrs: path \"{}\" closed: a bad INFO_REQ (errno {})\n",
+                    this.name().as_str(),
+                    e.to_errno()
+                );
+            }
+            this.close();
+        }
     }
 }
 
@@ -162,9 +202,14 @@ impl Path {
         let sess_uuid = req.sess_uuid;
         let paths_uuid = req.paths_uuid;
         let cid_num = req.cid_num;
+        let poll = match ops.context() {
+            EvContext::Softirq => PollCtx::Softirq,
+            EvContext::Process => PollCtx::Workqueue,
+        };
         let path = Arc::pin_init(
             pin_init!(Path {
                 ops,
+                poll,
                 params,
                 wq,
                 sessions,
@@ -179,7 +224,7 @@ impl Path {
                 chunks,
                 info,
                 pd,
-                state <- new_mutex!(
+                state <- rdma::new_spinlock_irq!(
                     PathState {
                         cons: KVec::new(),
                         name: [0; 256],
@@ -189,10 +234,13 @@ impl Path {
                     "rtrs::srv::Path::state"
                 ),
                 comp <- new_mutex!(None, "rtrs::srv::Path::comp"),
+                told_up <- new_mutex!(false, "rtrs::srv::Path::told_up"),
                 closed: AtomicBool::new(false),
                 heartbeats: AtomicU64::new(0),
                 close_work <- new_work!("rtrs::srv::Path::close_work"),
-                hb <- new_mutex!(
+                info_work <- new_work!("rtrs::srv::Path::info_work"),
+                info_len: AtomicU32::new(0),
+                hb <- rdma::new_spinlock_irq!(
                     (Heartbeat::new(RTRS_HB_MISSED_MAX), 0),
                     "rtrs::srv::Path::hb"
                 ),
@@ -289,14 +337,14 @@ impl Path {
         };
         let comp: Arc<dyn CqeDone> = comp;
         let qd = self.params.queue_depth;
-        let con =
-            Con::new(id, req.cid, &self.dev, &self.pd, qd, &self.info, comp).map_err(|e| {
-                Refusal {
-                    id: None,
-                    errno: e,
-                    why: "no QP for it",
-                }
-            })?;
+        let con = Con::new(
+            id, req.cid, &self.dev, &self.pd, qd, &self.info, comp, self.poll,
+        )
+        .map_err(|e| Refusal {
+            id: None,
+            errno: e,
+            why: "no QP for it",
+        })?;
         {
             // Checked again with the connection published at once: a
             // request for the same cid may have come meanwhile, or the
@@ -306,7 +354,7 @@ impl Path {
             let misfit = self.misfit(&st, req);
             let pushed = match misfit {
                 Some(_) => Err(econnreset()),
-                None => st.cons.push(con.clone(), GFP_KERNEL).map_err(Error::from),
+                None => st.cons.push(con.clone(), GFP_ATOMIC).map_err(Error::from),
             };
             if let Err(e) = pushed {
                 drop(st);
@@ -414,24 +462,33 @@ impl Path {
     /// A connection is established.
     pub(crate) fn established(&self, _id: &Arc<CmIdCore>) {}
 
-    /// INFO_REQ arrived on cid 0 (`len` bytes in the info buffer): posts
-    /// every connection's receives, then sends INFO_RSP.
-    pub(crate) fn on_info_req(self: &Arc<Self>, len: usize) -> Result {
+    /// INFO_REQ arrived on cid 0 (`len` bytes in the info buffer), in a
+    /// completion: handled on the server's work queue (cid 0 has one
+    /// receive for it: it comes once).
+    fn info_later(self: &Arc<Self>, len: u32) {
+        self.info_len.store(len, Ordering::Release);
+        let _ = self.wq.enqueue::<Arc<Path>, 1>(self.clone());
+    }
+
+    /// INFO_REQ (`len` bytes in the info buffer): posts every
+    /// connection's receives, then sends INFO_RSP. Process context.
+    fn on_info_req(self: &Arc<Self>, len: usize) -> Result {
         let mut raw = [0u8; 272];
         let n = core::cmp::min(len, raw.len());
         self.info.read_req(&mut raw[..n])?;
         let req = InfoReq::parse(&raw[..n]).map_err(|_| EINVAL)?;
-        let cons = {
+        // Room for every connection, taken before the lock (a path never
+        // has more than `cid_num`: `misfit`).
+        let mut cons = KVec::with_capacity(usize::from(self.cid_num), GFP_KERNEL)?;
+        {
             let mut st = self.state.lock();
             let name = req.name();
             let l = core::cmp::min(name.len(), 255);
             st.name[..l].copy_from_slice(&name[..l]);
-            let mut v = KVec::new();
             for c in st.cons.iter() {
-                v.push(c.clone(), GFP_KERNEL)?;
+                cons.push(c.clone(), GFP_ATOMIC)?;
             }
-            v
-        };
+        }
         if cons.len() != usize::from(self.cid_num) {
             return Err(EINVAL);
         }
@@ -453,7 +510,18 @@ impl Path {
             con0.register_chunks(&self.chunks)?;
         }
         con0.send_info_rsp(&self.info, n)?;
-        self.state.lock().up = true;
+        // The ULP hears of the path up, then down, once each: `close`,
+        // which may run meanwhile (the server's queue is unbound), marks
+        // the path closed before it takes `told_up`.
+        let mut told = self.told_up.lock();
+        {
+            let mut st = self.state.lock();
+            if self.is_closed() {
+                return Err(ENODEV);
+            }
+            st.up = true;
+        }
+        *told = true;
         let name = self.name();
         pr_info!(
             "rtrs: path \"{}\" up: {} connections, session {}\n",
@@ -506,7 +574,7 @@ impl Path {
             return;
         }
         // Already queued: it closes once.
-        let _ = self.wq.enqueue(self.clone());
+        let _ = self.wq.enqueue::<Arc<Path>, 0>(self.clone());
     }
 
     /// Closes the path: its sysfs directories go, every connection
@@ -520,16 +588,17 @@ impl Path {
         // client that sees the disconnection finds the path's name free.
         let dirs = self.state.lock().dirs.take();
         drop(dirs);
-        let (cons, was_up) = {
+        let cons = {
             let mut st = self.state.lock();
-            let up = core::mem::replace(&mut st.up, false);
-            (core::mem::take(&mut st.cons), up)
+            st.up = false;
+            core::mem::take(&mut st.cons)
         };
         for c in cons.iter() {
             c.close();
         }
         drop(cons);
         drop(self.comp.lock().take());
+        let was_up = core::mem::replace(&mut *self.told_up.lock(), false);
         if was_up {
             let name = self.name();
             pr_info!("rtrs: path \"{}\" closed\n", name.as_str());
@@ -573,7 +642,10 @@ impl Comp {
         let path = &self.path;
         let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
         match wc.opcode {
-            WcOpcode::Recv if wc.wr_id == WR_INFO => path.on_info_req(wc.byte_len as usize),
+            WcOpcode::Recv if wc.wr_id == WR_INFO => {
+                path.info_later(wc.byte_len);
+                Ok(())
+            }
             WcOpcode::RecvRdmaWithImm => {
                 // The receive goes back first: the client may send again
                 // as soon as it sees our response.

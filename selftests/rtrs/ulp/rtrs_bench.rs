@@ -34,7 +34,7 @@ use rdma::kshim::mem::Buffer;
 use rdma::kshim::sync::SpinLockIrq;
 use rdma::verbs::mr::BufSlice;
 use rtrs::clt::{ConType, Config, Dir, IoDone, PathAddr, Session};
-use rtrs::srv::{Params, Server, SrvOps, SrvRequest};
+use rtrs::srv::{EvContext, Params, Server, SrvOps, SrvRequest};
 
 #[path = "rnbd_clt.rs"]
 mod rnbd_clt;
@@ -70,7 +70,8 @@ fn now() -> i64 {
     Ktime::ktime_get().to_ns()
 }
 
-/// The server's ULP: every request answered at once, as it came.
+/// The server's ULP: every request answered at once, as it came, in the
+/// softirq its completion comes in.
 struct Answer {
     bad: AtomicU64,
 }
@@ -83,6 +84,10 @@ impl SrvOps for Answer {
             self.bad.fetch_add(1, Ordering::Relaxed);
             -22
         }
+    }
+
+    fn context(&self) -> EvContext {
+        EvContext::Softirq
     }
 }
 

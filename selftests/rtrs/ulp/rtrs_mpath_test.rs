@@ -38,7 +38,7 @@ use rdma::cma::{IpAddr, SockAddr};
 use rdma::kshim::mem::Buffer;
 use rtrs::clt::{Config, Dir, LinkOps, PathAddr, Phase, Policy, Session};
 use rtrs::proto::consts::RTRS_PORT;
-use rtrs::srv::{Params, Server, SrvOps, SrvRequest};
+use rtrs::srv::{EvContext, Params, Server, SrvOps, SrvRequest};
 
 #[path = "../../lib/ktap.rs"]
 mod ktap;
@@ -393,12 +393,16 @@ fn peer_stops_heartbeats(_c: &mut Ctx) -> Result {
     Ok(())
 }
 
-/// The silent server's ULP: every request succeeds.
+/// The silent server's ULP: every request succeeds, answered in softirq.
 struct Always;
 
 impl SrvOps for Always {
     fn rdma_ev(&self, _path: &[u8], _req: &SrvRequest<'_>) -> i32 {
         0
+    }
+
+    fn context(&self) -> EvContext {
+        EvContext::Softirq
     }
 }
 

@@ -9,7 +9,9 @@
 //! up with the parameters `rdma_rs_rtrs` was loaded with
 //! ([`Server::open`]). It serves one device, a RAM disk of its own
 //! ([`DISK`] bytes, zeroed), under any name: SESS_INFO, OPEN (512-byte
-//! sectors), IO (read, write, flush) and CLOSE. `rnbd.sh` maps it, writes
+//! sectors), IO (read, write, flush) and CLOSE, answering each in the
+//! softirq its completion comes in (`SrvOps::context`; a request handed
+//! to it in process context fails with EIO). `rnbd.sh` maps it, writes
 //! and reads it with `dd`, and compares; it also reads what the device
 //! holds through this module's log of the first bytes of every write (the
 //! server's own view).
@@ -23,12 +25,13 @@ use kernel::sync::Arc;
 use rdma::device;
 use rdma::kshim::mem::Buffer;
 use rdma::kshim::route::NetNs;
+use rdma::kshim::testing;
 use rtrs::proto::consts::RTRS_PORT;
 use rtrs::proto::rnbd::{
     self, Io, Open, OpenRsp, SessInfo, SessInfoRsp, RNBD_MSG_CLOSE, RNBD_MSG_IO, RNBD_MSG_OPEN,
     RNBD_MSG_SESS_INFO, RNBD_OP_FLUSH, RNBD_OP_MASK, RNBD_OP_READ, RNBD_OP_WRITE,
 };
-use rtrs::srv::{Dir, Params, Server, SrvOps, SrvRequest};
+use rtrs::srv::{Dir, EvContext, Params, Server, SrvOps, SrvRequest};
 
 module! {
     type: RnbdSrvTest,
@@ -42,8 +45,8 @@ module! {
 const DISK: usize = 16 << 20;
 /// Its sector.
 const SECTOR: usize = 512;
-/// Copies go through a bounce of this size.
-const BOUNCE: usize = 4096;
+/// Copies go through a bounce of this size (on the stack, in softirq).
+const BOUNCE: usize = 512;
 
 const EINVAL_N: i32 = -22;
 const EIO_N: i32 = -5;
@@ -145,6 +148,13 @@ impl Rnbd {
 
 impl SrvOps for Rnbd {
     fn rdma_ev(&self, _path: &[u8], req: &SrvRequest<'_>) -> i32 {
+        // It answers in softirq (`context`): a request handed to it in
+        // process context is refused, and the IO of the test that sent it
+        // fails.
+        if testing::in_task() {
+            pr_err!("rnbd srv: a request came in process context\n");
+            return EIO_N;
+        }
         match rnbd::msg_type(req.usr) {
             Ok(RNBD_MSG_SESS_INFO) => self.sess_info(req),
             Ok(RNBD_MSG_OPEN) => self.open(req),
@@ -152,6 +162,12 @@ impl SrvOps for Rnbd {
             Ok(RNBD_MSG_CLOSE) => 0,
             _ => EINVAL_N,
         }
+    }
+
+    /// Every message is answered without sleeping: in the softirq its
+    /// completion comes in.
+    fn context(&self) -> EvContext {
+        EvContext::Softirq
     }
 
     fn link_ev(&self, path: &[u8], up: bool) {
