@@ -417,32 +417,59 @@ impl ClPath {
         })
     }
 
-    /// Lets go of the pages permit `id`'s MR still holds (its request
-    /// completed: the MR is invalid). Any context. Under `st`, so that
-    /// no reference to the path's memory is let go here; the pages' own
-    /// may be (a page may be freed in any context).
-    pub(crate) fn drop_mr_pages(&self, id: u32) {
+    /// Ends what permit `id`'s MR holds of its completed request: drops
+    /// its local mapping under `key` if not 0 (a write's data, mapped for
+    /// the QP's reads only: its RDMA WRITE completed, nothing reads its
+    /// pages any more), then, if `pages`, lets go of the pages the MR
+    /// still holds. Any context; nothing if the path's memory is gone
+    /// (its MRs with it). Under `st`, so that no reference to the path's
+    /// memory is let go here; the pages' own may be (a page may be freed
+    /// in any context).
+    pub(crate) fn end_mr(&self, id: u32, key: u32, pages: bool) {
         let st = self.st.lock();
         if let Some(mr) = st.res.as_ref().and_then(|r| r.mrs.get(id as usize)) {
-            mr.drop_pages();
+            if key != 0 {
+                let _ = mr.invalidate(key);
+            }
+            if pages {
+                mr.drop_pages();
+            }
         }
     }
 
-    /// Drops the local mapping (under `key`) of permit `id`'s MR: its
-    /// write completed, nothing reads its pages any more. Any context;
-    /// nothing if the path's memory is gone (its MRs with it).
-    pub(crate) fn invalidate_local(&self, id: u32, key: u32) {
-        let st = self.st.lock();
-        if let Some(mr) = st.res.as_ref().and_then(|r| r.mrs.get(id as usize)) {
-            let _ = mr.invalidate(key);
+    /// The connection and the path's memory of receive `wc`, which is
+    /// taken in under one lock: the server is heard, and a new key it
+    /// sends (`RKEY_RSP`) is the chunk's from now on. `None` if the path
+    /// is going down (its connections were taken); `EPROTO` for a key
+    /// that does not come as it must.
+    fn heard_on(&self, wc: &Wc) -> Result<Option<(Arc<ClCon>, Arc<Res>)>> {
+        let mut st = self.st.lock();
+        let Some(con) = st.cons.iter().find(|c| c.qpn == wc.qp_num).cloned() else {
+            return Ok(None);
+        };
+        let Some(res) = st.res.clone() else {
+            return Ok(None);
+        };
+        // Anything from the server shows it alive.
+        st.hb.any_rx();
+        if wc.opcode == WcOpcode::Recv && wc.byte_len > 0 {
+            // RKEY_RSP: the server's new key for a chunk.
+            let mut raw = [0u8; RECV_ROOM as usize];
+            let n = (wc.byte_len as usize).min(raw.len());
+            res.read_recv(wr::num(wc.wr_id), &mut raw[..n])?;
+            let rr = RkeyRsp::parse(&raw[..n]).map_err(|_| eproto())?;
+            // It comes with the response of the same request.
+            let same = match Imm::parse(wc.imm_data) {
+                Ok(Imm::IoRsp(r)) => r.msg_id == u32::from(rr.buf_id),
+                _ => false,
+            };
+            if !st.new_rkey || !same || !wc.wc_flags.contains(WcFlags::WITH_IMM) {
+                return Err(eproto());
+            }
+            let rb = st.rbufs.get_mut(usize::from(rr.buf_id)).ok_or(eproto())?;
+            rb.rkey = rr.rkey;
         }
-    }
-
-    /// The connection of QP number `qpn` and the path's memory.
-    fn con_by_qpn(&self, qpn: u32) -> Option<(Arc<ClCon>, Arc<Res>)> {
-        let st = self.st.lock();
-        let con = st.cons.iter().find(|c| c.qpn == qpn)?.clone();
-        Some((con, st.res.clone()?))
+        Ok(Some((con, res)))
     }
 
     // -- connecting --------------------------------------------------------
@@ -1014,32 +1041,12 @@ impl ClPath {
     // -- completions ---------------------------------------------------------
 
     fn on_recv(self: &Arc<Self>, wc: &Wc) -> Result {
-        let Some((con, res)) = self.con_by_qpn(wc.qp_num) else {
-            // The path is going down: its connections were taken.
+        let Some((con, res)) = self.heard_on(wc)? else {
             return Ok(());
         };
-        // Anything from the server shows it alive.
-        self.st.lock().hb.any_rx();
-        // The receive goes back first.
+        // The receive goes back before the request can end: the server
+        // may answer the next one as soon as the ULP hears of this one.
         con.post_recv(&res, wr::num(wc.wr_id), res.cqe.clone())?;
-        if wc.opcode == WcOpcode::Recv && wc.byte_len > 0 {
-            // RKEY_RSP: the server's new key for a chunk.
-            let mut raw = [0u8; RECV_ROOM as usize];
-            let n = (wc.byte_len as usize).min(raw.len());
-            res.read_recv(wr::num(wc.wr_id), &mut raw[..n])?;
-            let rr = RkeyRsp::parse(&raw[..n]).map_err(|_| eproto())?;
-            // It comes with the response of the same request.
-            let same = match Imm::parse(wc.imm_data) {
-                Ok(Imm::IoRsp(r)) => r.msg_id == u32::from(rr.buf_id),
-                _ => false,
-            };
-            let mut st = self.st.lock();
-            if !st.new_rkey || !same || !wc.wc_flags.contains(WcFlags::WITH_IMM) {
-                return Err(eproto());
-            }
-            let rb = st.rbufs.get_mut(usize::from(rr.buf_id)).ok_or(eproto())?;
-            rb.rkey = rr.rkey;
-        }
         if !wc.wc_flags.contains(WcFlags::WITH_IMM) {
             // A SEND with invalidate of a read's buffer: the response follows.
             return Ok(());

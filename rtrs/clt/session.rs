@@ -905,7 +905,7 @@ impl SessInner {
 
     /// Completes request `id` with `errno`. Softirq or process context.
     fn finish(&self, id: u32, errno: i32) {
-        self.finish_if(id, errno, None)
+        self.finish_if(id, errno, None, 0)
     }
 
     /// Completes request `id` with `errno` if it is still on path `p`: a
@@ -913,11 +913,19 @@ impl SessInner {
     /// of `p` may have taken the request meanwhile, and its permit may
     /// carry another request by now).
     fn finish_on(&self, p: &Arc<ClPath>, id: u32, errno: i32) {
-        self.finish_if(id, errno, Some(p))
+        self.finish_if(id, errno, Some(p), 0)
     }
 
-    /// [`SessInner::finish`], only while the request is on `on` if given.
-    fn finish_if(&self, id: u32, errno: i32, on: Option<&Arc<ClPath>>) {
+    /// [`SessInner::finish_on`] of a write whose data `p`'s MR maps for
+    /// local reads under `key`: the mapping goes with the request.
+    fn finish_write(&self, p: &Arc<ClPath>, id: u32, errno: i32, key: u32) {
+        self.finish_if(id, errno, Some(p), key)
+    }
+
+    /// [`SessInner::finish`], only while the request is on `on` if given;
+    /// the local mapping under `key` (if not 0) of its path's MR dropped
+    /// before its permit goes back.
+    fn finish_if(&self, id: u32, errno: i32, on: Option<&Arc<ClPath>>, key: u32) {
         let rel = {
             let mut reqs = self.reqs.lock();
             let Some(s) = reqs.get_mut(id as usize) else {
@@ -939,10 +947,10 @@ impl SessInner {
         if let Some(d) = &rel.done {
             d.done(rel.tag, errno);
         }
-        if !rel.pages.is_empty() {
+        if key != 0 || !rel.pages.is_empty() {
             // The request's pages: not kept by its (now invalid) MR.
             if let Some(p) = &rel.path {
-                p.drop_mr_pages(id);
+                p.end_mr(id, key, !rel.pages.is_empty());
             }
         }
         // The permit goes back last, after the ULP heard.
@@ -1283,8 +1291,7 @@ impl PathOwner for SessInner {
                 }
                 let key = s.mr_key;
                 drop(reqs);
-                p.invalidate_local(msg_id, key);
-                self.finish_on(p, msg_id, errno);
+                self.finish_write(p, msg_id, errno, key);
                 return Ok(());
             }
             // A read's buffer the server invalidated, or no buffer: done.
@@ -1332,8 +1339,7 @@ impl PathOwner for SessInner {
                 _ => return,
             }
         };
-        p.invalidate_local(id, key);
-        self.finish_on(p, id, errno);
+        self.finish_write(p, id, errno, key);
     }
 
     /// Request `id`'s buffer was invalidated on `p`.
