@@ -20,11 +20,11 @@
 //! tells the ULP, is handled on the server's work queue.
 //!
 //! Locks: `Path::state` (IRQ-safe) is held to read or change the
-//! connections, the name and the sysfs directories, never across a post,
-//! a call into the ULP, an allocation that may sleep or the removal of a
-//! directory. `Path::hb` (IRQ-safe) is taken alone. `Path::told_up` (a
-//! mutex, held while the ULP is told the path is up) comes before
-//! `Path::state`.
+//! connections, the name, the heartbeats and the sysfs directories (once
+//! per request: its connection found, the client heard, the name copied),
+//! never across a post, a call into the ULP, an allocation that may sleep
+//! or the removal of a directory. `Path::told_up` (a mutex, held while the
+//! ULP is told the path is up) comes before `Path::state`.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -98,6 +98,9 @@ struct PathState {
     up: bool,
     /// Its sysfs directories, from INFO_REQ until it closes.
     dirs: Option<PathDirs>,
+    /// Our heartbeats to the client, and when the last went (ms).
+    hb: Heartbeat,
+    hb_ms: i64,
 }
 
 /// A client path.
@@ -146,9 +149,6 @@ pub struct Path {
     #[pin]
     info_work: Work<Path, 1>,
     info_len: AtomicU32,
-    /// Our heartbeats to the client, and when the last went (ms).
-    #[pin]
-    hb: SpinLockIrq<(Heartbeat, i64)>,
 }
 
 impl_has_work! {
@@ -230,6 +230,8 @@ impl Path {
                         name: [0; 256],
                         up: false,
                         dirs: None,
+                        hb: Heartbeat::new(RTRS_HB_MISSED_MAX),
+                        hb_ms: 0,
                     },
                     "rtrs::srv::Path::state"
                 ),
@@ -240,10 +242,6 @@ impl Path {
                 close_work <- new_work!("rtrs::srv::Path::close_work"),
                 info_work <- new_work!("rtrs::srv::Path::info_work"),
                 info_len: AtomicU32::new(0),
-                hb <- rdma::new_spinlock_irq!(
-                    (Heartbeat::new(RTRS_HB_MISSED_MAX), 0),
-                    "rtrs::srv::Path::hb"
-                ),
             }),
             GFP_KERNEL,
         )?;
@@ -272,14 +270,14 @@ impl Path {
         self.state.lock().cons.iter().any(|c| c.is(id))
     }
 
-    /// The connection of QP number `qpn`.
-    pub(crate) fn con_by_qpn(&self, qpn: u32) -> Option<Arc<Con>> {
-        self.state
-            .lock()
-            .cons
-            .iter()
-            .find(|c| c.qpn() == qpn)
-            .cloned()
+    /// The connection of QP number `qpn` and the path's name, something
+    /// having come on it from the client, which is heard (one lock for
+    /// the three, once per request).
+    fn heard_on(&self, qpn: u32) -> Option<(Arc<Con>, Name)> {
+        let mut st = self.state.lock();
+        let con = st.cons.iter().find(|c| c.qpn() == qpn)?.clone();
+        st.hb.any_rx();
+        Some((con, Name(st.name)))
     }
 
     /// The service connection.
@@ -388,15 +386,10 @@ impl Path {
         }
     }
 
-    /// Something arrived from the client.
-    pub(crate) fn hb_rx(&self) {
-        self.hb.lock().0.any_rx();
-    }
-
     /// The client acknowledged our heartbeat.
     pub(crate) fn hb_acked(&self) {
         let now = kernel::time::Ktime::ktime_get().to_ns() as u64;
-        self.hb.lock().0.acked(now);
+        self.state.lock().hb.acked(now);
     }
 
     /// The server's keeper (every second): a connected path gets a
@@ -405,24 +398,27 @@ impl Path {
     /// server does. A server muted for fault tests (`Params::heartbeats` off) neither
     /// sends heartbeats nor counts the client's silence.
     pub(crate) fn tick(self: &Arc<Self>) {
-        if !self.params.heartbeats || self.is_closed() || !self.state.lock().up {
+        if !self.params.heartbeats || self.is_closed() {
             return;
         }
         let t = kernel::time::Ktime::ktime_get();
         let (now_ms, now_ns) = (t.to_ms(), t.to_ns() as u64);
         let action = {
-            let mut hb = self.hb.lock();
-            if hb.1 == 0 {
-                hb.1 = now_ms;
+            let mut st = self.state.lock();
+            if !st.up {
                 return;
             }
-            if now_ms - hb.1 < i64::from(RTRS_HB_INTERVAL_MS) {
+            if st.hb_ms == 0 {
+                st.hb_ms = now_ms;
                 return;
             }
-            hb.1 = now_ms;
-            let a = hb.0.tick();
+            if now_ms - st.hb_ms < i64::from(RTRS_HB_INTERVAL_MS) {
+                return;
+            }
+            st.hb_ms = now_ms;
+            let a = st.hb.tick();
             if a == HbAction::Send {
-                hb.0.sent(now_ns);
+                st.hb.sent(now_ns);
             }
             a
         };
@@ -449,12 +445,11 @@ impl Path {
         }
     }
 
-    /// Request `payload` (its immediate's) arrived on `con`: the ULP
-    /// answers it, counted.
-    fn serve(&self, con: &Con, payload: u32) -> Result {
+    /// Request `payload` (its immediate's) arrived on `con` of the path
+    /// named `name`: the ULP answers it, counted.
+    fn serve(&self, con: &Con, name: &Name, payload: u32) -> Result {
         con.on_request(&self.chunks, payload, |req, bytes| {
             self.stats.count(req.dir, bytes);
-            let name = self.name();
             self.ops.rdma_ev(name.as_bytes(), req)
         })
     }
@@ -640,24 +635,23 @@ pub(crate) struct Comp {
 impl Comp {
     fn handle(&self, wc: &Wc) -> Result {
         let path = &self.path;
-        let con = path.con_by_qpn(wc.qp_num).ok_or(ENODEV)?;
         match wc.opcode {
             WcOpcode::Recv if wc.wr_id == WR_INFO => {
                 path.info_later(wc.byte_len);
                 Ok(())
             }
             WcOpcode::RecvRdmaWithImm => {
+                // Anything from the client shows it alive.
+                let (con, name) = path.heard_on(wc.qp_num).ok_or(ENODEV)?;
                 // The receive goes back first: the client may send again
                 // as soon as it sees our response.
                 con.post_empty_recvs(1)?;
-                // Anything from the client shows it alive.
-                path.hb_rx();
                 match Imm::parse(wc.imm_data) {
                     Ok(Imm::IoReq(payload)) if path.params.always_invalidate => {
                         path.chunks.invalidate(payload)?;
-                        path.serve(&con, payload)
+                        path.serve(&con, &name, payload)
                     }
-                    Ok(Imm::IoReq(payload)) => path.serve(&con, payload),
+                    Ok(Imm::IoReq(payload)) => path.serve(&con, &name, payload),
                     // A server muted for fault tests does not answer.
                     Ok(Imm::HbMsg) if !path.params.heartbeats => Ok(()),
                     Ok(Imm::HbMsg) => {
